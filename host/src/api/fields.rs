@@ -1,0 +1,132 @@
+//! Reading typed fields out of a JSON object while collecting every field
+//! error, so one answer names all that is wrong with a request.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+
+use super::extract::MAX_ID_LEN;
+use crate::domain::time::{EARLIEST_UNIX, from_unix};
+use crate::error::Errors;
+
+/// A JSON object being read, with the errors found so far.
+#[derive(Debug)]
+pub struct Fields<'a> {
+    map: &'a Map<String, Value>,
+    pub errors: Errors,
+}
+
+impl<'a> Fields<'a> {
+    pub fn new(map: &'a Map<String, Value>) -> Self {
+        Fields { map, errors: Errors::new() }
+    }
+
+    /// A value that is absent or null.
+    fn absent(&self, key: &str) -> bool {
+        matches!(self.map.get(key), None | Some(Value::Null))
+    }
+
+    /// A required identifier-like string (at most 255 characters, no
+    /// control characters). Integers are accepted and read as their decimal
+    /// form, as EPDs often number their records. `blank` when missing or
+    /// empty, `invalid` when of another type or too long.
+    pub fn required_id(&mut self, key: &str) -> Option<String> {
+        let text = match self.map.get(key) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+            Some(_) => {
+                self.errors.add(key, "invalid");
+                return None;
+            }
+        };
+        match text {
+            Some(s) if s.trim().is_empty() => {
+                self.errors.add(key, "blank");
+                None
+            }
+            Some(s) if s.len() > MAX_ID_LEN || s.chars().any(char::is_control) => {
+                self.errors.add(key, "invalid");
+                None
+            }
+            Some(s) => Some(s),
+            None => {
+                self.errors.add(key, "blank");
+                None
+            }
+        }
+    }
+
+    /// An optional string; blank reads as absent.
+    pub fn optional_string(&mut self, key: &str) -> Option<String> {
+        match self.map.get(key) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if s.trim().is_empty() => None,
+            Some(Value::String(s)) if s.len() <= MAX_ID_LEN && !s.chars().any(char::is_control) => Some(s.clone()),
+            Some(_) => {
+                self.errors.add(key, "invalid");
+                None
+            }
+        }
+    }
+
+    /// A required, non-empty JSON object.
+    pub fn required_object(&mut self, key: &str) -> Option<&'a Map<String, Value>> {
+        match self.map.get(key) {
+            None | Some(Value::Null) => {
+                self.errors.add(key, "blank");
+                None
+            }
+            Some(Value::Object(m)) if m.is_empty() => {
+                self.errors.add(key, "blank");
+                None
+            }
+            Some(Value::Object(m)) => Some(m),
+            Some(_) => {
+                self.errors.add(key, "invalid");
+                None
+            }
+        }
+    }
+
+    /// An optional Unix time in seconds (integer, or a string of digits) no
+    /// earlier than 1999-12-31 and no later than `latest`.
+    pub fn optional_unix(&mut self, key: &str, latest: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        if self.absent(key) {
+            return None;
+        }
+        let secs = match &self.map[key] {
+            Value::Number(n) => n.as_i64(),
+            Value::String(s) => s.trim().parse::<i64>().ok(),
+            _ => None,
+        };
+        match secs {
+            Some(s) if s < EARLIEST_UNIX => {
+                self.errors.add(key, "too_early");
+                None
+            }
+            Some(s) => match from_unix(s).filter(|t| *t <= latest) {
+                Some(t) => Some(t),
+                None => {
+                    self.errors.add(key, "invalid");
+                    None
+                }
+            },
+            None => {
+                self.errors.add(key, "invalid");
+                None
+            }
+        }
+    }
+
+    /// An optional string that must be one of `allowed`.
+    pub fn optional_choice(&mut self, key: &str, allowed: &[&str]) -> Option<String> {
+        match self.map.get(key) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if allowed.contains(&s.as_str()) => Some(s.clone()),
+            Some(_) => {
+                self.errors.add(key, "invalid");
+                None
+            }
+        }
+    }
+}

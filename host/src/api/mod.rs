@@ -1,0 +1,104 @@
+//! The HTTP edge: one module per resource, each exporting its router, and
+//! the path conventions every endpoint shares (decisions.md §1).
+//!
+//! Endpoint groups are separate routers so that authentication and rights
+//! (decisions.md §7) can be layered per group without touching handlers.
+
+pub mod extract;
+pub mod fields;
+pub mod health;
+pub mod openapi;
+pub mod protocols;
+pub mod questionnaires;
+pub mod respondents;
+pub mod responses;
+
+use axum::Router;
+use axum::extract::{OriginalUri, Request};
+use axum::http::{Method, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use crate::AppState;
+use crate::error::ApiError;
+
+/// Every route, with state.
+pub fn router(state: AppState) -> Router {
+    let api = Router::new()
+        .merge(responses::router())
+        .merge(respondents::router())
+        .merge(protocols::router())
+        .merge(questionnaires::router())
+        .route("/openapi", get(openapi::serve));
+    Router::new()
+        .nest("/api/v1", api)
+        .route("/health", get(health::health))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+}
+
+async fn not_found(OriginalUri(uri): OriginalUri) -> Response {
+    // `/dossiers//responses`: the blank segment is the dossier id.
+    if uri.path().starts_with("/api/v1/dossiers//") || uri.path().starts_with("/api/v1/dossier//") {
+        return ApiError::NotFound("dossier_id").into_response();
+    }
+    ApiError::NotFound("base").into_response()
+}
+
+async fn method_not_allowed() -> Response {
+    ApiError::MethodNotAllowed.into_response()
+}
+
+/// Rewrites a request's path to the one form the router knows, before
+/// routing: no trailing slash; `/dossier/` as `/dossiers/`; GET and HEAD
+/// without a `.json` suffix. The path as sent stays in [`OriginalUri`].
+pub fn normalize(mut req: Request) -> Request {
+    let original = req.uri().clone();
+    req.extensions_mut().insert(OriginalUri(original.clone()));
+    let path = original.path();
+    let mut normal = path.trim_end_matches('/');
+    if normal.is_empty() {
+        normal = "/";
+    }
+    if matches!(*req.method(), Method::GET | Method::HEAD) {
+        if let Some(stripped) = normal.strip_suffix(".json").filter(|s| !s.ends_with('/') && !s.is_empty()) {
+            normal = stripped;
+        }
+    }
+    let normal = match normal.strip_prefix("/api/v1/dossier/") {
+        Some(rest) => format!("/api/v1/dossiers/{rest}"),
+        None => normal.to_owned(),
+    };
+    if normal != path {
+        let rewritten = match original.query() {
+            Some(q) => format!("{normal}?{q}"),
+            None => normal,
+        };
+        if let Ok(uri) = rewritten.parse::<Uri>() {
+            *req.uri_mut() = uri;
+        }
+    }
+    req
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+
+    fn path_of(method: Method, uri: &str) -> String {
+        let req = Request::builder().method(method).uri(uri).body(Body::empty()).expect("valid");
+        normalize(req).uri().to_string()
+    }
+
+    #[test]
+    fn paths_have_one_form() {
+        assert_eq!(path_of(Method::GET, "/api/v1/dossier/12/responses.json?status=open"), "/api/v1/dossiers/12/responses?status=open");
+        assert_eq!(path_of(Method::POST, "/api/v1/dossiers/12/responses/"), "/api/v1/dossiers/12/responses");
+        assert_eq!(path_of(Method::DELETE, "/api/v1/dossiers/12/responses/x.json"), "/api/v1/dossiers/12/responses/x.json");
+        assert_eq!(path_of(Method::GET, "/api/v1/protocols/3.json/"), "/api/v1/protocols/3");
+        assert_eq!(path_of(Method::GET, "/"), "/");
+        assert_eq!(path_of(Method::GET, "/.json"), "/.json");
+    }
+}

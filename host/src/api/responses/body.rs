@@ -1,0 +1,84 @@
+//! The bodies of POST and PUT `/responses`: wire fields to a domain
+//! [`Completion`], collecting every field error (decisions.md §1, §2, §4).
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::{Map, Value};
+
+use crate::api::fields::Fields;
+use crate::domain::answers::Answers;
+use crate::domain::catalog::Catalog;
+use crate::domain::outcome::{Outcome, Provenance};
+use crate::domain::response::Completion;
+use crate::error::{ApiError, Errors};
+
+/// How far in the future a `filled_out_at` may lie, for clocks that differ.
+const CLOCK_SKEW: Duration = Duration::hours(1);
+
+/// A POST body, checked.
+#[derive(Debug)]
+pub struct NewResponseBody {
+    pub external_id: String,
+    pub professional: bool,
+    pub entered_by: Option<String>,
+    pub completion: Completion,
+}
+
+/// Reads a POST body.
+pub fn parse_create(body: &Map<String, Value>, catalog: &Catalog, now: DateTime<Utc>) -> Result<NewResponseBody, ApiError> {
+    let mut f = Fields::new(body);
+    let external_id = f.required_id("external_id");
+    // `respondent_type` is an alias of `respondent` (decisions.md §3).
+    let respondent_key = if body.contains_key("respondent") { "respondent" } else { "respondent_type" };
+    let respondent = f.optional_choice(respondent_key, &["patient", "profess"]);
+    let entered_by = f.optional_string("entered_by");
+    let completion = parse_completion(f, catalog, now)?;
+    Ok(NewResponseBody {
+        external_id: external_id.unwrap_or_default(),
+        professional: respondent.as_deref() == Some("profess"),
+        entered_by,
+        completion,
+    })
+}
+
+/// Reads a PUT body.
+pub fn parse_update(body: &Map<String, Value>, catalog: &Catalog, now: DateTime<Utc>) -> Result<Completion, ApiError> {
+    parse_completion(Fields::new(body), catalog, now)
+}
+
+/// The fields POST and PUT share. Shape errors come first (422); then an
+/// unknown questionnaire (404); then answers checked against it (422).
+fn parse_completion(mut f: Fields<'_>, catalog: &Catalog, now: DateTime<Utc>) -> Result<Completion, ApiError> {
+    let key = f.required_id("questionnaire_key");
+    let answer_data = f.required_object("answer_data");
+    let started_at = f.optional_unix("started_at", now + CLOCK_SKEW);
+    let filled_out_at = f.optional_unix("filled_out_at", now + CLOCK_SKEW);
+    if let (Some(start), Some(end)) = (started_at, filled_out_at) {
+        if start > end {
+            f.errors.add("started_at", "invalid");
+        }
+    }
+    f.errors.clone().into_result()?;
+    let (Some(key), Some(answer_data)) = (key, answer_data) else {
+        return Err(ApiError::Invalid(f.errors));
+    };
+    let questionnaire = catalog.questionnaire(&key).ok_or(ApiError::NotFound("questionnaire_key"))?;
+    let answers = Answers::check(&questionnaire.def, answer_data).map_err(|bad| {
+        let mut inner = Errors::new();
+        for (question, reason) in bad {
+            inner.add(&question, reason.code());
+        }
+        let mut errors = Errors::new();
+        errors.nest("answer_data", inner);
+        ApiError::Invalid(errors)
+    })?;
+    Ok(Completion {
+        questionnaire_id: questionnaire.id,
+        answers,
+        started_at,
+        completed_at: filled_out_at.unwrap_or(now),
+        // The scoring pipeline (plugin issue) fills these; until then a
+        // completed response carries the empty outcome (decisions.md §4).
+        outcome: Outcome::empty(),
+        provenance: Provenance::default(),
+    })
+}

@@ -1,0 +1,54 @@
+//! POST a completed response. Idempotent: a retry with the same external id,
+//! questionnaire and answers answers 200 with what was stored.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+
+use super::body::parse_create;
+use super::view::ResponseView;
+use crate::AppState;
+use crate::api::extract::{DossierPath, JsonObject};
+use crate::error::{ApiError, Errors, json};
+use crate::store::CreateResult;
+
+/// Store a response
+///
+/// Stores a completed response and makes the dossier (with its patient) on
+/// first write. `answer_data` maps question keys (`v_` form) to option keys;
+/// null is unanswered. `respondent` is `patient` (default) or `profess`
+/// (`respondent_type` is accepted as an alias). `started_at` and
+/// `filled_out_at` are Unix seconds, at least 946598400 (1999-12-31), at most
+/// an hour ahead of the service's clock; `filled_out_at` defaults to now.
+/// External ids may be strings or integers, 1-255 characters.
+/// A 201 means the response is on disk.
+#[utoipa::path(
+    post,
+    path = "/api/v1/dossiers/{dossier_id}/responses",
+    tag = "responses",
+    params(("dossier_id" = String, Path, description = "The EPD's identifier of the patient")),
+    request_body(content = crate::api::openapi::NewResponseBody, content_type = "application/json"),
+    responses(
+        (status = 201, description = "Stored", body = ResponseView),
+        (status = 200, description = "A retry: same external_id, questionnaire_key and answer_data as a stored response, which is returned unchanged", body = ResponseView),
+        (status = 400, description = "`{\"errors\":{\"base\":[\"malformed_json\"]}}`: the body is not a JSON object", body = crate::api::openapi::ErrorBody),
+        (status = 404, description = "`{\"errors\":{\"questionnaire_key\":[\"not_found\"]}}`", body = crate::api::openapi::ErrorBody),
+        (status = 413, description = "`{\"errors\":{\"base\":[\"too_large\"]}}`", body = crate::api::openapi::ErrorBody),
+        (status = 415, description = "`{\"errors\":{\"base\":[\"unsupported_media_type\"]}}`: a Content-Type other than JSON", body = crate::api::openapi::ErrorBody),
+        (status = 422, description = "Field errors: `blank`, `invalid`, `too_early`, `taken` (external_id used for other data), or under `answer_data` per question `unknown_question` / `invalid_option`", body = crate::api::openapi::ErrorBody),
+    )
+)]
+pub async fn create_response(State(app): State<AppState>, DossierPath(dossier): DossierPath, JsonObject(body): JsonObject) -> Result<Response, ApiError> {
+    let now = app.now();
+    let new = parse_create(&body, &app.catalog(), now)?;
+    let created = app
+        .store()
+        .create_response(dossier, new.external_id, new.professional, new.entered_by, new.completion, now)
+        .await?;
+    let zone = app.config().time_zone;
+    match created {
+        CreateResult::Created(r) => Ok(json(StatusCode::CREATED, &ResponseView::new(&r, zone, now))),
+        CreateResult::Retry(r) => Ok(json(StatusCode::OK, &ResponseView::new(&r, zone, now))),
+        CreateResult::Taken => Err(ApiError::Invalid(Errors::one("external_id", "taken"))),
+    }
+}

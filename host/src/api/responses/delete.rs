@@ -1,0 +1,35 @@
+//! DELETE a response uploaded through the API, by its external id.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+use crate::AppState;
+use crate::api::extract::{DossierPath, PathParams};
+use crate::error::ApiError;
+
+/// Delete a response
+///
+/// Only by external id, so only responses uploaded through the API can be
+/// deleted.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/dossiers/{dossier_id}/responses/{external_id}",
+    tag = "responses",
+    params(
+        ("dossier_id" = String, Path, description = "The EPD's identifier of the patient"),
+        ("external_id" = String, Path, description = "The external id given on POST"),
+    ),
+    responses(
+        (status = 204, description = "Deleted; no body"),
+        (status = 404, description = "`{\"errors\":{\"external_id\":[\"not_found\"]}}`", body = crate::api::openapi::ErrorBody),
+    )
+)]
+pub async fn delete_response(State(app): State<AppState>, DossierPath(dossier): DossierPath, params: PathParams) -> Result<Response, ApiError> {
+    let external_id = params.get("external_id").filter(|s| s.len() <= 255).ok_or(ApiError::NotFound("external_id"))?.to_owned();
+    if app.store().delete_response(dossier, external_id).await? {
+        Ok(StatusCode::NO_CONTENT.into_response())
+    } else {
+        Err(ApiError::NotFound("external_id"))
+    }
+}

@@ -1,0 +1,54 @@
+//! PUT answers on a pending response, found by external id or by the id of
+//! a response the service prepared.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+
+use super::body::parse_update;
+use super::view::ResponseView;
+use crate::AppState;
+use crate::api::extract::{DossierPath, JsonObject, PathParams};
+use crate::error::{ApiError, Errors, json};
+use crate::store::CompleteError;
+
+/// Complete a pending response
+///
+/// `external_id` is matched against the dossier's external ids; if none
+/// matches and it is a decimal number, against the id of a response the
+/// service prepared (invitation, subscription), which then also takes it as
+/// its external id. A response that already stores data cannot be updated.
+#[utoipa::path(
+    put,
+    path = "/api/v1/dossiers/{dossier_id}/responses/{external_id}",
+    tag = "responses",
+    params(
+        ("dossier_id" = String, Path, description = "The EPD's identifier of the patient"),
+        ("external_id" = String, Path, description = "External id, or id of a prepared response"),
+    ),
+    request_body(content = crate::api::openapi::CompleteResponseBody, content_type = "application/json"),
+    responses(
+        (status = 200, description = "Stored", body = ResponseView),
+        (status = 400, description = "`{\"errors\":{\"base\":[\"malformed_json\"]}}`", body = crate::api::openapi::ErrorBody),
+        (status = 403, description = "`{\"errors\":{\"base\":[\"already_completed\"]}}`", body = crate::api::openapi::ErrorBody),
+        (status = 404, description = "`{\"errors\":{\"external_id\":[\"not_found\"]}}` or `questionnaire_key`", body = crate::api::openapi::ErrorBody),
+        (status = 413, description = "`{\"errors\":{\"base\":[\"too_large\"]}}`", body = crate::api::openapi::ErrorBody),
+        (status = 422, description = "Field errors as for POST; `questionnaire_key: invalid` when the response is of another questionnaire", body = crate::api::openapi::ErrorBody),
+    )
+)]
+pub async fn update_response(
+    State(app): State<AppState>,
+    DossierPath(dossier): DossierPath,
+    params: PathParams,
+    JsonObject(body): JsonObject,
+) -> Result<Response, ApiError> {
+    let segment = params.get("external_id").filter(|s| s.len() <= 255).ok_or(ApiError::NotFound("external_id"))?.to_owned();
+    let now = app.now();
+    let completion = parse_update(&body, &app.catalog(), now)?;
+    match app.store().complete_response(dossier, segment, completion, now).await? {
+        Ok(r) => Ok(json(StatusCode::OK, &ResponseView::new(&r, app.config().time_zone, now))),
+        Err(CompleteError::NotFound) => Err(ApiError::NotFound("external_id")),
+        Err(CompleteError::AlreadyCompleted) => Err(ApiError::Forbidden("already_completed")),
+        Err(CompleteError::OtherQuestionnaire) => Err(ApiError::Invalid(Errors::one("questionnaire_key", "invalid"))),
+    }
+}

@@ -1,0 +1,139 @@
+//! The Response object on the wire (api.md "Response"; decisions.md §1, §4).
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use crate::domain::outcome::Outcome;
+use crate::domain::response::{Response, Status};
+use crate::domain::time;
+
+/// A questionnaire completion; it need not be filled out yet.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ResponseView {
+    /// Unique id of the response record.
+    pub id: i64,
+    /// Id given when the response was submitted by POST or PUT; null if
+    /// created or completed inside the service.
+    pub external_id: Option<String>,
+    /// Id of the respondent the response belongs to.
+    pub respondent_id: i64,
+    /// Time of completion (ISO 8601, milliseconds, UTC offset); null if not
+    /// completed.
+    pub completed_at: Option<String>,
+    /// Who the response was prepared for: `patient`, `ad_hoc_professional`,
+    /// `parent`, `second_parent`, `teacher`. More values may be added;
+    /// consumers must tolerate unknown ones.
+    pub completer_type: String,
+    /// URL to visit to complete this response; null once completed (and
+    /// until the hosted fill-out flow exists).
+    pub completing_url: Option<String>,
+    /// Flag name to boolean.
+    #[schema(value_type = Object)]
+    pub flags: Map<String, Value>,
+    /// Textvar name to string.
+    #[schema(value_type = Object)]
+    pub textvars: Map<String, Value>,
+    /// Measurement the response was prepared for.
+    pub measurement_id: Option<i64>,
+    /// Non-response this response belongs to.
+    pub non_response_id: Option<i64>,
+    /// Start of the window in which the response can be completed.
+    pub open_from: Option<String>,
+    /// End of that window: after it, an uncompleted response is expired.
+    pub open_till: Option<String>,
+    pub outcome: OutcomeView,
+    pub questionnaire_name: String,
+    pub questionnaire_key: String,
+    /// Professionals that requested the completion.
+    pub requesters: Vec<RequesterView>,
+    /// `scheduled`, `open`, `aborted`, `completed` or `expired`, derived at
+    /// the moment of the request: completed if completed; else expired once
+    /// `open_till` has passed; else aborted if filling out was aborted; else
+    /// scheduled before `open_from`; else open.
+    #[schema(example = "completed")]
+    pub status: &'static str,
+    /// Time filling out started; null if unknown.
+    pub started_at: Option<String>,
+    /// Question key (`v_` form) to answered option key, every question in
+    /// definition order, null when unanswered; empty unless completed.
+    #[schema(value_type = Object)]
+    pub values: Map<String, Value>,
+    /// Deprecated: use `questionnaire_name`.
+    #[schema(deprecated)]
+    pub name: String,
+}
+
+/// A professional that requested the completion.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RequesterView {
+    /// Identifier of the professional given by the EPD during single sign-on.
+    pub epd_id: String,
+}
+
+/// The outcome of a response. Of a response that is not completed:
+/// `{"scores":{}, "action":null, "alarm":null, "attention":null, "complete":null}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OutcomeView {
+    /// Score key to score entry: `score` (true), `label`,
+    /// `referenced_values`, and `value` when computed, or `missing_values`
+    /// when too few items were answered; per questionnaire also `norm`,
+    /// `interpretation`, `tscore`, `tscore_interpretation`, `oru_flag`,
+    /// `global`. A scorer failure shows as `exception` instead of `value`.
+    #[schema(value_type = Object)]
+    pub scores: Map<String, Value>,
+    /// `attention`, `alarm` or null.
+    pub action: Option<String>,
+    /// Question keys that raised the alarm; null when the questionnaire
+    /// defines no alarm rule.
+    pub alarm: Option<Vec<String>>,
+    /// Question keys that raised attention; null when undefined.
+    pub attention: Option<Vec<String>>,
+    /// `"NN%"` when the questionnaire defines completeness, else null.
+    pub complete: Option<String>,
+}
+
+impl From<&Outcome> for OutcomeView {
+    fn from(o: &Outcome) -> Self {
+        OutcomeView {
+            scores: o.scores.clone(),
+            action: o.action.clone(),
+            alarm: o.alarm.clone(),
+            attention: o.attention.clone(),
+            complete: o.complete.clone(),
+        }
+    }
+}
+
+impl ResponseView {
+    /// The wire form of `r` at `now`, timestamps in `zone`.
+    pub fn new(r: &Response, zone: Tz, now: DateTime<Utc>) -> ResponseView {
+        let at = |t: Option<DateTime<Utc>>| t.map(|t| time::format(t, zone));
+        let status = Status::at(&r.times, now);
+        let completed = status == Status::Completed;
+        ResponseView {
+            id: r.id.0,
+            external_id: r.external_id.clone(),
+            respondent_id: r.respondent_id.0,
+            completed_at: at(r.times.completed_at),
+            completer_type: r.completer_type.clone(),
+            completing_url: None,
+            flags: r.flags.clone(),
+            textvars: r.textvars.clone(),
+            measurement_id: r.measurement_id.map(|m| m.0),
+            non_response_id: r.non_response_id.map(|n| n.0),
+            open_from: at(r.times.open_from),
+            open_till: at(r.times.open_till),
+            outcome: if completed { OutcomeView::from(&r.outcome) } else { OutcomeView::from(&Outcome::empty()) },
+            questionnaire_name: r.questionnaire_name.clone(),
+            questionnaire_key: r.questionnaire_key.clone(),
+            requesters: r.requesters.iter().map(|epd_id| RequesterView { epd_id: epd_id.clone() }).collect(),
+            status: status.as_str(),
+            started_at: at(r.times.started_at),
+            values: if completed { r.answers.to_json() } else { Map::new() },
+            name: r.questionnaire_name.clone(),
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! Typed configuration. Each setting comes from, in order of precedence, a
+//! command-line flag, an `OUTCOMES_*` environment variable, the TOML file
+//! named by `--config`, or its default. Validation happens here; reading the
+//! file is the caller's job.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use chrono_tz::Tz;
+use clap::Args;
+use serde::Deserialize;
+
+/// Settings shared by `serve` and `migrate`, as flags and environment
+/// variables. Every field is optional so that the file and the defaults can
+/// fill what is not given.
+#[derive(Debug, Clone, Default, Args)]
+pub struct Settings {
+    /// Address and port to listen on [default: 127.0.0.1:8080]
+    #[arg(long, env = "OUTCOMES_LISTEN", value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+
+    /// Folder for the embedded SQLite database and other local state
+    /// [default: ./data]
+    #[arg(long, env = "OUTCOMES_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+
+    /// Database URL: sqlite://PATH or postgres://USER@HOST/DB
+    /// [default: sqlite://<data-dir>/outcomes.db]
+    #[arg(long, env = "OUTCOMES_DATABASE_URL", value_name = "URL")]
+    pub database_url: Option<String>,
+
+    /// Folder with one sub-folder per questionnaire, each holding
+    /// questionnaire.toml [default: ./questionnaires]
+    #[arg(long, env = "OUTCOMES_QUESTIONNAIRES_DIR", value_name = "DIR")]
+    pub questionnaires_dir: Option<PathBuf>,
+
+    /// Folder with one <key>.toml per protocol [default: ./protocols]
+    #[arg(long, env = "OUTCOMES_PROTOCOLS_DIR", value_name = "DIR")]
+    pub protocols_dir: Option<PathBuf>,
+
+    /// IANA time zone in which timestamps are written, e.g.
+    /// Europe/Amsterdam [default: UTC]
+    #[arg(long, env = "OUTCOMES_TIME_ZONE", value_name = "ZONE")]
+    pub time_zone: Option<String>,
+
+    /// Largest accepted request body in bytes; larger bodies get 413
+    /// [default: 1048576]
+    #[arg(long, env = "OUTCOMES_BODY_LIMIT", value_name = "BYTES")]
+    pub body_limit: Option<usize>,
+
+    /// Database connections for reads (writes use one more) [default: 8]
+    #[arg(long, env = "OUTCOMES_MAX_CONNECTIONS", value_name = "N")]
+    pub max_connections: Option<u32>,
+
+    /// Log format: human or json [default: human]
+    #[arg(long, env = "OUTCOMES_LOG_FORMAT", value_name = "FORMAT")]
+    pub log_format: Option<LogFormat>,
+
+    /// Log filter in tracing's EnvFilter syntax, e.g. info,host=debug
+    /// [default: info]
+    #[arg(long, env = "OUTCOMES_LOG", value_name = "FILTER")]
+    pub log: Option<String>,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Human,
+    Json,
+}
+
+/// The same settings as written in the TOML file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSettings {
+    pub listen: Option<SocketAddr>,
+    pub data_dir: Option<PathBuf>,
+    pub database_url: Option<String>,
+    pub questionnaires_dir: Option<PathBuf>,
+    pub protocols_dir: Option<PathBuf>,
+    pub time_zone: Option<String>,
+    pub body_limit: Option<usize>,
+    pub max_connections: Option<u32>,
+    pub log_format: Option<LogFormat>,
+    pub log: Option<String>,
+}
+
+/// The resolved configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub data_dir: PathBuf,
+    pub database_url: String,
+    pub questionnaires_dir: PathBuf,
+    pub protocols_dir: PathBuf,
+    pub time_zone: Tz,
+    pub body_limit: usize,
+    pub max_connections: u32,
+    pub log_format: LogFormat,
+    pub log: String,
+}
+
+/// A setting that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("{setting}: {problem}")]
+pub struct ConfigError {
+    pub setting: &'static str,
+    pub problem: String,
+}
+
+impl Config {
+    /// Merges flags and environment (`cli`) over the file over defaults.
+    pub fn resolve(cli: Settings, file: FileSettings) -> Result<Config, ConfigError> {
+        let data_dir = cli.data_dir.or(file.data_dir).unwrap_or_else(|| PathBuf::from("data"));
+        let database_url = cli
+            .database_url
+            .or(file.database_url)
+            .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("outcomes.db").display()));
+        if crate::store::Backend::of_url(&database_url).is_none() {
+            return Err(ConfigError {
+                setting: "database_url",
+                problem: format!("must start with sqlite:// or postgres://, got {:?}", crate::store::redact(&database_url)),
+            });
+        }
+        let zone_name = cli.time_zone.or(file.time_zone).unwrap_or_else(|| "UTC".to_owned());
+        let time_zone = zone_name.parse::<Tz>().map_err(|_| ConfigError {
+            setting: "time_zone",
+            problem: format!("{zone_name:?} is not an IANA time zone name such as Europe/Amsterdam"),
+        })?;
+        let body_limit = cli.body_limit.or(file.body_limit).unwrap_or(1024 * 1024);
+        if body_limit < 1024 {
+            return Err(ConfigError { setting: "body_limit", problem: format!("{body_limit} bytes is too small (at least 1024)") });
+        }
+        let max_connections = cli.max_connections.or(file.max_connections).unwrap_or(8);
+        if max_connections == 0 {
+            return Err(ConfigError { setting: "max_connections", problem: "must be at least 1".into() });
+        }
+        Ok(Config {
+            listen: cli.listen.or(file.listen).unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080))),
+            data_dir,
+            database_url,
+            questionnaires_dir: cli.questionnaires_dir.or(file.questionnaires_dir).unwrap_or_else(|| "questionnaires".into()),
+            protocols_dir: cli.protocols_dir.or(file.protocols_dir).unwrap_or_else(|| "protocols".into()),
+            time_zone,
+            body_limit,
+            max_connections,
+            log_format: cli.log_format.or(file.log_format).unwrap_or_default(),
+            log: cli.log.or(file.log).unwrap_or_else(|| "info".to_owned()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_need_no_configuration() {
+        let c = Config::resolve(Settings::default(), FileSettings::default()).expect("valid");
+        assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.database_url, format!("sqlite://{}", PathBuf::from("data").join("outcomes.db").display()));
+        assert_eq!(c.time_zone, Tz::UTC);
+        assert_eq!(c.body_limit, 1 << 20);
+    }
+
+    #[test]
+    fn flags_and_environment_win_over_the_file() {
+        let file: FileSettings = toml::from_str("time_zone = \"Europe/Amsterdam\"\nbody_limit = 4096\n").expect("valid");
+        let cli = Settings { body_limit: Some(8192), ..Default::default() };
+        let c = Config::resolve(cli, file).expect("valid");
+        assert_eq!(c.time_zone, Tz::Europe__Amsterdam);
+        assert_eq!(c.body_limit, 8192);
+    }
+
+    #[test]
+    fn bad_settings_are_named() {
+        let cli = Settings { time_zone: Some("Mars/Olympus".into()), ..Default::default() };
+        let err = Config::resolve(cli, FileSettings::default()).expect_err("invalid");
+        assert_eq!(err.setting, "time_zone");
+        let cli = Settings { database_url: Some("mysql://x".into()), ..Default::default() };
+        assert_eq!(Config::resolve(cli, FileSettings::default()).expect_err("invalid").setting, "database_url");
+        assert!(toml::from_str::<FileSettings>("listen_port = 1").is_err());
+    }
+}

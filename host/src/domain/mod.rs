@@ -1,0 +1,16 @@
+//! Pure types and rules: questionnaire and protocol definitions, answers,
+//! response status, outcomes and time formatting.
+//!
+//! Nothing here does I/O beyond parsing text it is handed, knows SQL, HTTP or
+//! wasmtime, or reads the clock: callers pass `now` in.
+
+pub mod answers;
+pub mod catalog;
+pub mod ids;
+pub mod outcome;
+pub mod protocol;
+pub mod questionnaire;
+pub mod respondent;
+pub mod response;
+pub mod text;
+pub mod time;

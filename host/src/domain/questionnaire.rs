@@ -1,0 +1,418 @@
+//! Questionnaire definitions: the file format under `questionnaires/<key>/`,
+//! its validation, and the validated [`Questionnaire`] the rest of the host
+//! works with.
+//!
+//! A definition is data written by clinical teams, so every problem is
+//! reported with the path of the offending entry; nothing here panics on a
+//! bad file.
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde::Deserialize;
+
+use super::text::Text;
+
+/// The name of the definition file inside a questionnaire's folder.
+pub const DEFINITION_FILE: &str = "questionnaire.toml";
+
+/// The only question type the API promises (api.md: "only `radio` appears").
+pub const QUESTION_TYPES: &[&str] = &["radio"];
+
+/// A definition file as written, before validation.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuestionnaireFile {
+    pub key: String,
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<Text>,
+    pub short_description: Text,
+    /// Language of the texts when a text is given as one string, and the
+    /// default language of localized texts (ISO 639-1).
+    pub language: String,
+    /// Licence and copyright note, shown to operators.
+    pub licence: String,
+    /// Where the items and scoring rules come from.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// Name of the scorer plugin that computes this questionnaire's outcome.
+    pub scorer: String,
+    /// Key other systems know the questionnaire by; defaults to `key`.
+    #[serde(default)]
+    pub vendor_key: Option<String>,
+    #[serde(default)]
+    pub option_sets: BTreeMap<String, Vec<OptionDef>>,
+    pub questions: Vec<QuestionDef>,
+    #[serde(default)]
+    pub scores: Vec<ScoreDef>,
+    #[serde(default)]
+    pub flags: BTreeMap<String, FlagDef>,
+    #[serde(default)]
+    pub textvars: BTreeMap<String, TextvarDef>,
+    #[serde(default)]
+    pub sbg_info: Option<SbgInfo>,
+}
+
+/// One question as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuestionDef {
+    pub key: String,
+    pub title: Text,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub options: OptionsDef,
+    /// Whether a respondent must answer it to complete the questionnaire.
+    #[serde(default = "yes")]
+    pub required: bool,
+    /// Shown only when this flag is true.
+    #[serde(default)]
+    pub shown_if_flag: Option<String>,
+    /// Hidden when this flag is true.
+    #[serde(default)]
+    pub hidden_if_flag: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A question's options: inline, or the name of an entry of `option_sets`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum OptionsDef {
+    Set(String),
+    Inline(Vec<OptionDef>),
+}
+
+/// One answer option.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct OptionDef {
+    pub key: String,
+    pub value: i64,
+    pub description: Text,
+}
+
+/// A score the scorer computes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScoreDef {
+    pub key: String,
+    pub label: Text,
+}
+
+/// A boolean flag that changes which questions are shown.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlagDef {
+    pub description: Text,
+    #[serde(default)]
+    pub default: bool,
+}
+
+/// A text variable substituted for `{{name}}` in texts.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TextvarDef {
+    pub description: Text,
+    #[serde(default)]
+    pub default: Option<String>,
+}
+
+/// Registration in the Dutch benchmarking standard (SBG).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct SbgInfo {
+    pub sbg_key: String,
+    /// Standard identifier to question key (`v_` form).
+    #[serde(default)]
+    pub questions: BTreeMap<String, String>,
+    /// Standard identifier to score key.
+    #[serde(default)]
+    pub scores: BTreeMap<String, String>,
+}
+
+/// A validated questionnaire definition.
+#[derive(Debug, Clone)]
+pub struct Questionnaire {
+    pub key: String,
+    pub name: String,
+    pub description: Option<Text>,
+    pub short_description: Text,
+    pub language: String,
+    pub licence: String,
+    pub source: Option<String>,
+    pub scorer: String,
+    pub vendor_key: String,
+    pub questions: Vec<Question>,
+    pub scores: Vec<ScoreDef>,
+    pub flags: BTreeMap<String, FlagDef>,
+    pub textvars: BTreeMap<String, TextvarDef>,
+    pub sbg_info: Option<SbgInfo>,
+}
+
+/// A validated question with its options resolved.
+#[derive(Debug, Clone)]
+pub struct Question {
+    pub key: String,
+    pub title: Text,
+    pub kind: String,
+    pub options: Vec<OptionDef>,
+    pub required: bool,
+    pub shown_if_flag: Option<String>,
+    pub hidden_if_flag: Option<String>,
+}
+
+impl Question {
+    /// The option with this key, if the question has one.
+    pub fn option(&self, key: &str) -> Option<&OptionDef> {
+        self.options.iter().find(|o| o.key == key)
+    }
+}
+
+impl Questionnaire {
+    /// The question with this key (`v_` form).
+    pub fn question(&self, key: &str) -> Option<&Question> {
+        self.questions.iter().find(|q| q.key == key)
+    }
+
+    /// The legacy form of a question key: `v_1` of `phq9` is `phq9_1`.
+    pub fn legacy_key(&self, question_key: &str) -> String {
+        match question_key.strip_prefix("v_") {
+            Some(rest) => format!("{}_{rest}", self.key),
+            None => question_key.to_owned(),
+        }
+    }
+}
+
+/// Everything wrong with one definition, each entry naming where.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", .0.join("; "))]
+pub struct DefinitionErrors(pub Vec<String>);
+
+/// Parses and validates a questionnaire definition. `folder` is the name of
+/// the folder it was found in, which must equal its key.
+pub fn parse(text: &str, folder: &str) -> Result<Questionnaire, DefinitionErrors> {
+    let file: QuestionnaireFile =
+        toml::from_str(text).map_err(|e| DefinitionErrors(vec![e.to_string()]))?;
+    validate(file, folder)
+}
+
+/// Keys of questionnaires, scores, flags and textvars: lower-case ASCII
+/// letters, digits and underscores, starting with a letter, at most 64 long.
+pub fn is_valid_key(key: &str) -> bool {
+    let mut chars = key.chars();
+    key.len() <= 64
+        && chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+fn validate(file: QuestionnaireFile, folder: &str) -> Result<Questionnaire, DefinitionErrors> {
+    let mut errors = Vec::new();
+    let mut err = |msg: String| errors.push(msg);
+
+    if !is_valid_key(&file.key) {
+        err(format!("key {:?}: use lower-case letters, digits and _ (at most 64)", file.key));
+    }
+    if file.key != folder {
+        err(format!("key {:?} must equal its folder name {folder:?}", file.key));
+    }
+    for (field, value) in [("name", &file.name), ("language", &file.language), ("licence", &file.licence), ("scorer", &file.scorer)] {
+        if value.trim().is_empty() {
+            err(format!("{field} is blank"));
+        }
+    }
+    if file.short_description.is_blank() {
+        err("short_description is blank".into());
+    }
+    for (name, set) in &file.option_sets {
+        check_options(set, &format!("option_sets.{name}"), &mut err);
+    }
+
+    let mut questions = Vec::with_capacity(file.questions.len());
+    let mut seen = HashSet::new();
+    if file.questions.is_empty() {
+        err("questions: a questionnaire needs at least one question".into());
+    }
+    for (i, q) in file.questions.into_iter().enumerate() {
+        let at = format!("questions[{i}] ({})", q.key);
+        if !q.key.starts_with("v_") || !is_valid_key(&q.key) {
+            err(format!("{at}: question keys look like v_1, v_2a (lower-case, starting with v_)"));
+        }
+        if !seen.insert(q.key.clone()) {
+            err(format!("{at}: duplicate question key"));
+        }
+        if q.title.is_blank() {
+            err(format!("{at}: title is blank"));
+        }
+        if !QUESTION_TYPES.contains(&q.kind.as_str()) {
+            err(format!("{at}: type {:?} is not one of {QUESTION_TYPES:?}", q.kind));
+        }
+        for flag in [&q.shown_if_flag, &q.hidden_if_flag].into_iter().flatten() {
+            if !file.flags.contains_key(flag) {
+                err(format!("{at}: flag {flag:?} is not defined under [flags]"));
+            }
+        }
+        let options = match q.options {
+            OptionsDef::Inline(options) => {
+                check_options(&options, &at, &mut err);
+                options
+            }
+            OptionsDef::Set(name) => match file.option_sets.get(&name) {
+                Some(options) => options.clone(),
+                None => {
+                    err(format!("{at}: option set {name:?} is not defined under [option_sets]"));
+                    Vec::new()
+                }
+            },
+        };
+        questions.push(Question {
+            key: q.key,
+            title: q.title,
+            kind: q.kind,
+            options,
+            required: q.required,
+            shown_if_flag: q.shown_if_flag,
+            hidden_if_flag: q.hidden_if_flag,
+        });
+    }
+
+    let mut score_keys = HashSet::new();
+    for (i, s) in file.scores.iter().enumerate() {
+        if !is_valid_key(&s.key) {
+            err(format!("scores[{i}] ({}): invalid score key", s.key));
+        }
+        if !score_keys.insert(s.key.as_str()) {
+            err(format!("scores[{i}] ({}): duplicate score key", s.key));
+        }
+        if s.label.is_blank() {
+            err(format!("scores[{i}] ({}): label is blank", s.key));
+        }
+    }
+    for name in file.flags.keys().chain(file.textvars.keys()) {
+        if !is_valid_key(name) {
+            err(format!("flag or textvar {name:?}: invalid name"));
+        }
+    }
+    if let Some(sbg) = &file.sbg_info {
+        if sbg.sbg_key.trim().is_empty() {
+            err("sbg_info.sbg_key is blank".into());
+        }
+        for (id, key) in &sbg.questions {
+            if !seen.contains(key) {
+                err(format!("sbg_info.questions.{id}: no question {key:?}"));
+            }
+        }
+        for (id, key) in &sbg.scores {
+            if !score_keys.contains(key.as_str()) {
+                err(format!("sbg_info.scores.{id}: no score {key:?}"));
+            }
+        }
+    }
+
+    if !errors.is_empty() {
+        return Err(DefinitionErrors(errors));
+    }
+    Ok(Questionnaire {
+        vendor_key: file.vendor_key.unwrap_or_else(|| file.key.clone()),
+        key: file.key,
+        name: file.name,
+        description: file.description,
+        short_description: file.short_description,
+        language: file.language,
+        licence: file.licence,
+        source: file.source,
+        scorer: file.scorer,
+        questions,
+        scores: file.scores,
+        flags: file.flags,
+        textvars: file.textvars,
+        sbg_info: file.sbg_info,
+    })
+}
+
+fn check_options(options: &[OptionDef], at: &str, err: &mut impl FnMut(String)) {
+    if options.is_empty() {
+        err(format!("{at}: options are empty"));
+    }
+    let mut keys = HashSet::new();
+    for o in options {
+        if o.key.is_empty() || o.key.len() > 64 || !o.key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            err(format!("{at}: option key {:?} must be 1-64 ASCII letters, digits or _", o.key));
+        }
+        if !keys.insert(o.key.as_str()) {
+            err(format!("{at}: duplicate option key {:?}", o.key));
+        }
+        if o.description.is_blank() {
+            err(format!("{at}: option {:?} has a blank description", o.key));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+        key = "mini"
+        name = "Mini"
+        short_description = "A small test questionnaire"
+        language = "en"
+        licence = "public domain"
+        scorer = "mini"
+        [option_sets]
+        yn = [ { key = "a0", value = 0, description = "No" }, { key = "a1", value = 1, description = { en = "Yes", nl = "Ja" } } ]
+        [[questions]]
+        key = "v_1"
+        title = "First"
+        type = "radio"
+        options = "yn"
+        [[questions]]
+        key = "v_2"
+        title = "Second"
+        type = "radio"
+        options = [ { key = "a0", value = 0, description = "No" } ]
+        [[scores]]
+        key = "total"
+        label = "Total"
+    "#;
+
+    #[test]
+    fn a_valid_definition_resolves_option_sets_in_question_order() {
+        let q = parse(MINIMAL, "mini").expect("valid");
+        assert_eq!(q.questions.len(), 2);
+        assert_eq!(q.questions[0].options.len(), 2);
+        assert_eq!(q.question("v_2").map(|q| q.options.len()), Some(1));
+        assert_eq!(q.vendor_key, "mini");
+        assert_eq!(q.legacy_key("v_1"), "mini_1");
+    }
+
+    #[test]
+    fn every_problem_is_reported_with_its_place() {
+        let text = MINIMAL
+            .replace("key = \"v_2\"", "key = \"v_1\"")
+            .replace("options = \"yn\"", "options = \"nope\"");
+        let err = parse(&text, "other").expect_err("invalid").0;
+        assert!(err.iter().any(|e| e.contains("folder name")), "{err:?}");
+        assert!(err.iter().any(|e| e.contains("duplicate question key")), "{err:?}");
+        assert!(err.iter().any(|e| e.contains("option set \"nope\"")), "{err:?}");
+    }
+
+    #[test]
+    fn unknown_fields_are_refused_rather_than_ignored() {
+        let text = MINIMAL.replace("scorer = \"mini\"", "scorer = \"mini\"\nscorrer = 1");
+        let err = parse(&text, "mini").expect_err("invalid").0;
+        assert!(err[0].contains("scorrer"), "{err:?}");
+    }
+
+    #[test]
+    fn keys_are_lower_case_identifiers() {
+        assert!(is_valid_key("phq9"));
+        assert!(is_valid_key("v_2a"));
+        assert!(!is_valid_key("PHQ9"));
+        assert!(!is_valid_key("9phq"));
+        assert!(!is_valid_key("a-b"));
+        assert!(!is_valid_key(""));
+    }
+}

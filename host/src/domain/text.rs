@@ -1,0 +1,57 @@
+//! Texts that a definition may give in one language or in several.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// A text in a definition file: either one string, or a table of language
+/// code to string (`{ en = "...", nl = "..." }`).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum Text {
+    /// The same text in every language.
+    Plain(String),
+    /// Language code (ISO 639-1) to text.
+    Localized(BTreeMap<String, String>),
+}
+
+impl Text {
+    /// The text in `language`, falling back to `fallback`, then to any
+    /// language the definition has (in code order, so the choice is stable).
+    pub fn resolve<'a>(&'a self, language: &str, fallback: &str) -> &'a str {
+        match self {
+            Text::Plain(s) => s,
+            Text::Localized(map) => map
+                .get(language)
+                .or_else(|| map.get(fallback))
+                .or_else(|| map.values().next())
+                .map_or("", String::as_str),
+        }
+    }
+
+    /// True when no language holds any non-blank text.
+    pub fn is_blank(&self) -> bool {
+        match self {
+            Text::Plain(s) => s.trim().is_empty(),
+            Text::Localized(map) => map.values().all(|s| s.trim().is_empty()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn localized_text_falls_back_to_the_definition_language() {
+        let t = Text::Localized(BTreeMap::from([
+            ("en".to_owned(), "Yes".to_owned()),
+            ("nl".to_owned(), "Ja".to_owned()),
+        ]));
+        assert_eq!(t.resolve("nl", "en"), "Ja");
+        assert_eq!(t.resolve("de", "en"), "Yes");
+        assert_eq!(t.resolve("de", "fr"), "Yes");
+        assert!(!t.is_blank());
+        assert!(Text::Plain("  ".into()).is_blank());
+    }
+}

@@ -1,0 +1,183 @@
+//! The one HTTP error type. Every error answer carries
+//! `{"errors": {...}}` with the status codes of decisions.md §2; internal
+//! failures are logged with their whole cause chain and answered with a fixed
+//! body, so database or plugin details never reach a client.
+
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value};
+
+use crate::store::StoreError;
+
+/// The `errors` object: field name to codes, to a nested object of the same
+/// kind, or (fill-out sessions only, api.md) to a bare string.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Errors(Map<String, Value>);
+
+impl Errors {
+    pub fn new() -> Self {
+        Errors::default()
+    }
+
+    /// Adds `code` to the codes of `field`.
+    pub fn add(&mut self, field: &str, code: &str) -> &mut Self {
+        let entry = self.0.entry(field.to_owned()).or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(codes) = entry {
+            if !codes.iter().any(|c| c == code) {
+                codes.push(Value::String(code.to_owned()));
+            }
+        }
+        self
+    }
+
+    /// Puts a nested error object under `field`.
+    pub fn nest(&mut self, field: &str, inner: Errors) -> &mut Self {
+        self.0.insert(field.to_owned(), Value::Object(inner.0));
+        self
+    }
+
+    /// Puts a bare string under `field` (api.md's fill-out session shape).
+    pub fn bare(&mut self, field: &str, code: &str) -> &mut Self {
+        self.0.insert(field.to_owned(), Value::String(code.to_owned()));
+        self
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The body `{"errors": {...}}`.
+    pub fn body(&self) -> Value {
+        serde_json::json!({ "errors": Value::Object(self.0.clone()) })
+    }
+
+    /// One field, one code.
+    pub fn one(field: &str, code: &str) -> Errors {
+        let mut e = Errors::new();
+        e.add(field, code);
+        e
+    }
+
+    /// Ok when empty, else a 422 with these errors.
+    pub fn into_result(self) -> Result<(), ApiError> {
+        if self.is_empty() { Ok(()) } else { Err(ApiError::Invalid(self)) }
+    }
+}
+
+/// An error answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 404 naming the field or path segment that names nothing.
+    #[error("not found: {0}")]
+    NotFound(&'static str),
+    /// 422 validation failure.
+    #[error("invalid: {0:?}")]
+    Invalid(Errors),
+    /// 403 with `base` set to the reason.
+    #[error("forbidden: {0}")]
+    Forbidden(&'static str),
+    /// 400: the body is not JSON, or not an object.
+    #[error("malformed JSON")]
+    MalformedJson,
+    /// 413: the body is larger than the configured limit.
+    #[error("body too large")]
+    TooLarge,
+    /// 415: the body is declared as something other than JSON.
+    #[error("unsupported media type")]
+    UnsupportedMediaType,
+    /// 405: the path exists, the method does not.
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    /// 503: the database does not answer.
+    #[error("unavailable: {0}")]
+    Unavailable(#[source] StoreError),
+    /// 500: a bug or an outage; logged, never shown.
+    #[error("internal: {0:#}")]
+    Internal(#[from] anyhow::Error),
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Database(ref db) if matches!(db.as_ref(), sqlx::Error::PoolTimedOut | sqlx::Error::Io(_)) => {
+                ApiError::Unavailable(e)
+            }
+            StoreError::WriterGone => ApiError::Unavailable(e),
+            other => ApiError::Internal(other.into()),
+        }
+    }
+}
+
+impl ApiError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::MalformedJson => StatusCode::BAD_REQUEST,
+            ApiError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub fn errors(&self) -> Errors {
+        match self {
+            ApiError::NotFound(field) => Errors::one(field, "not_found"),
+            ApiError::Invalid(errors) => errors.clone(),
+            ApiError::Forbidden(reason) => Errors::one("base", reason),
+            ApiError::MalformedJson => Errors::one("base", "malformed_json"),
+            ApiError::TooLarge => Errors::one("base", "too_large"),
+            ApiError::UnsupportedMediaType => Errors::one("base", "unsupported_media_type"),
+            ApiError::MethodNotAllowed => Errors::one("base", "method_not_allowed"),
+            ApiError::Unavailable(_) => Errors::one("base", "unavailable"),
+            ApiError::Internal(_) => Errors::one("base", "internal_error"),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        match &self {
+            ApiError::Internal(e) => tracing::error!(error = format!("{e:#}"), "internal error"),
+            ApiError::Unavailable(e) => tracing::warn!(error = %e, "database unavailable"),
+            _ => {}
+        }
+        json(self.status(), &self.errors().body())
+    }
+}
+
+/// A JSON answer with the wire conventions of decisions.md §1.
+pub fn json(status: StatusCode, body: &impl serde::Serialize) -> Response {
+    match serde_json::to_vec(body) {
+        Ok(bytes) => (
+            status,
+            [(header::CONTENT_TYPE, "application/json; charset=utf-8"), (header::CACHE_CONTROL, "no-store")],
+            bytes,
+        )
+            .into_response(),
+        Err(e) => ApiError::Internal(anyhow::anyhow!("serializing an answer: {e}")).into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_nest_and_keep_codes_unique() {
+        let mut inner = Errors::new();
+        inner.add("v_1", "unknown_question");
+        let mut e = Errors::new();
+        e.add("external_id", "blank").add("external_id", "blank").nest("answer_data", inner);
+        assert_eq!(
+            e.body(),
+            serde_json::json!({"errors": {"external_id": ["blank"], "answer_data": {"v_1": ["unknown_question"]}}})
+        );
+        let mut bare = Errors::new();
+        bare.bare("questionnaire_keys", "missing");
+        assert_eq!(bare.body(), serde_json::json!({"errors": {"questionnaire_keys": "missing"}}));
+    }
+}

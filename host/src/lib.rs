@@ -1,0 +1,122 @@
+//! The outcomes host: REST API, storage and (later) the plugin runtime and
+//! scheduler of the routine outcome monitoring service.
+//!
+//! [`App::build`] is the one start-up path, shared by the `outcomes` binary
+//! and the black-box tests: connect, migrate, import definitions, bind.
+
+pub mod api;
+pub mod clock;
+pub mod config;
+pub mod definitions;
+pub mod domain;
+pub mod error;
+pub mod store;
+pub mod telemetry;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context;
+use arc_swap::ArcSwap;
+use axum::ServiceExt;
+use axum::extract::Request;
+use chrono::{DateTime, Utc};
+use tokio::net::TcpListener;
+use tower::Layer;
+
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::domain::catalog::Catalog;
+use crate::store::{Store, StoreOptions};
+
+/// What every handler can reach. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct AppState(Arc<Inner>);
+
+#[derive(Debug)]
+struct Inner {
+    config: Config,
+    store: Store,
+    catalog: ArcSwap<Catalog>,
+    clock: Arc<dyn Clock>,
+}
+
+impl AppState {
+    pub fn config(&self) -> &Config {
+        &self.0.config
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.0.store
+    }
+
+    /// The current catalog. Hold it for one request: a reload swaps in a
+    /// new one without disturbing requests that hold the old.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.0.catalog.load_full()
+    }
+
+    /// Replaces the catalog atomically.
+    pub fn set_catalog(&self, catalog: Catalog) {
+        self.0.catalog.store(Arc::new(catalog));
+    }
+
+    /// The current time, from the injected clock.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.0.clock.now()
+    }
+}
+
+/// A built service, bound to its address and ready to run.
+#[derive(Debug)]
+pub struct App {
+    state: AppState,
+    listener: TcpListener,
+}
+
+impl App {
+    /// Reads the definitions, connects to the database, applies migrations,
+    /// imports the definitions and binds the listener. Fails with a message
+    /// that says what to fix.
+    pub async fn build(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<App> {
+        let definitions = definitions::load(&config.questionnaires_dir, &config.protocols_dir)?;
+        let options = StoreOptions { max_connections: config.max_connections, ..StoreOptions::default() };
+        let store = Store::connect(&config.database_url, &options)
+            .await
+            .with_context(|| format!("connecting to the database {}", store::redact(&config.database_url)))?;
+        store.migrate().await.context("applying migrations")?;
+        let counts = (definitions.questionnaires.len(), definitions.protocols.len());
+        let catalog = store
+            .import_definitions(definitions.questionnaires, definitions.protocols, clock.now())
+            .await
+            .context("importing questionnaire and protocol definitions")?;
+        tracing::info!(questionnaires = counts.0, protocols = counts.1, "definitions loaded");
+        let listener = TcpListener::bind(config.listen).await.with_context(|| format!("listening on {}", config.listen))?;
+        let state = AppState(Arc::new(Inner { config, store, catalog: ArcSwap::from_pointee(catalog), clock }));
+        Ok(App { state, listener })
+    }
+
+    /// The address the listener is bound to (the real port when 0 was asked).
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    pub fn state(&self) -> AppState {
+        self.state.clone()
+    }
+
+    /// Serves until `shutdown` completes, then lets requests in flight
+    /// finish and closes the database.
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+        let store = self.state.store().clone();
+        let router = telemetry::layer(api::router(self.state));
+        let service = tower::util::MapRequestLayer::new(api::normalize).layer(router);
+        axum::serve(self.listener, ServiceExt::<Request>::into_make_service_with_connect_info::<SocketAddr>(service))
+            .with_graceful_shutdown(shutdown)
+            .await
+            .context("serving")?;
+        store.close().await;
+        Ok(())
+    }
+}

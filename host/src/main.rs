@@ -1,0 +1,121 @@
+//! `outcomes`: the service binary. Parses the command line, reads the
+//! configuration, starts logging and runs the chosen command.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use host::clock::SystemClock;
+use host::config::{Config, FileSettings, Settings};
+use host::store::{Store, StoreOptions};
+use host::{App, telemetry};
+
+/// Routine outcome monitoring: questionnaire responses, outcomes and
+/// protocols for electronic patient record systems.
+///
+/// Every setting can be given as a flag, as an OUTCOMES_* environment
+/// variable, or in the TOML file named by --config (keys as the flag names
+/// with _ for -); flags win over the environment, which wins over the file.
+#[derive(Debug, Parser)]
+#[command(name = "outcomes", version)]
+struct Cli {
+    /// TOML configuration file
+    #[arg(long, env = "OUTCOMES_CONFIG", global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the REST API (applies migrations and loads definitions first).
+    ///
+    /// With no configuration: http://127.0.0.1:8080, SQLite under ./data,
+    /// questionnaires from ./questionnaires and protocols from ./protocols.
+    /// Stops gracefully on SIGINT or SIGTERM, finishing requests in flight.
+    Serve {
+        #[command(flatten)]
+        settings: Settings,
+    },
+    /// Apply database migrations and exit.
+    Migrate {
+        #[command(flatten)]
+        settings: Settings,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let file = read_file(cli.config.as_deref())?;
+    match cli.command {
+        Command::Serve { settings } => {
+            let config = Config::resolve(settings, file)?;
+            telemetry::init(config.log_format, &config.log);
+            let backend = if config.database_url.starts_with("sqlite:") { "SQLite" } else { "PostgreSQL" };
+            let app = App::build(config, Arc::new(SystemClock)).await?;
+            tracing::info!(backend, "listening on http://{}", app.local_addr()?);
+            app.run(shutdown_signal()).await?;
+            tracing::info!("stopped");
+            Ok(())
+        }
+        Command::Migrate { settings } => {
+            let config = Config::resolve(settings, file)?;
+            telemetry::init(config.log_format, &config.log);
+            let store = Store::connect(&config.database_url, &StoreOptions::default()).await?;
+            store.migrate().await?;
+            store.close().await;
+            tracing::info!("migrations applied");
+            Ok(())
+        }
+    }
+}
+
+fn read_file(path: Option<&Path>) -> anyhow::Result<FileSettings> {
+    let Some(path) = path else { return Ok(FileSettings::default()) };
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    toml::from_str(&text).with_context(|| format!("{}", path.display()))
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down: finishing requests in flight");
+}

@@ -1,0 +1,42 @@
+//! The store's error type. Database details stay here and in logs; the HTTP
+//! layer only learns that something internal failed.
+
+use std::sync::Arc;
+
+/// A failure of the store.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StoreError {
+    #[error("database: {0}")]
+    Database(#[from] Arc<sqlx::Error>),
+    #[error("migrations: {0}")]
+    Migrate(String),
+    #[error("configuration: {0}")]
+    Config(String),
+    #[error("stored data is not what this version expects: {0}")]
+    Corrupt(String),
+    #[error("the database writer has stopped")]
+    WriterGone,
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        StoreError::Database(Arc::new(e))
+    }
+}
+
+impl StoreError {
+    /// The name of the unique constraint this error violated, if that is
+    /// what it is.
+    pub fn violated_constraint(&self) -> Option<String> {
+        match self {
+            StoreError::Database(e) => match e.as_ref() {
+                sqlx::Error::Database(db) if db.is_unique_violation() => {
+                    // PostgreSQL names the constraint; SQLite names the columns.
+                    Some(db.constraint().map(str::to_owned).unwrap_or_else(|| db.message().to_owned()))
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! The only place that knows SQL. One schema in two dialects (SQLite and
+//! PostgreSQL, chosen by the database URL), every query written once in the
+//! SQL both understand, times as Unix milliseconds, JSON as text.
+//!
+//! Writes go through [`writer::Writer`], which commits concurrent writes
+//! together (group commit): a caller gets its answer only after the
+//! transaction holding its write is durable. Reads use the pool directly.
+
+mod catalog;
+mod dossiers;
+mod error;
+mod responses;
+mod writer;
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{AnyConnection, AnyPool, ConnectOptions, Connection, Executor};
+
+pub use catalog::DefinitionSource;
+pub use error::StoreError;
+pub use responses::{CompleteError, CreateResult, ResponseFilter};
+
+use writer::Writer;
+
+/// Which database engine the URL chose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    /// The engine a database URL names, if one we support.
+    pub fn of_url(url: &str) -> Option<Backend> {
+        if url.starts_with("sqlite:") {
+            Some(Backend::Sqlite)
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            Some(Backend::Postgres)
+        } else {
+            None
+        }
+    }
+}
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// Settings of the connection pool.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Read connections (the writer has its own).
+    pub max_connections: u32,
+    /// How long a request waits for a free connection.
+    pub acquire_timeout: Duration,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions { max_connections: 8, acquire_timeout: Duration::from_secs(10) }
+    }
+}
+
+/// Handle to the database; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pool: AnyPool,
+    backend: Backend,
+    writer: Writer,
+}
+
+impl Store {
+    /// Connects, creating the SQLite file (and its folder) when missing.
+    /// Does not migrate: call [`Store::migrate`].
+    pub async fn connect(url: &str, options: &StoreOptions) -> Result<Store, StoreError> {
+        sqlx::any::install_default_drivers();
+        let backend = Backend::of_url(url).ok_or_else(|| {
+            StoreError::Config(format!("database URL must start with sqlite: or postgres:, got {:?}", redact(url)))
+        })?;
+        let url = match backend {
+            Backend::Sqlite => sqlite_url(url)?,
+            Backend::Postgres => url.to_owned(),
+        };
+        let connect_options = AnyConnectOptions::from_str(&url)
+            .map_err(|e| StoreError::Config(format!("database URL {:?}: {e}", redact(&url))))?
+            .log_statements(tracing::log::LevelFilter::Trace)
+            .log_slow_statements(tracing::log::LevelFilter::Warn, Duration::from_millis(500));
+        let pool = AnyPoolOptions::new()
+            .max_connections(options.max_connections)
+            .acquire_timeout(options.acquire_timeout)
+            .after_connect(move |conn, _| Box::pin(async move { configure(conn, backend).await }))
+            .connect_with(connect_options.clone())
+            .await?;
+        let writer = Writer::spawn(backend, move || {
+            let options = connect_options.clone();
+            Box::pin(async move {
+                let mut conn = AnyConnection::connect_with(&options).await?;
+                configure(&mut conn, backend).await?;
+                Ok(conn)
+            })
+        });
+        Ok(Store { pool, backend, writer })
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Applies the migrations of this backend that have not run yet.
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        let migrator = match self.backend {
+            Backend::Sqlite => &SQLITE_MIGRATIONS,
+            Backend::Postgres => &POSTGRES_MIGRATIONS,
+        };
+        migrator.run(&self.pool).await.map_err(|e| StoreError::Migrate(e.to_string()))
+    }
+
+    /// Answers whether the database takes a query.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        self.pool.execute("SELECT 1").await?;
+        Ok(())
+    }
+
+    /// Closes the pool; in-flight writes have already been answered when
+    /// the server stops accepting requests.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// Per-connection settings. SQLite: WAL with `synchronous=FULL` so that a
+/// commit is on disk before we answer (design.md, Storage).
+async fn configure(conn: &mut AnyConnection, backend: Backend) -> Result<(), sqlx::Error> {
+    match backend {
+        Backend::Sqlite => {
+            conn.execute(
+                "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
+                 PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;",
+            )
+            .await?;
+        }
+        Backend::Postgres => {
+            conn.execute("SET TIME ZONE 'UTC'").await?;
+        }
+    }
+    Ok(())
+}
+
+/// Makes a SQLite URL create its file and the folder it lives in.
+fn sqlite_url(url: &str) -> Result<String, StoreError> {
+    let rest = url.trim_start_matches("sqlite:").trim_start_matches("//");
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    if path.is_empty() || path == ":memory:" {
+        return Err(StoreError::Config("an in-memory SQLite database loses every response on restart; give a file path".into()));
+    }
+    if let Some(parent) = Path::new(path).parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| StoreError::Config(format!("cannot create database folder {}: {e}", parent.display())))?;
+    }
+    let query = if query.contains("mode=") { query.to_owned() } else if query.is_empty() { "mode=rwc".to_owned() } else { format!("{query}&mode=rwc") };
+    Ok(format!("sqlite://{path}?{query}"))
+}
+
+/// The URL without its password, for messages.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// Renders `$1, $2, ...` starting after `first - 1`: placeholders for an
+/// `IN (...)` list in the numbered style both dialects accept.
+fn placeholders(first: usize, count: usize) -> String {
+    (first..first + count).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlite_urls_create_their_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("sub/outcomes.db");
+        let url = sqlite_url(&format!("sqlite://{}", path.display())).expect("valid");
+        assert_eq!(url, format!("sqlite://{}?mode=rwc", path.display()));
+        assert!(path.parent().is_some_and(Path::exists));
+        assert!(sqlite_url("sqlite::memory:").is_err());
+    }
+
+    #[test]
+    fn passwords_never_reach_messages() {
+        assert_eq!(redact("postgres://u:secret@db/x"), "postgres://u:***@db/x");
+        assert_eq!(redact("postgres://u@db/x"), "postgres://u@db/x");
+        assert_eq!(redact("sqlite://data/x.db"), "sqlite://data/x.db");
+    }
+
+    #[test]
+    fn placeholders_are_numbered() {
+        assert_eq!(placeholders(3, 2), "$3, $4");
+        assert_eq!(placeholders(1, 0), "");
+    }
+}

@@ -1,0 +1,375 @@
+//! Responses: listing with the API's filters, storing (POST), completing a
+//! pending one (PUT) and deleting by external id.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+use sqlx::AnyConnection;
+
+use super::{Store, StoreError, dossiers, placeholders};
+use crate::domain::answers::Answers;
+use crate::domain::ids::{DossierId, MeasurementId, NonResponseId, QuestionnaireId, RespondentId, ResponseId, SubscriptionId};
+use crate::domain::outcome::{Outcome, Provenance};
+use crate::domain::response::{COMPLETER_PATIENT, COMPLETER_PROFESSIONAL, Completion, Response, ResponseTimes, Status};
+use crate::domain::time::{from_millis, to_millis};
+
+/// Filters of the response list; all optional, all combined with AND.
+#[derive(Debug, Clone, Default)]
+pub struct ResponseFilter {
+    pub questionnaire_keys: Option<Vec<String>>,
+    pub completed_before: Option<DateTime<Utc>>,
+    pub completed_after: Option<DateTime<Utc>>,
+    pub completer_type: Option<String>,
+    pub status: Option<Status>,
+    pub protocol_subscription_id: Option<i64>,
+    pub respondent_id: Option<i64>,
+}
+
+/// What a POST of a response came to.
+#[derive(Debug)]
+pub enum CreateResult {
+    /// Stored now.
+    Created(Response),
+    /// The same external id, questionnaire and answers were stored before:
+    /// a retry, answered with the stored response.
+    Retry(Response),
+    /// The external id is used in this dossier for other data.
+    Taken,
+}
+
+/// Why a PUT could not complete a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompleteError {
+    NotFound,
+    AlreadyCompleted,
+    /// The response is of another questionnaire than the body names.
+    OtherQuestionnaire,
+}
+
+const COLUMNS: &str = "r.id, r.dossier_id, r.respondent_id, r.questionnaire_id, q.key AS questionnaire_key, \
+    q.name AS questionnaire_name, r.external_id, r.completer_type, r.flags, r.textvars, r.measurement_id, \
+    r.protocol_subscription_id, r.non_response_id, r.open_from, r.open_till, r.started_at, r.completed_at, \
+    r.aborted_at, r.answers, r.outcome, r.outcome_plugin, r.outcome_plugin_version, r.outcome_plugin_sha256, \
+    r.requesters, r.entered_by, r.created_at";
+
+const FROM: &str = "FROM responses r JOIN questionnaires q ON q.id = r.questionnaire_id";
+
+#[derive(sqlx::FromRow)]
+struct ResponseRow {
+    id: i64,
+    dossier_id: i64,
+    respondent_id: i64,
+    questionnaire_id: i64,
+    questionnaire_key: String,
+    questionnaire_name: String,
+    external_id: Option<String>,
+    completer_type: String,
+    flags: String,
+    textvars: String,
+    measurement_id: Option<i64>,
+    protocol_subscription_id: Option<i64>,
+    non_response_id: Option<i64>,
+    open_from: Option<i64>,
+    open_till: Option<i64>,
+    started_at: Option<i64>,
+    completed_at: Option<i64>,
+    aborted_at: Option<i64>,
+    answers: String,
+    outcome: Option<String>,
+    outcome_plugin: Option<String>,
+    outcome_plugin_version: Option<String>,
+    outcome_plugin_sha256: Option<String>,
+    requesters: String,
+    entered_by: Option<String>,
+    created_at: i64,
+}
+
+fn json<T: serde::de::DeserializeOwned>(id: i64, column: &str, text: &str) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("response {id}: column {column}: {e}")))
+}
+
+impl TryFrom<ResponseRow> for Response {
+    type Error = StoreError;
+
+    fn try_from(r: ResponseRow) -> Result<Self, StoreError> {
+        let at = |ms: Option<i64>| ms.map(from_millis);
+        Ok(Response {
+            id: ResponseId(r.id),
+            dossier_id: DossierId(r.dossier_id),
+            respondent_id: RespondentId(r.respondent_id),
+            questionnaire_id: QuestionnaireId(r.questionnaire_id),
+            questionnaire_key: r.questionnaire_key,
+            questionnaire_name: r.questionnaire_name,
+            external_id: r.external_id,
+            completer_type: r.completer_type,
+            flags: json(r.id, "flags", &r.flags)?,
+            textvars: json(r.id, "textvars", &r.textvars)?,
+            measurement_id: r.measurement_id.map(MeasurementId),
+            non_response_id: r.non_response_id.map(NonResponseId),
+            protocol_subscription_id: r.protocol_subscription_id.map(SubscriptionId),
+            times: ResponseTimes {
+                open_from: at(r.open_from),
+                open_till: at(r.open_till),
+                started_at: at(r.started_at),
+                completed_at: at(r.completed_at),
+                aborted_at: at(r.aborted_at),
+            },
+            answers: Answers::from_json(&json::<Map<String, Value>>(r.id, "answers", &r.answers)?),
+            outcome: match r.outcome {
+                Some(text) => json(r.id, "outcome", &text)?,
+                None => Outcome::empty(),
+            },
+            provenance: Provenance {
+                plugin: r.outcome_plugin,
+                version: r.outcome_plugin_version,
+                sha256: r.outcome_plugin_sha256,
+            },
+            requesters: json(r.id, "requesters", &r.requesters)?,
+            entered_by: r.entered_by,
+            created_at: from_millis(r.created_at),
+        })
+    }
+}
+
+/// A value bound to a numbered placeholder of a query built at run time.
+enum Bind {
+    Int(i64),
+    Text(String),
+}
+
+/// The SQL condition that selects responses of `status` at `$now`.
+fn status_condition(status: Status, now: &str) -> String {
+    let not_done = "r.completed_at IS NULL";
+    let window_open = format!("(r.open_till IS NULL OR r.open_till > {now})");
+    match status {
+        Status::Completed => "r.completed_at IS NOT NULL".to_owned(),
+        Status::Expired => format!("{not_done} AND r.open_till IS NOT NULL AND r.open_till <= {now}"),
+        Status::Aborted => format!("{not_done} AND {window_open} AND r.aborted_at IS NOT NULL"),
+        Status::Scheduled => format!("{not_done} AND {window_open} AND r.aborted_at IS NULL AND r.open_from > {now}"),
+        Status::Open => {
+            format!("{not_done} AND {window_open} AND r.aborted_at IS NULL AND (r.open_from IS NULL OR r.open_from <= {now})")
+        }
+    }
+}
+
+impl Store {
+    /// The responses of a dossier that pass `filter`, by id. An unknown
+    /// dossier has none.
+    pub async fn list_responses(&self, epd_id: &str, filter: &ResponseFilter, now: DateTime<Utc>) -> Result<Vec<Response>, StoreError> {
+        let mut binds = vec![Bind::Text(epd_id.to_owned())];
+        let mut sql = format!(
+            "SELECT {COLUMNS} {FROM} WHERE r.dossier_id = (SELECT id FROM dossiers WHERE epd_id = $1) AND r.withdrawn_at IS NULL"
+        );
+        if let Some(keys) = &filter.questionnaire_keys {
+            if keys.is_empty() {
+                return Ok(Vec::new());
+            }
+            sql.push_str(&format!(" AND q.key IN ({})", placeholders(binds.len() + 1, keys.len())));
+            binds.extend(keys.iter().cloned().map(Bind::Text));
+        }
+        let mut push = |sql: &mut String, condition: &str, value: Bind| {
+            binds.push(value);
+            sql.push_str(&format!(" AND {condition} ${}", binds.len()));
+        };
+        if let Some(t) = filter.completed_before {
+            push(&mut sql, "r.completed_at <", Bind::Int(to_millis(t)));
+        }
+        if let Some(t) = filter.completed_after {
+            push(&mut sql, "r.completed_at >", Bind::Int(to_millis(t)));
+        }
+        if let Some(kind) = &filter.completer_type {
+            push(&mut sql, "r.completer_type =", Bind::Text(kind.clone()));
+        }
+        if let Some(id) = filter.protocol_subscription_id {
+            push(&mut sql, "r.protocol_subscription_id =", Bind::Int(id));
+        }
+        if let Some(id) = filter.respondent_id {
+            push(&mut sql, "r.respondent_id =", Bind::Int(id));
+        }
+        if let Some(status) = filter.status {
+            binds.push(Bind::Int(to_millis(now)));
+            sql.push_str(&format!(" AND {}", status_condition(status, &format!("${}", binds.len()))));
+        }
+        sql.push_str(" ORDER BY r.id");
+
+        let mut query = sqlx::query_as::<_, ResponseRow>(&sql);
+        for bind in binds {
+            query = match bind {
+                Bind::Int(v) => query.bind(v),
+                Bind::Text(v) => query.bind(v),
+            };
+        }
+        query.fetch_all(&self.pool).await?.into_iter().map(Response::try_from).collect()
+    }
+
+    /// One response of a dossier by id.
+    pub async fn response(&self, epd_id: &str, id: ResponseId) -> Result<Option<Response>, StoreError> {
+        let sql = format!("SELECT {COLUMNS} {FROM} JOIN dossiers d ON d.id = r.dossier_id WHERE d.epd_id = $1 AND r.id = $2 AND r.withdrawn_at IS NULL");
+        let row: Option<ResponseRow> = sqlx::query_as(&sql).bind(epd_id).bind(id.0).fetch_optional(&self.pool).await?;
+        row.map(Response::try_from).transpose()
+    }
+
+    /// Stores a completed response under `external_id` (POST). The dossier
+    /// and its patient are made on first write.
+    pub async fn create_response(
+        &self,
+        epd_id: String,
+        external_id: String,
+        professional: bool,
+        entered_by: Option<String>,
+        completion: Completion,
+        now: DateTime<Utc>,
+    ) -> Result<CreateResult, StoreError> {
+        self.writer
+            .write(move |conn| {
+                Box::pin(async move {
+                    let (dossier, patient) = dossiers::ensure(conn, &epd_id, now).await?;
+                    if let Some(existing) = by_external_id(conn, dossier, &external_id).await? {
+                        let same = existing.questionnaire_id == completion.questionnaire_id
+                            && answered(&existing.answers) == answered(&completion.answers);
+                        return Ok(if same { CreateResult::Retry(existing) } else { CreateResult::Taken });
+                    }
+                    let (respondent, completer) = if professional {
+                        (dossiers::ensure_professional(conn, dossier, now).await?, COMPLETER_PROFESSIONAL)
+                    } else {
+                        (patient, COMPLETER_PATIENT)
+                    };
+                    let id = insert_completed(conn, dossier, respondent, completer, &external_id, entered_by.as_deref(), &completion, now).await?;
+                    fetch(conn, id).await.map(CreateResult::Created)
+                })
+            })
+            .await
+    }
+
+    /// Completes a pending response (PUT): `segment` is matched against the
+    /// dossier's external ids, then, if it is a number, against the ids of
+    /// responses the service prepared (decisions.md §4).
+    pub async fn complete_response(
+        &self,
+        epd_id: String,
+        segment: String,
+        completion: Completion,
+        now: DateTime<Utc>,
+    ) -> Result<Result<Response, CompleteError>, StoreError> {
+        self.writer
+            .write(move |conn| {
+                Box::pin(async move {
+                    let Some(dossier) = dossiers::find(conn, &epd_id).await? else {
+                        return Ok(Err(CompleteError::NotFound));
+                    };
+                    let mut found = by_external_id(conn, dossier, &segment).await?;
+                    if found.is_none() && !segment.is_empty() && segment.len() <= 18 && segment.bytes().all(|b| b.is_ascii_digit()) {
+                        found = by_id(conn, dossier, segment.parse().unwrap_or_default()).await?;
+                    }
+                    let Some(response) = found else { return Ok(Err(CompleteError::NotFound)) };
+                    if response.times.completed_at.is_some() {
+                        return Ok(Err(CompleteError::AlreadyCompleted));
+                    }
+                    if response.questionnaire_id != completion.questionnaire_id {
+                        return Ok(Err(CompleteError::OtherQuestionnaire));
+                    }
+                    sqlx::query(
+                        "UPDATE responses SET answers = $1, started_at = COALESCE($2, started_at), completed_at = $3, \
+                         outcome = $4, outcome_plugin = $5, outcome_plugin_version = $6, outcome_plugin_sha256 = $7, \
+                         outcome_computed_at = $8, external_id = COALESCE(external_id, $9), updated_at = $8 WHERE id = $10",
+                    )
+                    .bind(Value::Object(completion.answers.to_json()).to_string())
+                    .bind(completion.started_at.map(to_millis))
+                    .bind(to_millis(completion.completed_at))
+                    .bind(outcome_json(&completion.outcome)?)
+                    .bind(completion.provenance.plugin.clone())
+                    .bind(completion.provenance.version.clone())
+                    .bind(completion.provenance.sha256.clone())
+                    .bind(to_millis(now))
+                    .bind(&segment)
+                    .bind(response.id.0)
+                    .execute(&mut *conn)
+                    .await?;
+                    fetch(conn, response.id).await.map(Ok)
+                })
+            })
+            .await
+    }
+
+    /// Deletes the response with this external id; false when there is none.
+    pub async fn delete_response(&self, epd_id: String, external_id: String) -> Result<bool, StoreError> {
+        self.writer
+            .write(move |conn| {
+                Box::pin(async move {
+                    let done = sqlx::query(
+                        "DELETE FROM responses WHERE dossier_id = (SELECT id FROM dossiers WHERE epd_id = $1) AND external_id = $2",
+                    )
+                    .bind(&epd_id)
+                    .bind(&external_id)
+                    .execute(&mut *conn)
+                    .await?;
+                    Ok(done.rows_affected() > 0)
+                })
+            })
+            .await
+    }
+}
+
+/// The answered entries, for comparing a retry with what was stored.
+fn answered(answers: &Answers) -> Vec<(&str, &str)> {
+    let mut pairs: Vec<_> = answers.0.iter().filter_map(|(k, v)| v.as_deref().map(|v| (k.as_str(), v))).collect();
+    pairs.sort_unstable();
+    pairs
+}
+
+fn outcome_json(outcome: &Outcome) -> Result<String, StoreError> {
+    serde_json::to_string(outcome).map_err(|e| StoreError::Corrupt(format!("outcome: {e}")))
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn insert_completed(
+    conn: &mut AnyConnection,
+    dossier: DossierId,
+    respondent: RespondentId,
+    completer: &str,
+    external_id: &str,
+    entered_by: Option<&str>,
+    c: &Completion,
+    now: DateTime<Utc>,
+) -> Result<ResponseId, StoreError> {
+    let row: (i64,) = sqlx::query_as(
+        "INSERT INTO responses (dossier_id, respondent_id, questionnaire_id, external_id, completer_type, \
+         started_at, completed_at, answers, outcome, outcome_plugin, outcome_plugin_version, outcome_plugin_sha256, \
+         outcome_computed_at, entered_by, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $13, $13) RETURNING id",
+    )
+    .bind(dossier.0)
+    .bind(respondent.0)
+    .bind(c.questionnaire_id.0)
+    .bind(external_id)
+    .bind(completer)
+    .bind(c.started_at.map(to_millis))
+    .bind(to_millis(c.completed_at))
+    .bind(Value::Object(c.answers.to_json()).to_string())
+    .bind(outcome_json(&c.outcome)?)
+    .bind(c.provenance.plugin.clone())
+    .bind(c.provenance.version.clone())
+    .bind(c.provenance.sha256.clone())
+    .bind(to_millis(now))
+    .bind(entered_by)
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok(ResponseId(row.0))
+}
+
+async fn fetch(conn: &mut AnyConnection, id: ResponseId) -> Result<Response, StoreError> {
+    let sql = format!("SELECT {COLUMNS} {FROM} WHERE r.id = $1");
+    let row: ResponseRow = sqlx::query_as(&sql).bind(id.0).fetch_one(&mut *conn).await?;
+    Response::try_from(row)
+}
+
+async fn by_external_id(conn: &mut AnyConnection, dossier: DossierId, external_id: &str) -> Result<Option<Response>, StoreError> {
+    let sql = format!("SELECT {COLUMNS} {FROM} WHERE r.dossier_id = $1 AND r.external_id = $2 AND r.withdrawn_at IS NULL");
+    let row: Option<ResponseRow> = sqlx::query_as(&sql).bind(dossier.0).bind(external_id).fetch_optional(&mut *conn).await?;
+    row.map(Response::try_from).transpose()
+}
+
+async fn by_id(conn: &mut AnyConnection, dossier: DossierId, id: i64) -> Result<Option<Response>, StoreError> {
+    let sql = format!("SELECT {COLUMNS} {FROM} WHERE r.dossier_id = $1 AND r.id = $2 AND r.withdrawn_at IS NULL");
+    let row: Option<ResponseRow> = sqlx::query_as(&sql).bind(dossier.0).bind(id).fetch_optional(&mut *conn).await?;
+    row.map(Response::try_from).transpose()
+}
