@@ -1,1 +1,261 @@
+//! The black-box test harness: [`TestApp::spawn`] starts the real host (the
+//! same [`host::App::build`] the binary uses) on 127.0.0.1:0 with a fresh
+//! database, and talks HTTP to it as a client would. Time comes from a
+//! [`ManualClock`] the test sets; nothing sleeps.
+//!
+//! Every test runs on both databases through [`db_test!`]. PostgreSQL is the
+//! server at `OUTCOMES_TEST_POSTGRES_URL` (default
+//! `postgres://postgres@127.0.0.1:5432/test`); each test creates its own
+//! database there and drops it afterwards.
 
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use chrono::{DateTime, TimeZone, Utc};
+use host::clock::ManualClock;
+use host::config::{Config, FileSettings, Settings};
+use host::{App, AppState};
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+use sqlx::{Connection, Executor, PgConnection};
+use tokio::sync::oneshot;
+
+pub use reqwest;
+pub use serde_json::json;
+
+/// Which database a test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Db {
+    Sqlite,
+    Postgres,
+}
+
+/// The moment every test starts at: 2026-03-01 09:00 UTC.
+pub fn start_time() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 3, 1, 9, 0, 0).single().unwrap_or_default()
+}
+
+/// The repository root, where the bundled definitions live.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The admin URL of the PostgreSQL server tests use.
+pub fn postgres_url() -> String {
+    std::env::var("OUTCOMES_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+/// A running host with its own database.
+#[derive(Debug)]
+pub struct TestApp {
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+    pub client: reqwest::Client,
+    pub clock: Arc<ManualClock>,
+    pub state: AppState,
+    pub db: Db,
+    shutdown: Option<oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+    postgres_db: Option<String>,
+    _dir: tempfile::TempDir,
+}
+
+/// An HTTP answer: status, headers and the body parsed as JSON (Null when
+/// empty or not JSON; `text` keeps it as sent).
+#[derive(Debug)]
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+    pub text: String,
+}
+
+impl TestApp {
+    /// The host with default test configuration on `db`.
+    pub async fn spawn(db: Db) -> TestApp {
+        TestApp::spawn_with(db, |_| {}).await
+    }
+
+    /// The host on `db`, with `adjust` applied to the configuration first.
+    pub async fn spawn_with(db: Db, adjust: impl FnOnce(&mut Config)) -> TestApp {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let (database_url, postgres_db) = match db {
+            Db::Sqlite => (format!("sqlite://{}", dir.path().join("outcomes.db").display()), None),
+            Db::Postgres => {
+                let name = create_postgres_database().await;
+                (replace_database(&postgres_url(), &name), Some(name))
+            }
+        };
+        let settings = Settings {
+            listen: Some("127.0.0.1:0".parse().expect("address")),
+            data_dir: Some(dir.path().to_owned()),
+            database_url: Some(database_url),
+            questionnaires_dir: Some(repo_root().join("questionnaires")),
+            protocols_dir: Some(repo_root().join("protocols")),
+            max_connections: Some(4),
+            ..Settings::default()
+        };
+        let mut config = Config::resolve(settings, FileSettings::default()).expect("test configuration");
+        adjust(&mut config);
+        let clock = Arc::new(ManualClock::new(start_time()));
+        let app = App::build(config, clock.clone()).await.expect("the host starts");
+        let base = format!("http://{}", app.local_addr().expect("bound"));
+        let state = app.state();
+        let (shutdown, stop) = oneshot::channel::<()>();
+        let server = tokio::spawn(app.run(async move {
+            let _ = stop.await;
+        }));
+        TestApp {
+            base,
+            client: reqwest::Client::new(),
+            clock,
+            state,
+            db,
+            shutdown: Some(shutdown),
+            server: Some(server),
+            postgres_db,
+            _dir: dir,
+        }
+    }
+
+    /// The absolute URL of `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Sends a request with an optional raw body and content type.
+    pub async fn send(&self, method: Method, path: &str, body: Option<(Vec<u8>, &str)>) -> Answer {
+        let mut req = self.client.request(method, self.url(path));
+        if let Some((bytes, content_type)) = body {
+            req = req.header("content-type", content_type).body(bytes);
+        }
+        let res = req.send().await.expect("the host answers");
+        let status = res.status();
+        let headers = res.headers().clone();
+        let text = res.text().await.unwrap_or_default();
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Answer { status, headers, body, text }
+    }
+
+    pub async fn get(&self, path: &str) -> Answer {
+        self.send(Method::GET, path, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> Answer {
+        self.send(Method::POST, path, Some((body.to_string().into_bytes(), "application/json"))).await
+    }
+
+    pub async fn put(&self, path: &str, body: &Value) -> Answer {
+        self.send(Method::PUT, path, Some((body.to_string().into_bytes(), "application/json"))).await
+    }
+
+    pub async fn delete(&self, path: &str) -> Answer {
+        self.send(Method::DELETE, path, None).await
+    }
+
+    /// Stops the server gracefully and waits for it.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(server) = self.server.take() {
+            server.await.expect("server task").expect("server stopped cleanly");
+        }
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(name) = self.postgres_db.take() {
+            // Drop runs outside async: drop the database from a thread of
+            // its own, forcing off the connections the host still holds.
+            let _ = std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+                rt.block_on(async {
+                    if let Ok(mut conn) = PgConnection::connect(&postgres_url()).await {
+                        let _ = conn.execute(format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)").as_str()).await;
+                    }
+                });
+            })
+            .join();
+        }
+    }
+}
+
+async fn create_postgres_database() -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let name = format!(
+        "outcomes_test_{}_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed),
+        Utc::now().timestamp_subsec_nanos()
+    );
+    let mut conn = PgConnection::connect(&postgres_url()).await.unwrap_or_else(|e| {
+        panic!(
+            "PostgreSQL is not reachable at {} ({e}). Start it (on Debian: \
+             pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start) \
+             or set OUTCOMES_TEST_POSTGRES_URL.",
+            postgres_url()
+        )
+    });
+    conn.execute(format!("CREATE DATABASE \"{name}\"").as_str()).await.expect("create test database");
+    name
+}
+
+/// `url` with its database name replaced by `name`.
+fn replace_database(url: &str, name: &str) -> String {
+    let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
+    let cut = base.rfind('/').unwrap_or(base.len());
+    let mut out = format!("{}/{name}", &base[..cut]);
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(q);
+    }
+    out
+}
+
+/// Declares a test that runs twice, once on SQLite and once on PostgreSQL:
+/// `name::sqlite` and `name::postgres`.
+///
+/// ```text
+/// db_test!(async fn unknown_dossier_lists_nothing(app) {
+///     assert_eq!(app.get("/api/v1/dossiers/x/responses").await.body, json!([]));
+/// });
+/// ```
+#[macro_export]
+macro_rules! db_test {
+    ($(#[$meta:meta])* async fn $name:ident($app:ident) $body:block) => {
+        $(#[$meta])*
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[tokio::test]
+            async fn sqlite() {
+                let $app = $crate::TestApp::spawn($crate::Db::Sqlite).await;
+                $body
+            }
+
+            #[tokio::test]
+            async fn postgres() {
+                let $app = $crate::TestApp::spawn($crate::Db::Postgres).await;
+                $body
+            }
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_names_are_replaced_in_urls() {
+        assert_eq!(replace_database("postgres://u@h:5432/test", "x"), "postgres://u@h:5432/x");
+        assert_eq!(replace_database("postgres://u@h/test?sslmode=disable", "x"), "postgres://u@h/x?sslmode=disable");
+    }
+}

@@ -1,1 +1,74 @@
-fn main() {}
+//! Project tasks, run as `cargo xtask <task>` (an alias in .cargo/config.toml):
+//!
+//! - `serve`: start the service on embedded SQLite with the bundled
+//!   questionnaires and protocols.
+//! - `test`: run every test, on SQLite and on PostgreSQL.
+//!
+//! Each task checks what it needs first and says how to fix what is missing.
+
+mod prerequisites;
+
+use std::process::{Command, ExitCode};
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", about = "Project tasks for the outcomes service")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Debug, Subcommand)]
+enum Task {
+    /// Build and start the service (SQLite under ./data, http://127.0.0.1:8080).
+    /// Arguments after `--` go to `outcomes serve`, e.g. `-- --listen 0.0.0.0:8080`.
+    Serve {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Run all tests of the workspace; every storage test runs on SQLite and
+    /// PostgreSQL. Arguments after `--` go to `cargo test`.
+    Test {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.task {
+        Task::Serve { args } => serve(&args),
+        Task::Test { args } => test(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn serve(args: &[String]) -> anyhow::Result<()> {
+    prerequisites::wasm_target()?;
+    let root = prerequisites::workspace_root();
+    run(Command::new(cargo()).current_dir(&root).args(["run", "--package", "host", "--bin", "outcomes", "--", "serve"]).args(args))
+}
+
+fn test(args: &[String]) -> anyhow::Result<()> {
+    prerequisites::wasm_target()?;
+    prerequisites::postgres()?;
+    let root = prerequisites::workspace_root();
+    run(Command::new(cargo()).current_dir(&root).args(["test", "--workspace"]).args(args))
+}
+
+fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
+}
+
+fn run(cmd: &mut Command) -> anyhow::Result<()> {
+    let status = cmd.status().map_err(|e| anyhow::anyhow!("cannot run {:?}: {e}", cmd.get_program()))?;
+    anyhow::ensure!(status.success(), "{:?} failed ({status})", cmd.get_program());
+    Ok(())
+}

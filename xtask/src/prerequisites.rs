@@ -1,0 +1,110 @@
+//! What the tasks need on the machine, checked (and where it can be done
+//! safely, installed) before they start.
+
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+
+/// The workspace root (the parent of this crate's folder).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
+}
+
+const WASM_TARGET: &str = "wasm32-unknown-unknown";
+
+/// Makes sure the WebAssembly target that plugins build for is installed.
+/// rust-toolchain.toml asks rustup for it; this covers toolchains where the
+/// file was not honoured.
+pub fn wasm_target() -> anyhow::Result<()> {
+    let installed = Command::new("rustup").args(["target", "list", "--installed"]).current_dir(workspace_root()).output();
+    match installed {
+        Ok(out) if String::from_utf8_lossy(&out.stdout).lines().any(|l| l.trim() == WASM_TARGET) => Ok(()),
+        Ok(_) => {
+            eprintln!("xtask: installing the {WASM_TARGET} target with rustup");
+            let status = Command::new("rustup").args(["target", "add", WASM_TARGET]).current_dir(workspace_root()).status()?;
+            anyhow::ensure!(status.success(), "`rustup target add {WASM_TARGET}` failed; run it by hand and try again");
+            Ok(())
+        }
+        Err(_) => {
+            let sysroot = Command::new("rustc").args(["--print", "sysroot"]).output().context("running rustc")?;
+            let sysroot = String::from_utf8_lossy(&sysroot.stdout).trim().to_owned();
+            if Path::new(&sysroot).join("lib/rustlib").join(WASM_TARGET).exists() {
+                Ok(())
+            } else {
+                bail!("the {WASM_TARGET} target is missing and rustup is not installed: install Rust with rustup (https://rustup.rs) or add the target to your toolchain")
+            }
+        }
+    }
+}
+
+/// The PostgreSQL server the tests use (`OUTCOMES_TEST_POSTGRES_URL`, default
+/// 127.0.0.1:5432). If it does not answer and this is a Debian machine with a
+/// local cluster, starts that cluster.
+pub fn postgres() -> anyhow::Result<()> {
+    let url = std::env::var("OUTCOMES_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    let address = host_port(&url).with_context(|| format!("reading host and port from {url}"))?;
+    if reachable(&address) {
+        return Ok(());
+    }
+    if let Some(version) = debian_cluster() {
+        eprintln!("xtask: PostgreSQL does not answer at {address}; starting the local cluster {version}/main");
+        let status = Command::new("pg_ctlcluster")
+            .args(["--skip-systemctl-redirect", &version, "main", "start"])
+            .status()
+            .context("running pg_ctlcluster")?;
+        if status.success() && (0..50).any(|_| reachable(&address) || wait(Duration::from_millis(200))) {
+            return Ok(());
+        }
+    }
+    bail!(
+        "PostgreSQL does not answer at {address}. The tests run on SQLite and on PostgreSQL: start a PostgreSQL \
+         server there (trust authentication for user postgres; on Debian: \
+         pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start), \
+         or point OUTCOMES_TEST_POSTGRES_URL at one where the user may create databases."
+    )
+}
+
+fn wait(d: Duration) -> bool {
+    std::thread::sleep(d);
+    false
+}
+
+fn reachable(address: &str) -> bool {
+    address
+        .to_socket_addrs()
+        .map(|mut addrs| addrs.any(|a: SocketAddr| TcpStream::connect_timeout(&a, Duration::from_millis(500)).is_ok()))
+        .unwrap_or(false)
+}
+
+/// `host:port` of a postgres:// URL (port 5432 when not given).
+fn host_port(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?']).next()?;
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if host_port.is_empty() {
+        return Some("127.0.0.1:5432".to_owned());
+    }
+    Some(if host_port.contains(':') { host_port.to_owned() } else { format!("{host_port}:5432") })
+}
+
+/// The version of the single local Debian cluster, if there is one.
+fn debian_cluster() -> Option<String> {
+    let mut versions: Vec<String> = std::fs::read_dir("/etc/postgresql").ok()?.filter_map(Result::ok).filter_map(|e| e.file_name().into_string().ok()).collect();
+    versions.sort();
+    versions.pop()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_and_port_come_from_the_url() {
+        assert_eq!(host_port("postgres://postgres@127.0.0.1:5432/test").as_deref(), Some("127.0.0.1:5432"));
+        assert_eq!(host_port("postgres://u:p@db.example.org/x?sslmode=require").as_deref(), Some("db.example.org:5432"));
+        assert_eq!(host_port("postgres:///test").as_deref(), Some("127.0.0.1:5432"));
+    }
+}
