@@ -21,7 +21,7 @@ use sqlx::{AnyConnection, AnyPool, ConnectOptions, Connection, Executor};
 
 pub use catalog::DefinitionSource;
 pub use error::StoreError;
-pub use responses::{CompleteError, CreateResult, ResponseFilter};
+pub use responses::{CompleteError, CreateResult, Preparation, ResponseFilter};
 
 use writer::Writer;
 

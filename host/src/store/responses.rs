@@ -36,6 +36,21 @@ pub enum CreateResult {
     Taken,
 }
 
+/// A response the service prepares for later completion (invitations,
+/// protocol subscriptions): the dossier's patient fills it out.
+#[derive(Debug, Clone, Default)]
+pub struct Preparation {
+    pub questionnaire_id: QuestionnaireId,
+    pub open_from: Option<DateTime<Utc>>,
+    pub open_till: Option<DateTime<Utc>>,
+    pub measurement_id: Option<MeasurementId>,
+    pub protocol_subscription_id: Option<SubscriptionId>,
+    pub flags: Map<String, Value>,
+    pub textvars: Map<String, Value>,
+    /// EPD ids of the requesting professionals.
+    pub requesters: Vec<String>,
+}
+
 /// Why a PUT could not complete a response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CompleteError {
@@ -285,6 +300,68 @@ impl Store {
                     .execute(&mut *conn)
                     .await?;
                     fetch(conn, response.id).await.map(Ok)
+                })
+            })
+            .await
+    }
+
+    /// Prepares responses for the dossier's patient, making the dossier on
+    /// first write; returns them in the order given.
+    pub async fn prepare_responses(&self, epd_id: String, items: Vec<Preparation>, now: DateTime<Utc>) -> Result<Vec<Response>, StoreError> {
+        self.writer
+            .write(move |conn| {
+                Box::pin(async move {
+                    let (dossier, patient) = dossiers::ensure(conn, &epd_id, now).await?;
+                    let mut out = Vec::with_capacity(items.len());
+                    for p in items {
+                        let row: (i64,) = sqlx::query_as(
+                            "INSERT INTO responses (dossier_id, respondent_id, questionnaire_id, completer_type, flags, textvars, \
+                             measurement_id, protocol_subscription_id, open_from, open_till, requesters, created_at, updated_at) \
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING id",
+                        )
+                        .bind(dossier.0)
+                        .bind(patient.0)
+                        .bind(p.questionnaire_id.0)
+                        .bind(COMPLETER_PATIENT)
+                        .bind(Value::Object(p.flags).to_string())
+                        .bind(Value::Object(p.textvars).to_string())
+                        .bind(p.measurement_id.map(|m| m.0))
+                        .bind(p.protocol_subscription_id.map(|s| s.0))
+                        .bind(p.open_from.map(to_millis))
+                        .bind(p.open_till.map(to_millis))
+                        .bind(serde_json::to_string(&p.requesters).unwrap_or_else(|_| "[]".to_owned()))
+                        .bind(to_millis(now))
+                        .fetch_one(&mut *conn)
+                        .await?;
+                        out.push(fetch(conn, ResponseId(row.0)).await?);
+                    }
+                    Ok(out)
+                })
+            })
+            .await
+    }
+
+    /// Marks a pending response aborted, keeping the answers given so far.
+    /// None when the dossier has no such response or it is completed.
+    pub async fn abort_response(&self, epd_id: String, id: ResponseId, answers: Answers, now: DateTime<Utc>) -> Result<Option<Response>, StoreError> {
+        self.writer
+            .write(move |conn| {
+                Box::pin(async move {
+                    let Some(dossier) = dossiers::find(conn, &epd_id).await? else { return Ok(None) };
+                    let done = sqlx::query(
+                        "UPDATE responses SET aborted_at = $1, answers = $2, updated_at = $1 \
+                         WHERE id = $3 AND dossier_id = $4 AND completed_at IS NULL AND withdrawn_at IS NULL",
+                    )
+                    .bind(to_millis(now))
+                    .bind(Value::Object(answers.to_json()).to_string())
+                    .bind(id.0)
+                    .bind(dossier.0)
+                    .execute(&mut *conn)
+                    .await?;
+                    if done.rows_affected() == 0 {
+                        return Ok(None);
+                    }
+                    fetch(conn, id).await.map(Some)
                 })
             })
             .await
