@@ -204,6 +204,28 @@ mod tests {
         assert_eq!(redact("sqlite://data/x.db"), "sqlite://data/x.db");
     }
 
+    #[tokio::test]
+    async fn sqlite_commits_are_durable_on_every_connection() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let store = Store::connect(&url, &StoreOptions::default()).await.expect("connects");
+        store.migrate().await.expect("migrates");
+        let pragma = |sql: &'static str| {
+            let pool = store.pool.clone();
+            async move { sqlx::query_scalar::<_, String>(sql).fetch_one(&pool).await.expect("pragma") }
+        };
+        assert_eq!(pragma("SELECT journal_mode FROM pragma_journal_mode").await, "wal");
+        // 2 = FULL (https://www.sqlite.org/pragma.html#pragma_synchronous)
+        let sync: i64 = sqlx::query_scalar("SELECT synchronous FROM pragma_synchronous").fetch_one(&store.pool).await.expect("pragma");
+        assert_eq!(sync, 2);
+        let writer_sync: i64 = store
+            .writer
+            .write(|conn| Box::pin(async move { Ok(sqlx::query_scalar("SELECT synchronous FROM pragma_synchronous").fetch_one(&mut *conn).await?) }))
+            .await
+            .expect("writer answers");
+        assert_eq!(writer_sync, 2);
+    }
+
     #[test]
     fn placeholders_are_numbered() {
         assert_eq!(placeholders(3, 2), "$3, $4");
