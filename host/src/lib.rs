@@ -5,6 +5,7 @@
 //! and the black-box tests: connect, migrate, import definitions, bind.
 
 pub mod api;
+pub mod auth;
 pub mod clock;
 pub mod config;
 pub mod definitions;

@@ -1,0 +1,99 @@
+//! Client addresses: who is calling, as far as the service can tell, and
+//! whether a token's IP allow-list admits them (decisions.md §7).
+
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+
+/// One entry of an allow-list: an address or a CIDR range.
+pub fn parse_entry(text: &str) -> Result<IpNet, String> {
+    let text = text.trim();
+    if let Ok(net) = text.parse::<IpNet>() {
+        return Ok(net.trunc());
+    }
+    text.parse::<IpAddr>().map(IpNet::from).map_err(|_| format!("{text:?} is neither an IP address nor a CIDR range"))
+}
+
+/// Parses a comma-separated allow-list (empty = no restriction).
+pub fn parse_list(text: &str) -> Result<Vec<IpNet>, String> {
+    text.split(',').map(str::trim).filter(|p| !p.is_empty()).map(parse_entry).collect()
+}
+
+/// The stored form.
+pub fn to_list(nets: &[IpNet]) -> String {
+    nets.iter().map(ToString::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// Whether `addr` may use a token with this allow-list.
+pub fn allowed(list: &[IpNet], addr: IpAddr) -> bool {
+    let addr = canonical(addr);
+    list.is_empty() || list.iter().any(|net| net.contains(&addr))
+}
+
+/// IPv4-mapped IPv6 addresses (`::ffff:10.0.0.1`) as IPv4.
+pub fn canonical(addr: IpAddr) -> IpAddr {
+    match addr {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(addr, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// The client's address. The socket peer, unless the peer is a trusted
+/// proxy: then the rightmost `X-Forwarded-For` entry that is not itself a
+/// trusted proxy (entries left of it could be written by the client).
+pub fn client_address(peer: IpAddr, forwarded_for: Option<&str>, trusted_proxies: &[IpNet]) -> IpAddr {
+    let peer = canonical(peer);
+    if !trusted_proxies.iter().any(|p| p.contains(&peer)) {
+        return peer;
+    }
+    let Some(header) = forwarded_for else { return peer };
+    let mut client = peer;
+    for entry in header.rsplit(',') {
+        match entry.trim().parse::<IpAddr>().map(canonical) {
+            Ok(addr) => {
+                client = addr;
+                if !trusted_proxies.iter().any(|p| p.contains(&addr)) {
+                    break;
+                }
+            }
+            // A garbled entry: trust nothing further left.
+            Err(_) => break,
+        }
+    }
+    client
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().expect("address")
+    }
+
+    #[test]
+    fn allow_lists_take_addresses_and_ranges() {
+        let list = parse_list("10.0.0.0/8, 192.0.2.7").expect("valid");
+        assert!(allowed(&list, ip("10.20.30.40")));
+        assert!(allowed(&list, ip("192.0.2.7")));
+        assert!(allowed(&list, ip("::ffff:192.0.2.7")));
+        assert!(!allowed(&list, ip("192.0.2.8")));
+        assert!(allowed(&[], ip("203.0.113.1")));
+        assert!(parse_list("10.0.0.0/33").is_err());
+        assert!(parse_list("example.org").is_err());
+        assert_eq!(to_list(&list), "10.0.0.0/8,192.0.2.7/32");
+    }
+
+    #[test]
+    fn forwarded_for_counts_only_behind_a_trusted_proxy() {
+        let proxies = parse_list("10.0.0.1").expect("valid");
+        // Not from the proxy: the header is the client's own claim.
+        assert_eq!(client_address(ip("203.0.113.9"), Some("192.0.2.7"), &proxies), ip("203.0.113.9"));
+        // From the proxy: the address it saw.
+        assert_eq!(client_address(ip("10.0.0.1"), Some("192.0.2.7"), &proxies), ip("192.0.2.7"));
+        // A client prepending a fake entry gains nothing.
+        assert_eq!(client_address(ip("10.0.0.1"), Some("192.0.2.7, 198.51.100.3"), &proxies), ip("198.51.100.3"));
+        assert_eq!(client_address(ip("10.0.0.1"), Some("garbage"), &proxies), ip("10.0.0.1"));
+        assert_eq!(client_address(ip("10.0.0.1"), None, &proxies), ip("10.0.0.1"));
+    }
+}

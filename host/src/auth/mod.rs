@@ -1,0 +1,9 @@
+//! Authentication and authorization of API callers (decisions.md §2, §7):
+//! HTTP Basic with consumer key and secret, JWT bearer tokens signed with a
+//! registered RSA key, rights per endpoint group, IP allow-lists, and the
+//! append-only access log.
+
+pub mod ip;
+pub mod jwt;
+pub mod rights;
+pub mod secret;
