@@ -30,10 +30,20 @@ impl<'a> Fields<'a> {
     /// form, as EPDs often number their records. `blank` when missing or
     /// empty, `invalid` when of another type or too long.
     pub fn required_id(&mut self, key: &str) -> Option<String> {
+        self.required_text(key, true)
+    }
+
+    /// A required key of something the service defines (a questionnaire
+    /// key): like [`Fields::required_id`], but only a JSON string will do.
+    pub fn required_key(&mut self, key: &str) -> Option<String> {
+        self.required_text(key, false)
+    }
+
+    fn required_text(&mut self, key: &str, integers: bool) -> Option<String> {
         let text = match self.map.get(key) {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.clone()),
-            Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+            Some(Value::Number(n)) if integers && (n.is_i64() || n.is_u64()) => Some(n.to_string()),
             Some(_) => {
                 self.errors.add(key, "invalid");
                 return None;
@@ -128,5 +138,29 @@ impl<'a> Fields<'a> {
                 None
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn ids_may_be_integers_but_keys_must_be_strings() {
+        let map = fields(serde_json::json!({"id": 12, "key": 12, "text": "phq9", "blank": " "}));
+        let mut f = Fields::new(&map);
+        assert_eq!(f.required_id("id"), Some("12".to_owned()));
+        assert_eq!(f.required_key("key"), None);
+        assert_eq!(f.required_key("text"), Some("phq9".to_owned()));
+        assert_eq!(f.required_key("blank"), None);
+        assert_eq!(f.required_key("absent"), None);
+        assert_eq!(
+            f.errors.body(),
+            serde_json::json!({"errors": {"key": ["invalid"], "blank": ["blank"], "absent": ["blank"]}})
+        );
     }
 }

@@ -48,7 +48,7 @@ pub fn parse_update(body: &Map<String, Value>, catalog: &Catalog, now: DateTime<
 /// The fields POST and PUT share. Shape errors come first (422); then an
 /// unknown questionnaire (404); then answers checked against it (422).
 fn parse_completion(mut f: Fields<'_>, catalog: &Catalog, now: DateTime<Utc>) -> Result<Completion, ApiError> {
-    let key = f.required_id("questionnaire_key");
+    let key = f.required_key("questionnaire_key");
     let answer_data = f.required_object("answer_data");
     let started_at = f.optional_unix("started_at", now + CLOCK_SKEW);
     let filled_out_at = f.optional_unix("filled_out_at", now + CLOCK_SKEW);
