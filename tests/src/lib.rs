@@ -55,6 +55,8 @@ pub struct TestApp {
     pub clock: Arc<ManualClock>,
     pub state: AppState,
     pub db: Db,
+    /// The URL of this test's own database.
+    pub database_url: String,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
     postgres_db: Option<String>,
@@ -90,7 +92,7 @@ impl TestApp {
         let settings = Settings {
             listen: Some("127.0.0.1:0".parse().expect("address")),
             data_dir: Some(dir.path().to_owned()),
-            database_url: Some(database_url),
+            database_url: Some(database_url.clone()),
             questionnaires_dir: Some(repo_root().join("questionnaires")),
             protocols_dir: Some(repo_root().join("protocols")),
             max_connections: Some(4),
@@ -112,6 +114,7 @@ impl TestApp {
             clock,
             state,
             db,
+            database_url,
             shutdown: Some(shutdown),
             server: Some(server),
             postgres_db,
@@ -152,6 +155,19 @@ impl TestApp {
 
     pub async fn delete(&self, path: &str) -> Answer {
         self.send(Method::DELETE, path, None).await
+    }
+
+    /// Runs one SQL statement on this test's database, outside the host, and
+    /// returns the first column of its first row as an integer, if any (use
+    /// `RETURNING id`). For arranging state that no public API creates yet;
+    /// tests assert through HTTP only.
+    pub async fn sql(&self, statement: &str) -> Option<i64> {
+        sqlx::any::install_default_drivers();
+        let mut conn = sqlx::AnyConnection::connect(&self.database_url).await.expect("connect to the test database");
+        let row = sqlx::query_scalar::<_, i64>(statement).fetch_optional(&mut conn).await;
+        let row = row.unwrap_or_else(|e| panic!("SQL failed: {statement}: {e}"));
+        let _ = conn.close().await;
+        row
     }
 
     /// Stops the server gracefully and waits for it.
@@ -225,10 +241,17 @@ fn replace_database(url: &str, name: &str) -> String {
 /// db_test!(async fn unknown_dossier_lists_nothing(app) {
 ///     assert_eq!(app.get("/api/v1/dossiers/x/responses").await.body, json!([]));
 /// });
+/// // started by `support::spawn_with_mini(db: Db) -> TestApp` instead:
+/// db_test!(async fn other_questionnaire_is_refused(app: support::spawn_with_mini) { ... });
 /// ```
 #[macro_export]
 macro_rules! db_test {
     ($(#[$meta:meta])* async fn $name:ident($app:ident) $body:block) => {
+        $crate::db_test!($(#[$meta])* async fn $name($app: $crate::TestApp::spawn) $body);
+    };
+    // With a function `async fn(Db) -> TestApp` that starts the host, for
+    // tests that need other configuration or definitions.
+    ($(#[$meta:meta])* async fn $name:ident($app:ident: $spawn:path) $body:block) => {
         $(#[$meta])*
         mod $name {
             #[allow(unused_imports)]
@@ -236,13 +259,13 @@ macro_rules! db_test {
 
             #[tokio::test]
             async fn sqlite() {
-                let $app = $crate::TestApp::spawn($crate::Db::Sqlite).await;
+                let $app = $spawn($crate::Db::Sqlite).await;
                 $body
             }
 
             #[tokio::test]
             async fn postgres() {
-                let $app = $crate::TestApp::spawn($crate::Db::Postgres).await;
+                let $app = $spawn($crate::Db::Postgres).await;
                 $body
             }
         }

@@ -3,5 +3,11 @@
 //!
 //! Index:
 //! - `smoke`: the host starts, answers /health and the OpenAPI document.
+//! - `support`: shared helpers (request bodies, preparing responses through
+//!   the store, times on the wire); no tests.
+//! - `responses_create`: POST a response: the Response object, retries,
+//!   external ids, answer validation, field types, dossier creation.
 
+mod responses_create;
 mod smoke;
+mod support;

@@ -1,0 +1,124 @@
+//! Helpers the API test modules share: request bodies, preparing responses
+//! through the store (no public API prepares them yet), times on the wire.
+
+use chrono::{DateTime, Duration, Utc};
+use host::domain::answers::Answers;
+use host::domain::ids::{QuestionnaireId, ResponseId};
+use host::store::Preparation;
+use serde_json::Value;
+use tests::{Answer, Db, TestApp, json, start_time};
+
+/// [`start_time`] as Unix seconds: 2026-03-01T09:00:00Z.
+pub const START_UNIX: i64 = 1_772_355_600;
+
+/// [`start_time`] as the API writes it.
+pub const START_WIRE: &str = "2026-03-01T09:00:00.000+00:00";
+
+/// The PHQ-9 question keys in definition order.
+pub const PHQ9_QUESTIONS: [&str; 10] = ["v_1", "v_2", "v_3", "v_4", "v_5", "v_6", "v_7", "v_8", "v_9", "v_10"];
+
+/// The outcome of a response that is not completed (decisions.md §4).
+pub fn empty_outcome() -> Value {
+    json!({"scores": {}, "action": null, "alarm": null, "attention": null, "complete": null})
+}
+
+/// `/api/v1/dossiers/{dossier}/responses`
+pub fn responses(dossier: &str) -> String {
+    format!("/api/v1/dossiers/{dossier}/responses")
+}
+
+/// `/api/v1/dossiers/{dossier}/responses/{segment}`
+pub fn response(dossier: &str, segment: impl std::fmt::Display) -> String {
+    format!("/api/v1/dossiers/{dossier}/responses/{segment}")
+}
+
+/// Every PHQ-9 question answered with `a1`.
+pub fn phq9_all_answered() -> Value {
+    let mut answers = serde_json::Map::new();
+    for key in PHQ9_QUESTIONS {
+        answers.insert(key.to_owned(), json!("a1"));
+    }
+    Value::Object(answers)
+}
+
+/// POSTs a PHQ-9 response with these answers.
+pub async fn post_phq9(app: &TestApp, dossier: &str, external_id: &str, answers: Value) -> Answer {
+    let body = json!({"questionnaire_key": "phq9", "external_id": external_id, "answer_data": answers});
+    app.post(&responses(dossier), &body).await
+}
+
+/// POSTs a fully answered PHQ-9 response that must be stored; its body.
+pub async fn posted(app: &TestApp, dossier: &str, external_id: &str) -> Value {
+    let answer = post_phq9(app, dossier, external_id, phq9_all_answered()).await;
+    assert_eq!(answer.status, 201, "{}", answer.text);
+    answer.body
+}
+
+/// The stable id of a questionnaire.
+pub fn questionnaire_id(app: &TestApp, key: &str) -> QuestionnaireId {
+    app.state.catalog().questionnaire(key).map(|q| q.id).unwrap_or_else(|| panic!("questionnaire {key} is loaded"))
+}
+
+/// Prepares one response on `key` for the dossier's patient with the window
+/// `open_from`..`open_till` (offsets from the clock's now); returns its id.
+pub async fn prepare(app: &TestApp, dossier: &str, key: &str, open_from: Option<Duration>, open_till: Option<Duration>) -> i64 {
+    let now = app.state.now();
+    let item = Preparation {
+        questionnaire_id: questionnaire_id(app, key),
+        open_from: open_from.map(|d| now + d),
+        open_till: open_till.map(|d| now + d),
+        ..Preparation::default()
+    };
+    prepare_items(app, dossier, vec![item]).await[0]
+}
+
+/// Prepares these responses; returns their ids.
+pub async fn prepare_items(app: &TestApp, dossier: &str, items: Vec<Preparation>) -> Vec<i64> {
+    let prepared = app.state.store().prepare_responses(dossier.to_owned(), items, app.state.now()).await.expect("prepared");
+    prepared.iter().map(|r| r.id.0).collect()
+}
+
+/// Aborts a prepared response (no answers kept).
+pub async fn abort(app: &TestApp, dossier: &str, id: i64) {
+    let aborted = app.state.store().abort_response(dossier.to_owned(), ResponseId(id), Answers::default(), app.state.now()).await;
+    assert!(aborted.expect("abort").is_some(), "response {id} was aborted");
+}
+
+/// `t` as the API writes it in UTC.
+pub fn wire(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%S%.3f+00:00").to_string()
+}
+
+/// `start_time() + d` as the API writes it.
+pub fn wire_after_start(d: Duration) -> String {
+    wire(start_time() + d)
+}
+
+/// The `id`s of a list answer, in order.
+pub fn ids(body: &Value) -> Vec<i64> {
+    body.as_array().map(|a| a.iter().filter_map(|r| r["id"].as_i64()).collect()).unwrap_or_default()
+}
+
+/// The id of one response object.
+pub fn id_of(body: &Value) -> i64 {
+    body["id"].as_i64().unwrap_or_else(|| panic!("no id in {body}"))
+}
+
+/// The `errors` body the spec fixes for `field` and one `code`.
+pub fn error(field: &str, code: &str) -> Value {
+    json!({"errors": {field: [code]}})
+}
+
+/// Asserts status and exact body of an error answer, and that it is JSON.
+pub fn assert_error(answer: &Answer, status: u16, body: Value) {
+    assert_eq!(answer.status, status, "{}", answer.text);
+    assert_eq!(answer.body, body, "{}", answer.text);
+    assert_eq!(answer.headers["content-type"], "application/json; charset=utf-8");
+}
+
+/// The host with the bundled protocols and two questionnaires: PHQ-9 and
+/// the test questionnaire `mini` (tests/fixtures/questionnaires).
+pub async fn spawn_with_mini(db: Db) -> TestApp {
+    let dir = tests::repo_root().join("tests/fixtures/questionnaires");
+    TestApp::spawn_with(db, move |config| config.questionnaires_dir = dir).await
+}
