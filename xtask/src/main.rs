@@ -3,9 +3,12 @@
 //! - `serve`: start the service on embedded SQLite with the bundled
 //!   questionnaires and protocols.
 //! - `test`: run every test, on SQLite and on PostgreSQL.
+//! - `bench`: the HTTP benchmark (POST throughput, list latency at 1k and
+//!   1M rows), on SQLite and on PostgreSQL.
 //!
 //! Each task checks what it needs first and says how to fix what is missing.
 
+mod bench;
 mod prerequisites;
 
 use std::process::{Command, ExitCode};
@@ -33,6 +36,9 @@ enum Task {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Benchmark the release build over HTTP: POST throughput with concurrent
+    /// clients, and list latency with 1k and 1M responses in the database.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -40,6 +46,7 @@ fn main() -> ExitCode {
     let result = match cli.task {
         Task::Serve { args } => serve(&args),
         Task::Test { args } => test(&args),
+        Task::Bench(args) => bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -45,7 +45,12 @@ pub fn wasm_target() -> anyhow::Result<()> {
 /// local cluster, starts that cluster.
 pub fn postgres() -> anyhow::Result<()> {
     let url = std::env::var("OUTCOMES_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
-    let address = host_port(&url).with_context(|| format!("reading host and port from {url}"))?;
+    postgres_at(&url)
+}
+
+/// The PostgreSQL server of `url`; as [`postgres`].
+pub fn postgres_at(url: &str) -> anyhow::Result<()> {
+    let address = host_port(url).with_context(|| format!("reading host and port from {url}"))?;
     if reachable(&address) {
         return Ok(());
     }

@@ -1,0 +1,293 @@
+//! The load generator: a lean HTTP/1.1 client on hyper's connection API,
+//! one task per keep-alive connection, loopback only.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use hdrhistogram::Histogram;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::client::conn::http1::SendRequest;
+use hyper::header::{CONTENT_TYPE, HOST};
+use hyper::{Method, Request};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+
+use super::server::{CpuSample, CpuUse};
+
+type Sender = SendRequest<Full<Bytes>>;
+
+/// Latencies are kept in microseconds, up to a minute.
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid histogram bounds")
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1)
+}
+
+async fn connect(addr: SocketAddr) -> anyhow::Result<Sender> {
+    let stream = TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(sender)
+}
+
+/// Sends one request and reads the whole answer.
+async fn send(sender: &mut Sender, request: Request<Full<Bytes>>) -> anyhow::Result<(u16, Bytes)> {
+    sender.ready().await?;
+    let response = sender.send_request(request).await?;
+    let status = response.status().as_u16();
+    let body = response.into_body().collect().await?.to_bytes();
+    Ok((status, body))
+}
+
+fn get_request(addr: SocketAddr, path: &str) -> anyhow::Result<Request<Full<Bytes>>> {
+    Ok(Request::builder().method(Method::GET).uri(path).header(HOST, addr.to_string()).body(Full::new(Bytes::new()))?)
+}
+
+/// One GET on a new connection (for /health while the server starts).
+pub async fn get_once(addr: SocketAddr, path: &str) -> anyhow::Result<(u16, Bytes)> {
+    let mut sender = tokio::time::timeout(Duration::from_secs(2), connect(addr)).await??;
+    tokio::time::timeout(Duration::from_secs(5), send(&mut sender, get_request(addr, path)?)).await?
+}
+
+/// One POST of a JSON body on a new connection.
+pub async fn post_once(addr: SocketAddr, path: &str, body: String) -> anyhow::Result<(u16, Bytes)> {
+    let mut sender = connect(addr).await?;
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri(path)
+        .header(HOST, addr.to_string())
+        .header(CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::from(body)))?;
+    send(&mut sender, request).await
+}
+
+/// What the POST load came to, over the measured window.
+#[derive(Debug)]
+pub struct PostReport {
+    /// 201s completed in the window.
+    pub created: u64,
+    /// Non-201 answers by status, and transport errors, in the window.
+    pub errors: BTreeMap<String, u64>,
+    /// One error answer, to show what went wrong.
+    pub error_sample: Option<String>,
+    /// Latency of the 201s, in microseconds.
+    pub histogram: Histogram<u64>,
+    pub window: Duration,
+    pub cpu: Option<CpuUse>,
+}
+
+impl PostReport {
+    pub fn throughput(&self) -> f64 {
+        self.created as f64 / self.window.as_secs_f64()
+    }
+
+    pub fn error_count(&self) -> u64 {
+        self.errors.values().sum()
+    }
+
+    pub fn describe(&self) -> String {
+        let h = &self.histogram;
+        let ms = |p: f64| h.value_at_percentile(p) as f64 / 1000.0;
+        let mut out = format!(
+            "POST: {:.0} req/s ({} x 201 in {:.1} s); latency p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            self.throughput(),
+            self.created,
+            self.window.as_secs_f64(),
+            ms(50.0),
+            ms(90.0),
+            ms(99.0),
+            h.max() as f64 / 1000.0
+        );
+        if self.errors.is_empty() {
+            out.push_str("; errors: none");
+        } else {
+            let list: Vec<String> = self.errors.iter().map(|(k, v)| format!("{v} x {k}")).collect();
+            let _ = write!(out, "; errors: {}", list.join(", "));
+            if let Some(sample) = &self.error_sample {
+                let _ = write!(out, "\n      e.g. {sample}");
+            }
+        }
+        if let Some(cpu) = &self.cpu {
+            let _ = write!(
+                out,
+                "\n      CPU: server {:.2} cores, load generator {:.2} cores, machine {:.0}% busy",
+                cpu.server,
+                cpu.client,
+                cpu.machine * 100.0
+            );
+        }
+        out
+    }
+}
+
+/// What one connection saw.
+struct ClientResult {
+    created: u64,
+    errors: BTreeMap<String, u64>,
+    error_sample: Option<String>,
+    histogram: Histogram<u64>,
+}
+
+/// `clients` connections post responses until `warmup + duration` has
+/// passed; answers completed within the last `duration` are counted.
+pub async fn post_load(
+    addr: SocketAddr,
+    server_pid: u32,
+    clients: usize,
+    dossiers: usize,
+    warmup: Duration,
+    duration: Duration,
+) -> anyhow::Result<PostReport> {
+    let start = Instant::now();
+    let measure_from = start + warmup;
+    let end = measure_from + duration;
+    let tasks: Vec<_> =
+        (0..clients).map(|client| tokio::spawn(post_client(addr, client, clients, dossiers, measure_from, end))).collect();
+    tokio::time::sleep_until(measure_from.into()).await;
+    let cpu_from = CpuSample::take(server_pid);
+    tokio::time::sleep_until(end.into()).await;
+    let cpu = cpu_from.and_then(|s| s.since());
+    let mut report =
+        PostReport { created: 0, errors: BTreeMap::new(), error_sample: None, histogram: histogram(), window: duration, cpu };
+    for task in tasks {
+        let r = task.await.context("a load task failed")?;
+        report.created += r.created;
+        for (k, v) in r.errors {
+            *report.errors.entry(k).or_default() += v;
+        }
+        report.error_sample = report.error_sample.or(r.error_sample);
+        report.histogram.add(&r.histogram).context("merging histograms")?;
+    }
+    Ok(report)
+}
+
+async fn post_client(addr: SocketAddr, client: usize, clients: usize, dossiers: usize, measure_from: Instant, end: Instant) -> ClientResult {
+    let mut result = ClientResult { created: 0, errors: BTreeMap::new(), error_sample: None, histogram: histogram() };
+    let host = addr.to_string();
+    let mut sender: Option<Sender> = None;
+    let mut seq = 0usize;
+    let mut body = String::with_capacity(256);
+    while Instant::now() < end {
+        let s = match sender.as_mut() {
+            Some(s) => s,
+            None => match connect(addr).await {
+                Ok(s) => sender.insert(s),
+                Err(e) => {
+                    *result.errors.entry("connect failed".into()).or_default() += 1;
+                    result.error_sample.get_or_insert_with(|| format!("connect: {e}"));
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        // Every request a new external id; consecutive requests of one
+        // connection go to different dossiers.
+        let n = seq * clients + client;
+        seq += 1;
+        body.clear();
+        let _ = write!(body, r#"{{"questionnaire_key":"phq9","external_id":"b{n}","answer_data":{{"#);
+        for q in 1..=9 {
+            let _ = write!(body, r#"{}"v_{q}":"a{}""#, if q == 1 { "" } else { "," }, (n + q) % 4);
+        }
+        body.push_str("}}");
+        let request = Request::builder()
+            .method(Method::POST)
+            .uri(format!("/api/v1/dossiers/bench-{}/responses", n % dossiers))
+            .header(HOST, &host)
+            .header(CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::copy_from_slice(body.as_bytes())))
+            .expect("a valid request");
+        let sent = Instant::now();
+        let answer = send(s, request).await;
+        let done = Instant::now();
+        let counted = done >= measure_from && done <= end;
+        match answer {
+            Ok((201, _)) => {
+                if counted {
+                    result.created += 1;
+                    let _ = result.histogram.record(micros(done - sent));
+                }
+            }
+            Ok((status, text)) => {
+                if counted {
+                    *result.errors.entry(format!("HTTP {status}")).or_default() += 1;
+                }
+                result.error_sample.get_or_insert_with(|| format!("HTTP {status}: {}", String::from_utf8_lossy(&text)));
+            }
+            Err(e) => {
+                sender = None;
+                if counted {
+                    *result.errors.entry("transport error".into()).or_default() += 1;
+                }
+                result.error_sample.get_or_insert_with(|| format!("transport: {e:#}"));
+            }
+        }
+    }
+    result
+}
+
+/// Latency of sequential GETs.
+#[derive(Debug)]
+pub struct Latency {
+    /// Microseconds.
+    pub histogram: Histogram<u64>,
+    /// Size of one answer.
+    pub bytes: usize,
+}
+
+impl Latency {
+    pub fn median_ms(&self) -> f64 {
+        self.histogram.value_at_percentile(50.0) as f64 / 1000.0
+    }
+
+    pub fn describe(&self) -> String {
+        let h = &self.histogram;
+        let ms = |p: f64| h.value_at_percentile(p) as f64 / 1000.0;
+        format!(
+            "median {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, mean {:.3} ms ({} GETs, {} bytes each)",
+            ms(50.0),
+            ms(90.0),
+            ms(99.0),
+            h.mean() / 1000.0,
+            h.len(),
+            self.bytes
+        )
+    }
+}
+
+/// Times `requests` sequential GETs of a dossier's response list on one
+/// keep-alive connection, after `warmup` untimed ones. Every answer must be
+/// a 200 with the same size as the first, which must hold `expect` items.
+pub async fn list_latency(addr: SocketAddr, dossier: &str, expect: usize, warmup: usize, requests: usize) -> anyhow::Result<Latency> {
+    let path = format!("/api/v1/dossiers/{dossier}/responses");
+    let mut sender = connect(addr).await.context("connecting to the server")?;
+    let (status, first) = send(&mut sender, get_request(addr, &path)?).await?;
+    if status != 200 {
+        bail!("GET {path}: HTTP {status}: {}", String::from_utf8_lossy(&first));
+    }
+    let items: serde_json::Value = serde_json::from_slice(&first).context("reading the list")?;
+    let count = items.as_array().map(Vec::len);
+    anyhow::ensure!(count == Some(expect), "GET {path}: expected {expect} responses, got {count:?}");
+    let bytes = first.len();
+    let mut h = histogram();
+    for i in 0..warmup + requests {
+        let request = get_request(addr, &path)?;
+        let sent = Instant::now();
+        let (status, body) = send(&mut sender, request).await?;
+        let took = sent.elapsed();
+        anyhow::ensure!(status == 200 && body.len() == bytes, "GET {path}: HTTP {status}, {} bytes instead of {bytes}", body.len());
+        if i >= warmup {
+            h.record(micros(took))?;
+        }
+    }
+    Ok(Latency { histogram: h, bytes })
+}

@@ -1,0 +1,280 @@
+//! The server under test: a fresh database for it, the `outcomes serve`
+//! child process, and the CPU time both sides use.
+
+use std::fs::File;
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use sqlx::{AnyConnection, Connection, Executor};
+use tempfile::TempDir;
+
+use super::{Backend, load};
+
+/// A database nobody else uses: a temporary folder for SQLite, a new
+/// database on the PostgreSQL server. [`Fresh::remove`] deletes it.
+#[derive(Debug)]
+pub struct Fresh {
+    /// Holds the SQLite file and the server's log.
+    dir: TempDir,
+    postgres: Option<PostgresDatabase>,
+}
+
+#[derive(Debug)]
+struct PostgresDatabase {
+    admin_url: String,
+    name: String,
+    url: String,
+}
+
+impl Fresh {
+    pub async fn create(backend: Backend, postgres_url: &str) -> anyhow::Result<Fresh> {
+        let dir = tempfile::Builder::new().prefix("outcomes-bench-").tempdir().context("creating a temporary folder")?;
+        let postgres = match backend {
+            Backend::Sqlite => None,
+            Backend::Postgres => Some(PostgresDatabase::create(postgres_url).await?),
+        };
+        Ok(Fresh { dir, postgres })
+    }
+
+    pub fn url(&self) -> String {
+        match &self.postgres {
+            Some(db) => db.url.clone(),
+            None => format!("sqlite://{}", self.sqlite_path().display()),
+        }
+    }
+
+    pub fn sqlite_path(&self) -> PathBuf {
+        self.dir.path().join("data").join("outcomes.db")
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.path().join("server.log")
+    }
+
+    /// Drops the PostgreSQL database; the folder goes with `self`.
+    pub async fn remove(self) {
+        if let Some(db) = &self.postgres {
+            if let Err(e) = db.drop().await {
+                eprintln!("xtask: could not drop the benchmark database {}: {e:#}", db.name);
+            }
+        }
+    }
+}
+
+impl PostgresDatabase {
+    async fn create(admin_url: &str) -> anyhow::Result<PostgresDatabase> {
+        sqlx::any::install_default_drivers();
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+        let name = format!("outcomes_bench_{}_{nanos}", std::process::id());
+        let mut conn = AnyConnection::connect(admin_url).await.with_context(|| format!("connecting to {admin_url}"))?;
+        conn.execute(format!("CREATE DATABASE {name}").as_str()).await.with_context(|| format!("creating database {name}"))?;
+        let _ = conn.close().await;
+        let url = with_database(admin_url, &name).with_context(|| format!("cannot put a database name into {admin_url}"))?;
+        Ok(PostgresDatabase { admin_url: admin_url.to_owned(), name, url })
+    }
+
+    async fn drop(&self) -> anyhow::Result<()> {
+        let mut conn = AnyConnection::connect(&self.admin_url).await?;
+        conn.execute(format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name).as_str()).await?;
+        let _ = conn.close().await;
+        Ok(())
+    }
+}
+
+/// `url` with its database (path) replaced by `name`.
+fn with_database(url: &str, name: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let (rest, query) = match rest.split_once('?') {
+        Some((r, q)) => (r, Some(q)),
+        None => (rest, None),
+    };
+    let authority = rest.split('/').next()?;
+    let mut out = format!("{scheme}://{authority}/{name}");
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(q);
+    }
+    Some(out)
+}
+
+/// `outcomes serve` as a child process. Killed when dropped.
+#[derive(Debug)]
+pub struct Server {
+    child: Child,
+    addr: SocketAddr,
+    log: PathBuf,
+}
+
+impl Server {
+    /// Starts the server on a free loopback port and waits until /health
+    /// answers 200 (migrations and the definition import are done by then).
+    pub async fn start(binary: &Path, root: &Path, fresh: &Fresh) -> anyhow::Result<Server> {
+        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let log = fresh.log_path();
+        let stderr = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let mut command = Command::new(binary);
+        // Only what the command line says: no settings leak in from the
+        // environment of whoever runs the benchmark.
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("OUTCOMES_") || key == "RUST_LOG" {
+                command.env_remove(key);
+            }
+        }
+        command
+            .arg("serve")
+            .arg("--listen")
+            .arg(addr.to_string())
+            .arg("--data-dir")
+            .arg(fresh.dir.path().join("data"))
+            .arg("--database-url")
+            .arg(fresh.url())
+            .arg("--questionnaires-dir")
+            .arg(root.join("questionnaires"))
+            .arg("--protocols-dir")
+            .arg(root.join("protocols"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr);
+        let child = command.spawn().with_context(|| format!("starting {}", binary.display()))?;
+        let mut server = Server { child, addr, log };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = server.child.try_wait()? {
+                bail!("the server exited during start-up ({status}):\n{}", server.log_tail());
+            }
+            if let Ok((200, _)) = load::get_once(addr, "/health").await {
+                return Ok(server);
+            }
+            if Instant::now() > deadline {
+                bail!("the server did not answer /health within 60 s:\n{}", server.log_tail());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Stops the server (SIGTERM, then SIGKILL after 5 s).
+    pub fn stop(self) {
+        drop(self);
+    }
+
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
+        // Graceful first, so that the server closes its database cleanly.
+        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).stderr(Stdio::null()).status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// CPU time of the server and of this process (the load generator), and of
+/// the whole machine, from /proc. None off Linux.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuSample {
+    server: u32,
+    at: Instant,
+    server_ticks: u64,
+    client_ticks: u64,
+    machine_busy: u64,
+    machine_total: u64,
+}
+
+/// CPU use over an interval.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuUse {
+    /// Server process, in cores (1.0 = one core busy all the time).
+    pub server: f64,
+    /// Load generator, in cores.
+    pub client: f64,
+    /// Busy share of all the machine's cores (0..1), other tenants included.
+    pub machine: f64,
+}
+
+impl CpuSample {
+    pub fn take(server: u32) -> Option<CpuSample> {
+        let (machine_busy, machine_total) = machine_ticks()?;
+        Some(CpuSample {
+            server,
+            at: Instant::now(),
+            server_ticks: process_ticks(&format!("/proc/{server}/stat"))?,
+            client_ticks: process_ticks("/proc/self/stat")?,
+            machine_busy,
+            machine_total,
+        })
+    }
+
+    /// The use since this sample.
+    pub fn since(&self) -> Option<CpuUse> {
+        let now = CpuSample::take(self.server)?;
+        let ticks = TICKS_PER_SECOND * now.at.duration_since(self.at).as_secs_f64();
+        let total = now.machine_total.saturating_sub(self.machine_total) as f64;
+        Some(CpuUse {
+            server: now.server_ticks.saturating_sub(self.server_ticks) as f64 / ticks,
+            client: now.client_ticks.saturating_sub(self.client_ticks) as f64 / ticks,
+            machine: if total > 0.0 { now.machine_busy.saturating_sub(self.machine_busy) as f64 / total } else { 0.0 },
+        })
+    }
+}
+
+/// USER_HZ: 100 on every Linux architecture we run on.
+const TICKS_PER_SECOND: f64 = 100.0;
+
+/// utime + stime of a /proc/<pid>/stat file.
+fn process_ticks(path: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    // The command name may hold spaces: fields count from after its ')'.
+    let rest = &text[text.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+/// Busy and total ticks of all cores from /proc/stat.
+fn machine_ticks() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = text.lines().next()?.strip_prefix("cpu ")?;
+    let values: Vec<u64> = line.split_whitespace().filter_map(|v| v.parse().ok()).collect();
+    // user nice system idle iowait irq softirq steal (guest time is in user)
+    let total: u64 = values.iter().take(8).sum();
+    let idle = values.get(3)? + values.get(4)?;
+    Some((total - idle, total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_names_go_into_urls() {
+        assert_eq!(with_database("postgres://postgres@127.0.0.1:5432/test", "b").as_deref(), Some("postgres://postgres@127.0.0.1:5432/b"));
+        assert_eq!(with_database("postgres://u:p@h/x?sslmode=disable", "b").as_deref(), Some("postgres://u:p@h/b?sslmode=disable"));
+        assert_eq!(with_database("postgres://h", "b").as_deref(), Some("postgres://h/b"));
+    }
+}
