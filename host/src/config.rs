@@ -52,6 +52,18 @@ pub struct Settings {
     #[arg(long, env = "OUTCOMES_MAX_CONNECTIONS", value_name = "N")]
     pub max_connections: Option<u32>,
 
+    /// Addresses or CIDR ranges of reverse proxies whose X-Forwarded-For is
+    /// believed, comma-separated. A proxy listed here may also terminate TLS
+    /// for the service [default: none]
+    #[arg(long, env = "OUTCOMES_TRUSTED_PROXIES", value_name = "LIST")]
+    pub trusted_proxies: Option<String>,
+
+    /// Origins (https://host[:port]) every token may name in return_to,
+    /// progress_url and stylesheet, besides its own, comma-separated
+    /// [default: none]
+    #[arg(long, env = "OUTCOMES_ALLOWED_ORIGINS", value_name = "LIST")]
+    pub allowed_origins: Option<String>,
+
     /// Log format: human or json [default: human]
     #[arg(long, env = "OUTCOMES_LOG_FORMAT", value_name = "FORMAT")]
     pub log_format: Option<LogFormat>,
@@ -85,6 +97,8 @@ pub struct FileSettings {
     pub max_connections: Option<u32>,
     pub log_format: Option<LogFormat>,
     pub log: Option<String>,
+    pub trusted_proxies: Option<String>,
+    pub allowed_origins: Option<String>,
 }
 
 /// The resolved configuration.
@@ -100,6 +114,10 @@ pub struct Config {
     pub max_connections: u32,
     pub log_format: LogFormat,
     pub log: String,
+    /// Proxies whose X-Forwarded-For is believed and that may terminate TLS.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// Origins allowed for every token.
+    pub allowed_origins: Vec<String>,
 }
 
 /// A setting that cannot be used.
@@ -137,7 +155,15 @@ impl Config {
         if max_connections == 0 {
             return Err(ConfigError { setting: "max_connections", problem: "must be at least 1".into() });
         }
+        let proxies = cli.trusted_proxies.or(file.trusted_proxies).unwrap_or_default();
+        let trusted_proxies =
+            crate::auth::ip::parse_list(&proxies).map_err(|problem| ConfigError { setting: "trusted_proxies", problem })?;
+        let origins = cli.allowed_origins.or(file.allowed_origins).unwrap_or_default();
+        let allowed_origins =
+            crate::auth::origin::parse_list(&origins).map_err(|problem| ConfigError { setting: "allowed_origins", problem })?;
         Ok(Config {
+            trusted_proxies,
+            allowed_origins,
             listen: cli.listen.or(file.listen).unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080))),
             data_dir,
             database_url,

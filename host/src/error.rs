@@ -73,6 +73,10 @@ pub enum ApiError {
     /// 422 validation failure.
     #[error("invalid: {0:?}")]
     Invalid(Errors),
+    /// 401: missing, malformed or wrong credentials, or a JWT that failed
+    /// validation. Carries the `WWW-Authenticate` challenge to send.
+    #[error("unauthorized")]
+    Unauthorized(&'static str),
     /// 403 with `base` set to the reason.
     #[error("forbidden: {0}")]
     Forbidden(&'static str),
@@ -113,6 +117,7 @@ impl ApiError {
         match self {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::MalformedJson => StatusCode::BAD_REQUEST,
             ApiError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
@@ -127,6 +132,7 @@ impl ApiError {
         match self {
             ApiError::NotFound(field) => Errors::one(field, "not_found"),
             ApiError::Invalid(errors) => errors.clone(),
+            ApiError::Unauthorized(_) => Errors::one("base", "unauthorized"),
             ApiError::Forbidden(reason) => Errors::one("base", reason),
             ApiError::MalformedJson => Errors::one("base", "malformed_json"),
             ApiError::TooLarge => Errors::one("base", "too_large"),
@@ -145,7 +151,11 @@ impl IntoResponse for ApiError {
             ApiError::Unavailable(e) => tracing::warn!(error = %e, "database unavailable"),
             _ => {}
         }
-        json(self.status(), &self.errors().body())
+        let mut response = json(self.status(), &self.errors().body());
+        if let ApiError::Unauthorized(challenge) = self {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static(challenge));
+        }
+        response
     }
 }
 

@@ -26,6 +26,7 @@ use chrono::{DateTime, Utc};
 use tokio::net::TcpListener;
 use tower::Layer;
 
+use crate::auth::tokens::TokenTable;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::domain::catalog::Catalog;
@@ -40,7 +41,10 @@ struct Inner {
     config: Config,
     store: Store,
     catalog: ArcSwap<Catalog>,
+    tokens: ArcSwap<TokenTable>,
     clock: Arc<dyn Clock>,
+    /// Whether requests arrive over TLS terminated by this process.
+    secure: bool,
 }
 
 impl AppState {
@@ -61,6 +65,25 @@ impl AppState {
     /// Replaces the catalog atomically.
     pub fn set_catalog(&self, catalog: Catalog) {
         self.0.catalog.store(Arc::new(catalog));
+    }
+
+    /// The API tokens as last loaded.
+    pub fn tokens(&self) -> Arc<TokenTable> {
+        self.0.tokens.load_full()
+    }
+
+    /// Reloads the API tokens from the database. The host does this every
+    /// few seconds, so changes made with `outcomes token` from another
+    /// process take effect without a restart.
+    pub async fn reload_tokens(&self) -> Result<(), store::StoreError> {
+        let stored = self.0.store.tokens().await?;
+        self.0.tokens.store(Arc::new(TokenTable::new(stored)));
+        Ok(())
+    }
+
+    /// Whether this process terminates TLS itself.
+    pub fn is_secure(&self) -> bool {
+        self.0.secure
     }
 
     /// The current time, from the injected clock.
@@ -94,7 +117,22 @@ impl App {
             .context("importing questionnaire and protocol definitions")?;
         tracing::info!(questionnaires = counts.0, protocols = counts.1, "definitions loaded");
         let listener = TcpListener::bind(config.listen).await.with_context(|| format!("listening on {}", config.listen))?;
-        let state = AppState(Arc::new(Inner { config, store, catalog: ArcSwap::from_pointee(catalog), clock }));
+        let tokens = TokenTable::new(store.tokens().await.context("reading API tokens")?);
+        if !tokens.has_active() {
+            tracing::warn!(
+                "no API token exists, so every API request is refused with 401. Create one with \
+                 `outcomes token create --key my-epd --rights all` (from a checkout: \
+                 `cargo run -p host --bin outcomes -- token create --key my-epd --rights all`)"
+            );
+        }
+        let state = AppState(Arc::new(Inner {
+            config,
+            store,
+            catalog: ArcSwap::from_pointee(catalog),
+            tokens: ArcSwap::from_pointee(tokens),
+            clock,
+            secure: false,
+        }));
         Ok(App { state, listener })
     }
 
@@ -111,13 +149,28 @@ impl App {
     /// finish and closes the database.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
         let store = self.state.store().clone();
+        let reload = tokio::spawn(reload_tokens_every(self.state.clone(), std::time::Duration::from_secs(2)));
         let router = telemetry::layer(api::router(self.state));
         let service = tower::util::MapRequestLayer::new(api::normalize).layer(router);
         axum::serve(self.listener, ServiceExt::<Request>::into_make_service_with_connect_info::<SocketAddr>(service))
             .with_graceful_shutdown(shutdown)
             .await
             .context("serving")?;
+        reload.abort();
         store.close().await;
         Ok(())
+    }
+}
+
+/// Keeps the token table in step with the database (revocations made by
+/// another process take effect within `every`).
+async fn reload_tokens_every(state: AppState, every: std::time::Duration) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Err(e) = state.reload_tokens().await {
+            tracing::warn!(error = %e, "reloading API tokens failed; keeping the previous table");
+        }
     }
 }

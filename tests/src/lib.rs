@@ -55,6 +55,8 @@ pub struct TestApp {
     pub clock: Arc<ManualClock>,
     pub state: AppState,
     pub db: Db,
+    /// The consumer secret of the [`TEST_KEY`] token.
+    pub secret: String,
     /// The URL of this test's own database.
     pub database_url: String,
     shutdown: Option<oneshot::Sender<()>>,
@@ -104,6 +106,7 @@ impl TestApp {
         let app = App::build(config, clock.clone()).await.expect("the host starts");
         let base = format!("http://{}", app.local_addr().expect("bound"));
         let state = app.state();
+        let secret = create_token(&state, TEST_KEY, "all").await;
         let (shutdown, stop) = oneshot::channel::<()>();
         let server = tokio::spawn(app.run(async move {
             let _ = stop.await;
@@ -114,6 +117,7 @@ impl TestApp {
             clock,
             state,
             db,
+            secret,
             database_url,
             shutdown: Some(shutdown),
             server: Some(server),
@@ -129,7 +133,22 @@ impl TestApp {
 
     /// Sends a request with an optional raw body and content type.
     pub async fn send(&self, method: Method, path: &str, body: Option<(Vec<u8>, &str)>) -> Answer {
+        let authorization = self.basic_header();
+        self.send_as(method, path, body, Some(&authorization)).await
+    }
+
+    /// The `Authorization` header of the token every test app starts with
+    /// (consumer key [`TEST_KEY`], all rights).
+    pub fn basic_header(&self) -> String {
+        basic(TEST_KEY, &self.secret)
+    }
+
+    /// Sends a request with the given `Authorization` header, or none.
+    pub async fn send_as(&self, method: Method, path: &str, body: Option<(Vec<u8>, &str)>, authorization: Option<&str>) -> Answer {
         let mut req = self.client.request(method, self.url(path));
+        if let Some(value) = authorization {
+            req = req.header("authorization", value);
+        }
         if let Some((bytes, content_type)) = body {
             req = req.header("content-type", content_type).body(bytes);
         }
@@ -200,6 +219,38 @@ impl Drop for TestApp {
             .join();
         }
     }
+}
+
+/// Consumer key of the token every test app starts with.
+pub const TEST_KEY: &str = "test";
+
+/// `Basic base64(key:secret)`.
+pub fn basic(key: &str, secret: &str) -> String {
+    use base64::Engine;
+    format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{key}:{secret}")))
+}
+
+/// Creates an API token with these rights (comma-separated, or `all`) the
+/// way `outcomes token create` does, makes the host see it, and returns its
+/// secret.
+pub async fn create_token(state: &AppState, key: &str, rights: &str) -> String {
+    create_token_with(state, key, rights, "", "").await
+}
+
+/// As [`create_token`], with an IP allow-list and allowed origins.
+pub async fn create_token_with(state: &AppState, key: &str, rights: &str, ip_allow: &str, origins: &str) -> String {
+    use host::auth::{ip, origin, rights as r, secret};
+    let secret = secret::generate();
+    let token = host::store::NewToken {
+        consumer_key: key.to_owned(),
+        secret_sha256: secret::to_hex(&secret::hash(&secret)),
+        rights: r::to_list(&r::parse_list(rights).expect("rights")),
+        ip_allow: ip::to_list(&ip::parse_list(ip_allow).expect("ip allow-list")),
+        allowed_origins: origin::parse_list(origins).expect("origins").join(","),
+    };
+    assert!(state.store().create_token(token, state.now()).await.expect("store"), "token {key} already exists");
+    state.reload_tokens().await.expect("reload tokens");
+    secret
 }
 
 async fn create_postgres_database() -> String {

@@ -1,8 +1,8 @@
 //! The HTTP edge: one module per resource, each exporting its router, and
 //! the path conventions every endpoint shares (decisions.md §1).
 //!
-//! Endpoint groups are separate routers so that authentication and rights
-//! (decisions.md §7) can be layered per group without touching handlers.
+//! Endpoint groups are separate routers, each behind the auth guard with
+//! its right (decisions.md §7); handlers never see an unauthenticated call.
 
 pub mod extract;
 pub mod fields;
@@ -15,20 +15,27 @@ pub mod responses;
 
 use axum::Router;
 use axum::extract::{OriginalUri, Request};
+use axum::middleware::{self, Next};
 use axum::http::{Method, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::AppState;
+use crate::auth::guard::guard;
+use crate::auth::rights::Right;
 use crate::error::ApiError;
 
 /// Every route, with state.
 pub fn router(state: AppState) -> Router {
+    let guarded = |router: Router<AppState>, right: Right| {
+        let state = state.clone();
+        router.route_layer(middleware::from_fn(move |req: Request, next: Next| guard(state.clone(), right, req, next)))
+    };
     let api = Router::new()
-        .merge(responses::router())
-        .merge(respondents::router())
-        .merge(protocols::router())
-        .merge(questionnaires::router())
+        .merge(guarded(responses::router(), Right::Responses))
+        .merge(guarded(respondents::router(), Right::Respondents))
+        .merge(guarded(protocols::router(), Right::Protocols))
+        .merge(guarded(questionnaires::router(), Right::Questionnaires))
         .route("/openapi", get(openapi::serve));
     Router::new()
         .nest("/api/v1", api)

@@ -3,7 +3,10 @@
 //! registered RSA key, rights per endpoint group, IP allow-lists, and the
 //! append-only access log.
 
+pub mod guard;
 pub mod ip;
 pub mod jwt;
+pub mod origin;
 pub mod rights;
 pub mod secret;
+pub mod tokens;

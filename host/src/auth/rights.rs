@@ -44,10 +44,10 @@ impl Right {
         }
     }
 
-    /// Whether the group's endpoints sit under a dossier path (and so need
-    /// a JWT `sub` and an access-log row).
+    /// Whether the group's endpoints touch dossier data (and so need a JWT
+    /// `sub` and write an access-log row).
     pub fn is_dossier_group(self) -> bool {
-        !matches!(self, Right::Protocols | Right::Questionnaires | Right::Stats)
+        !matches!(self, Right::Protocols | Right::Questionnaires)
     }
 }
 

@@ -6,10 +6,12 @@
 //! together (group commit): a caller gets its answer only after the
 //! transaction holding its write is durable. Reads use the pool directly.
 
+mod access_log;
 mod catalog;
 mod dossiers;
 mod error;
 mod responses;
+mod tokens;
 mod writer;
 
 use std::path::Path;
@@ -19,9 +21,11 @@ use std::time::Duration;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyConnection, AnyPool, ConnectOptions, Connection, Executor};
 
+pub use access_log::AccessEntry;
 pub use catalog::DefinitionSource;
 pub use error::StoreError;
 pub use responses::{CompleteError, CreateResult, Preparation, ResponseFilter};
+pub use tokens::{NewToken, StoredToken};
 
 use writer::Writer;
 

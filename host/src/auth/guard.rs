@@ -1,0 +1,189 @@
+//! The guard every API endpoint group sits behind: transport, credentials,
+//! revocation, IP allow-list, rights and JWT subject, in that order, before
+//! the handler runs; then one access-log row for requests that touch
+//! dossier data, refusals included (decisions.md §2, §7; NEN 7513).
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use axum::extract::{ConnectInfo, MatchedPath, Request};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::jwt::VerifiedJwt;
+use super::rights::Right;
+use super::tokens::{Credentials, Token};
+use super::ip;
+use crate::AppState;
+use crate::error::ApiError;
+use crate::store::AccessEntry;
+
+/// The authenticated caller, available to handlers as an extension.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub token: Arc<Token>,
+    pub jwt: Option<Arc<VerifiedJwt>>,
+}
+
+/// Who a request claimed to be, for the access log, even when refused.
+#[derive(Debug, Default)]
+struct Identity {
+    consumer_key: Option<String>,
+    jwt_issuer: Option<String>,
+}
+
+const BASIC_CHALLENGE: &str = "Basic realm=\"api\"";
+const BEARER_CHALLENGE: &str = "Bearer error=\"invalid_token\"";
+
+/// Runs the checks for an endpoint of group `right`, then the handler.
+pub async fn guard(app: AppState, right: Right, mut req: Request, next: Next) -> Response {
+    let peer = req.extensions().get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |c| c.0.ip());
+    let forwarded = req.headers().get("x-forwarded-for").and_then(|v| v.to_str().ok());
+    let client = ip::client_address(peer, forwarded, &app.config().trusted_proxies);
+    let dossier = right.is_dossier_group().then(|| dossier_of(req.uri().path())).flatten();
+    let action = format!("{} {}", req.method(), req.extensions().get::<MatchedPath>().map_or(req.uri().path(), MatchedPath::as_str));
+    let request_id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+
+    let mut identity = Identity::default();
+    let response = match check(&app, right, &req, peer, client, dossier.as_deref(), &mut identity) {
+        Ok(caller) => {
+            req.extensions_mut().insert(caller);
+            next.run(req).await
+        }
+        Err(refusal) => refusal.into_response(),
+    };
+
+    if !right.is_dossier_group() {
+        return response;
+    }
+    let entry = AccessEntry {
+        at: app.now(),
+        consumer_key: identity.consumer_key,
+        jwt_issuer: identity.jwt_issuer,
+        dossier,
+        action,
+        status: response.status().as_u16(),
+        client: client.to_string(),
+        request_id,
+    };
+    // No access to dossier data goes unrecorded: if the row cannot be
+    // written, the data is not handed out either.
+    match app.store().append_access(entry).await {
+        Ok(()) => response,
+        Err(e) => ApiError::from(e).into_response(),
+    }
+}
+
+fn check(
+    app: &AppState,
+    right: Right,
+    req: &Request,
+    peer: IpAddr,
+    client: IpAddr,
+    dossier: Option<&str>,
+    identity: &mut Identity,
+) -> Result<Caller, ApiError> {
+    let header = req.headers().get(header::AUTHORIZATION).map(|v| v.to_str().unwrap_or("!"));
+    if header.is_some() && !app.is_secure() && !transport_trusted(peer, &app.config().trusted_proxies) {
+        return Err(ApiError::Forbidden("https_required"));
+    }
+    let Some(credentials) = header.and_then(Credentials::parse) else {
+        return Err(ApiError::Unauthorized(BASIC_CHALLENGE));
+    };
+    let tokens = app.tokens();
+    let (token, jwt) = match credentials {
+        Credentials::Basic { key, secret } => {
+            identity.consumer_key = Some(truncate(&key));
+            let token = tokens.basic(&key, &secret).ok_or(ApiError::Unauthorized(BASIC_CHALLENGE))?;
+            (token, None)
+        }
+        Credentials::Bearer(jwt) => {
+            if let Ok(kid) = super::jwt::kid(jwt) {
+                identity.consumer_key = Some(truncate(&kid));
+            }
+            let (token, verified) = tokens.bearer(jwt, app.now().timestamp()).map_err(|e| {
+                tracing::info!(reason = %e, "bearer token refused");
+                ApiError::Unauthorized(BEARER_CHALLENGE)
+            })?;
+            identity.jwt_issuer = Some(truncate(&verified.iss));
+            (token, Some(Arc::new(verified)))
+        }
+    };
+    if !ip::allowed(&token.ip_allow, client) {
+        return Err(ApiError::Forbidden("ip_not_allowed"));
+    }
+    if !token.has_right(right) {
+        return Err(ApiError::Forbidden("right_missing"));
+    }
+    if let (Some(jwt), Some(dossier)) = (&jwt, dossier) {
+        match &jwt.sub {
+            None => return Err(ApiError::Forbidden("sub_missing")),
+            Some(sub) if sub != dossier => return Err(ApiError::Forbidden("sub_mismatch")),
+            Some(_) => {}
+        }
+    }
+    Ok(Caller { token, jwt })
+}
+
+/// Plain HTTP may carry credentials only from loopback, or from a
+/// configured proxy that terminated TLS.
+fn transport_trusted(peer: IpAddr, trusted_proxies: &[ipnet::IpNet]) -> bool {
+    let peer = ip::canonical(peer);
+    peer.is_loopback() || trusted_proxies.iter().any(|p| p.contains(&peer))
+}
+
+/// The dossier segment of a normalized `/api/v1/dossiers/{id}/...` path,
+/// percent-decoded.
+fn dossier_of(path: &str) -> Option<String> {
+    let rest = path.strip_prefix("/api/v1/dossiers/")?;
+    let segment = rest.split('/').next().filter(|s| !s.is_empty())?;
+    let decoded: Vec<u8> = percent_decode(segment);
+    Some(truncate(&String::from_utf8_lossy(&decoded)))
+}
+
+fn percent_decode(s: &str) -> Vec<u8> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let Some(b) = s.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    out
+}
+
+/// Client-supplied text kept in the log is bounded.
+fn truncate(s: &str) -> String {
+    s.chars().take(255).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dossier_ids_are_read_from_the_path() {
+        assert_eq!(dossier_of("/api/v1/dossiers/abc/responses").as_deref(), Some("abc"));
+        assert_eq!(dossier_of("/api/v1/dossiers/a%20b%2Fc/responses").as_deref(), Some("a b/c"));
+        assert_eq!(dossier_of("/api/v1/dossiers/a%2").as_deref(), Some("a%2"));
+        assert_eq!(dossier_of("/api/v1/protocols/1"), None);
+        assert_eq!(dossier_of("/api/v1/dossiers//responses"), None);
+    }
+
+    #[test]
+    fn only_loopback_and_trusted_proxies_may_send_credentials_in_the_clear() {
+        let proxies = ip::parse_list("10.0.0.1").expect("valid");
+        assert!(transport_trusted("127.0.0.1".parse().expect("ip"), &proxies));
+        assert!(transport_trusted("::1".parse().expect("ip"), &proxies));
+        assert!(transport_trusted("10.0.0.1".parse().expect("ip"), &proxies));
+        assert!(!transport_trusted("192.0.2.7".parse().expect("ip"), &proxies));
+    }
+}

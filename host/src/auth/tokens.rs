@@ -1,0 +1,185 @@
+//! The token table: every API token parsed once and kept in memory, so
+//! that checking a request's credentials costs a hash lookup, one SHA-256
+//! and (for JWTs) one RSA verification with an already parsed key. The host
+//! reloads it from the database every few seconds and after each change it
+//! makes itself.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use ipnet::IpNet;
+
+use super::jwt::{self, JwtError, RsaPublicKey, VerifiedJwt};
+use super::rights::{self, Right};
+use super::{ip, origin, secret};
+use crate::store::StoredToken;
+
+/// One usable token.
+#[derive(Debug)]
+pub struct Token {
+    pub consumer_key: String,
+    secret_sha256: [u8; 32],
+    pub rights: Vec<Right>,
+    pub ip_allow: Vec<IpNet>,
+    pub allowed_origins: Vec<String>,
+    pub revoked: bool,
+    keys: Vec<RsaPublicKey>,
+}
+
+impl Token {
+    pub fn has_right(&self, right: Right) -> bool {
+        self.rights.contains(&right)
+    }
+}
+
+/// Every token by consumer key.
+#[derive(Debug, Default)]
+pub struct TokenTable {
+    by_key: HashMap<String, Arc<Token>>,
+}
+
+/// Compared against when the consumer key is unknown, so that an unknown
+/// key costs the same as a wrong secret (decisions.md §2).
+const DUMMY_HASH: [u8; 32] = [0x5a; 32];
+
+/// What the Authorization header holds.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Credentials<'a> {
+    Basic { key: String, secret: String },
+    Bearer(&'a str),
+}
+
+impl<'a> Credentials<'a> {
+    /// Reads an Authorization header value; None when it is neither a
+    /// well-formed Basic nor a Bearer credential.
+    pub fn parse(header: &'a str) -> Option<Credentials<'a>> {
+        let (scheme, value) = header.trim().split_once(' ')?;
+        let value = value.trim();
+        if scheme.eq_ignore_ascii_case("basic") {
+            let decoded = STANDARD.decode(value).ok()?;
+            let text = String::from_utf8(decoded).ok()?;
+            let (key, secret) = text.split_once(':')?;
+            Some(Credentials::Basic { key: key.to_owned(), secret: secret.to_owned() })
+        } else if scheme.eq_ignore_ascii_case("bearer") && !value.is_empty() {
+            Some(Credentials::Bearer(value))
+        } else {
+            None
+        }
+    }
+}
+
+impl TokenTable {
+    /// Builds the table, leaving out (and logging) entries that no longer
+    /// parse rather than refusing every token.
+    pub fn new(stored: Vec<StoredToken>) -> TokenTable {
+        let mut by_key = HashMap::with_capacity(stored.len());
+        for t in stored {
+            match parse(&t) {
+                Ok(token) => {
+                    by_key.insert(t.consumer_key.clone(), Arc::new(token));
+                }
+                Err(problem) => tracing::error!(consumer_key = %t.consumer_key, problem, "token left out: stored data does not parse"),
+            }
+        }
+        TokenTable { by_key }
+    }
+
+    /// Whether any unrevoked token exists.
+    pub fn has_active(&self) -> bool {
+        self.by_key.values().any(|t| !t.revoked)
+    }
+
+    /// The token these Basic credentials name, if the secret is right and the
+    /// token not revoked. Takes the same time for an unknown key.
+    pub fn basic(&self, key: &str, secret: &str) -> Option<Arc<Token>> {
+        let token = self.by_key.get(key);
+        let stored = token.map_or(&DUMMY_HASH, |t| &t.secret_sha256);
+        let ok = secret::matches(secret, stored);
+        match token {
+            Some(t) if ok && !t.revoked => Some(t.clone()),
+            _ => None,
+        }
+    }
+
+    /// Verifies a bearer JWT against the keys registered for its `kid`.
+    pub fn bearer(&self, token: &str, now_unix: i64) -> Result<(Arc<Token>, VerifiedJwt), JwtError> {
+        let kid = jwt::kid(token)?;
+        let owner = self.by_key.get(&kid).filter(|t| !t.revoked && !t.keys.is_empty()).ok_or(JwtError::UnknownKey)?;
+        // Several keys during a rotation: the first that verifies wins.
+        let mut last = JwtError::UnknownKey;
+        for key in &owner.keys {
+            match jwt::verify(token, now_unix, |_| Some(key.clone())) {
+                Ok(verified) => return Ok((owner.clone(), verified)),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+}
+
+fn parse(t: &StoredToken) -> Result<Token, String> {
+    let keys = t
+        .public_keys
+        .iter()
+        .map(|pem| RsaPublicKey::from_pem(pem).map_err(|e| format!("public key: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Token {
+        consumer_key: t.consumer_key.clone(),
+        secret_sha256: secret::from_hex(&t.secret_sha256).ok_or("secret hash is not 64 hex digits")?,
+        rights: rights::parse_list(&t.rights)?,
+        ip_allow: ip::parse_list(&t.ip_allow)?,
+        allowed_origins: origin::parse_list(&t.allowed_origins)?,
+        revoked: t.revoked_at.is_some(),
+        keys,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Utc;
+
+    fn stored(key: &str, secret: &str, revoked: bool) -> StoredToken {
+        StoredToken {
+            id: 1,
+            consumer_key: key.to_owned(),
+            secret_sha256: secret::to_hex(&secret::hash(secret)),
+            rights: "responses".to_owned(),
+            ip_allow: String::new(),
+            allowed_origins: String::new(),
+            created_at: Utc::now(),
+            revoked_at: revoked.then(Utc::now),
+            public_keys: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn basic_credentials_need_the_right_secret_of_an_active_token() {
+        let table = TokenTable::new(vec![stored("epd", "s3cret", false), stored("old", "s3cret", true)]);
+        assert!(table.basic("epd", "s3cret").is_some());
+        assert!(table.basic("epd", "wrong").is_none());
+        assert!(table.basic("nobody", "s3cret").is_none());
+        assert!(table.basic("old", "s3cret").is_none());
+        assert!(table.has_active());
+    }
+
+    #[test]
+    fn authorization_headers_parse_strictly() {
+        let header = format!("Basic {}", STANDARD.encode("epd:se:cret"));
+        assert_eq!(Credentials::parse(&header), Some(Credentials::Basic { key: "epd".into(), secret: "se:cret".into() }));
+        assert_eq!(Credentials::parse("bearer abc.def.ghi"), Some(Credentials::Bearer("abc.def.ghi")));
+        assert_eq!(Credentials::parse("Basic !!!"), None);
+        assert_eq!(Credentials::parse("Bearer "), None);
+        assert_eq!(Credentials::parse("Digest x"), None);
+    }
+
+    #[test]
+    fn unparsable_rows_are_left_out() {
+        let mut bad = stored("bad", "x", false);
+        bad.rights = "everything".into();
+        let table = TokenTable::new(vec![bad]);
+        assert!(!table.has_active());
+    }
+}

@@ -1,0 +1,140 @@
+//! API tokens and their registered JWT public keys, as stored. Parsing of
+//! rights and allow-lists belongs to the auth module; the store keeps text.
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+
+use super::{Store, StoreError};
+use crate::domain::time::{from_millis, to_millis};
+
+/// A token as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredToken {
+    pub id: i64,
+    pub consumer_key: String,
+    /// SHA-256 of the secret, lower-case hex.
+    pub secret_sha256: String,
+    /// Comma-separated endpoint groups.
+    pub rights: String,
+    /// Comma-separated addresses and CIDR ranges; empty = anywhere.
+    pub ip_allow: String,
+    /// Comma-separated origins (`https://host[:port]`).
+    pub allowed_origins: String,
+    pub created_at: DateTime<Utc>,
+    pub revoked_at: Option<DateTime<Utc>>,
+    /// Registered RSA public keys (PEM), oldest first.
+    pub public_keys: Vec<String>,
+}
+
+/// A token to be created.
+#[derive(Debug, Clone)]
+pub struct NewToken {
+    pub consumer_key: String,
+    pub secret_sha256: String,
+    pub rights: String,
+    pub ip_allow: String,
+    pub allowed_origins: String,
+}
+
+impl Store {
+    /// Every token, revoked ones included, by id, with their keys.
+    pub async fn tokens(&self) -> Result<Vec<StoredToken>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, consumer_key, secret_sha256, rights, ip_allow, allowed_origins, created_at, revoked_at FROM api_tokens ORDER BY id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let keys = sqlx::query("SELECT token_id, public_key_pem FROM api_token_keys ORDER BY id").fetch_all(&self.pool).await?;
+        let mut tokens = Vec::with_capacity(rows.len());
+        for row in rows {
+            let id: i64 = row.try_get("id")?;
+            let public_keys = keys
+                .iter()
+                .filter(|k| k.try_get::<i64, _>("token_id").ok() == Some(id))
+                .filter_map(|k| k.try_get::<String, _>("public_key_pem").ok())
+                .collect();
+            tokens.push(StoredToken {
+                id,
+                consumer_key: row.try_get("consumer_key")?,
+                secret_sha256: row.try_get("secret_sha256")?,
+                rights: row.try_get("rights")?,
+                ip_allow: row.try_get("ip_allow")?,
+                allowed_origins: row.try_get("allowed_origins")?,
+                created_at: from_millis(row.try_get("created_at")?),
+                revoked_at: row.try_get::<Option<i64>, _>("revoked_at")?.map(from_millis),
+                public_keys,
+            });
+        }
+        Ok(tokens)
+    }
+
+    /// Creates a token; false when the consumer key is taken.
+    pub async fn create_token(&self, token: NewToken, now: DateTime<Utc>) -> Result<bool, StoreError> {
+        self.writer
+            .write(move |conn| {
+                Box::pin(async move {
+                    let inserted = sqlx::query(
+                        "INSERT INTO api_tokens (consumer_key, secret_sha256, rights, ip_allow, allowed_origins, created_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (consumer_key) DO NOTHING",
+                    )
+                    .bind(&token.consumer_key)
+                    .bind(&token.secret_sha256)
+                    .bind(&token.rights)
+                    .bind(&token.ip_allow)
+                    .bind(&token.allowed_origins)
+                    .bind(to_millis(now))
+                    .execute(&mut *conn)
+                    .await?;
+                    Ok(inserted.rows_affected() == 1)
+                })
+            })
+            .await
+    }
+
+    /// Revokes a token; false when there is no such (unrevoked) token.
+    pub async fn revoke_token(&self, consumer_key: String, now: DateTime<Utc>) -> Result<bool, StoreError> {
+        self.writer
+            .write(move |conn| {
+                Box::pin(async move {
+                    let done = sqlx::query("UPDATE api_tokens SET revoked_at = $1 WHERE consumer_key = $2 AND revoked_at IS NULL")
+                        .bind(to_millis(now))
+                        .bind(&consumer_key)
+                        .execute(&mut *conn)
+                        .await?;
+                    Ok(done.rows_affected() == 1)
+                })
+            })
+            .await
+    }
+
+    /// Registers a public key for JWTs with `kid` = this consumer key;
+    /// false when the token does not exist. Registering the same key twice
+    /// is a no-op.
+    pub async fn add_token_key(&self, consumer_key: String, pem: String, fingerprint: String, now: DateTime<Utc>) -> Result<bool, StoreError> {
+        self.writer
+            .write(move |conn| {
+                Box::pin(async move {
+                    let Some(row) = sqlx::query("SELECT id FROM api_tokens WHERE consumer_key = $1")
+                        .bind(&consumer_key)
+                        .fetch_optional(&mut *conn)
+                        .await?
+                    else {
+                        return Ok(false);
+                    };
+                    let token_id: i64 = row.try_get(0)?;
+                    sqlx::query(
+                        "INSERT INTO api_token_keys (token_id, public_key_pem, fingerprint, created_at) VALUES ($1, $2, $3, $4) \
+                         ON CONFLICT (token_id, fingerprint) DO NOTHING",
+                    )
+                    .bind(token_id)
+                    .bind(&pem)
+                    .bind(&fingerprint)
+                    .bind(to_millis(now))
+                    .execute(&mut *conn)
+                    .await?;
+                    Ok(true)
+                })
+            })
+            .await
+    }
+}
