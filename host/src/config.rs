@@ -64,6 +64,16 @@ pub struct Settings {
     #[arg(long, env = "OUTCOMES_ALLOWED_ORIGINS", value_name = "LIST")]
     pub allowed_origins: Option<String>,
 
+    /// PEM file with the TLS certificate chain; with --tls-key the service
+    /// serves HTTPS itself [default: plain HTTP, for loopback and for a
+    /// TLS-terminating proxy listed in --trusted-proxies]
+    #[arg(long, env = "OUTCOMES_TLS_CERT", value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// PEM file with the TLS private key
+    #[arg(long, env = "OUTCOMES_TLS_KEY", value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+
     /// Log format: human or json [default: human]
     #[arg(long, env = "OUTCOMES_LOG_FORMAT", value_name = "FORMAT")]
     pub log_format: Option<LogFormat>,
@@ -99,6 +109,8 @@ pub struct FileSettings {
     pub log: Option<String>,
     pub trusted_proxies: Option<String>,
     pub allowed_origins: Option<String>,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
 }
 
 /// The resolved configuration.
@@ -118,6 +130,15 @@ pub struct Config {
     pub trusted_proxies: Vec<ipnet::IpNet>,
     /// Origins allowed for every token.
     pub allowed_origins: Vec<String>,
+    /// Certificate chain and key for serving HTTPS.
+    pub tls: Option<TlsFiles>,
+}
+
+/// Where the TLS certificate chain and key are.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
 }
 
 /// A setting that cannot be used.
@@ -161,7 +182,13 @@ impl Config {
         let origins = cli.allowed_origins.or(file.allowed_origins).unwrap_or_default();
         let allowed_origins =
             crate::auth::origin::parse_list(&origins).map_err(|problem| ConfigError { setting: "allowed_origins", problem })?;
+        let tls = match (cli.tls_cert.or(file.tls_cert), cli.tls_key.or(file.tls_key)) {
+            (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+            (None, None) => None,
+            _ => return Err(ConfigError { setting: "tls_cert", problem: "give both tls_cert and tls_key, or neither".into() }),
+        };
         Ok(Config {
+            tls,
             trusted_proxies,
             allowed_origins,
             listen: cli.listen.or(file.listen).unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080))),

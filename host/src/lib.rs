@@ -7,12 +7,14 @@
 pub mod api;
 pub mod auth;
 pub mod clock;
+pub mod commands;
 pub mod config;
 pub mod definitions;
 pub mod domain;
 pub mod error;
 pub mod store;
 pub mod telemetry;
+pub mod tls;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -97,6 +99,7 @@ impl AppState {
 pub struct App {
     state: AppState,
     listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl App {
@@ -116,6 +119,10 @@ impl App {
             .await
             .context("importing questionnaire and protocol definitions")?;
         tracing::info!(questionnaires = counts.0, protocols = counts.1, "definitions loaded");
+        let tls = match &config.tls {
+            Some(files) => Some(tls::server_config(&files.cert, &files.key)?),
+            None => None,
+        };
         let listener = TcpListener::bind(config.listen).await.with_context(|| format!("listening on {}", config.listen))?;
         let tokens = TokenTable::new(store.tokens().await.context("reading API tokens")?);
         if !tokens.has_active() {
@@ -131,9 +138,14 @@ impl App {
             catalog: ArcSwap::from_pointee(catalog),
             tokens: ArcSwap::from_pointee(tokens),
             clock,
-            secure: false,
+            secure: tls.is_some(),
         }));
-        Ok(App { state, listener })
+        Ok(App { state, listener, tls })
+    }
+
+    /// Whether the service serves HTTPS itself.
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
     }
 
     /// The address the listener is bound to (the real port when 0 was asked).
@@ -152,10 +164,13 @@ impl App {
         let reload = tokio::spawn(reload_tokens_every(self.state.clone(), std::time::Duration::from_secs(2)));
         let router = telemetry::layer(api::router(self.state));
         let service = tower::util::MapRequestLayer::new(api::normalize).layer(router);
-        axum::serve(self.listener, ServiceExt::<Request>::into_make_service_with_connect_info::<SocketAddr>(service))
-            .with_graceful_shutdown(shutdown)
-            .await
-            .context("serving")?;
+        match self.tls {
+            Some(config) => tls::serve(self.listener, config, service, shutdown).await?,
+            None => axum::serve(self.listener, ServiceExt::<Request>::into_make_service_with_connect_info::<SocketAddr>(service))
+                .with_graceful_shutdown(shutdown)
+                .await
+                .context("serving")?,
+        }
         reload.abort();
         store.close().await;
         Ok(())

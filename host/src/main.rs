@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 use host::clock::SystemClock;
 use host::config::{Config, FileSettings, Settings};
 use host::store::{Store, StoreOptions};
+use host::commands::{self, TokenCommand};
 use host::{App, telemetry};
 
 /// Routine outcome monitoring: questionnaire responses, outcomes and
@@ -45,6 +46,28 @@ enum Command {
         #[command(flatten)]
         settings: Settings,
     },
+    /// Manage API tokens: create, list, revoke, register JWT keys.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+        #[command(flatten)]
+        settings: Settings,
+    },
+    /// Print the access log of a dossier (NEN 7513): every request that
+    /// touched its data, refusals included.
+    AccessLog {
+        /// The dossier (the EPD's identifier)
+        #[arg(long)]
+        dossier: String,
+        /// Only entries at or after this time (Unix seconds or ISO 8601)
+        #[arg(long)]
+        since: Option<String>,
+        /// Print one JSON object per line
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        settings: Settings,
+    },
 }
 
 fn main() -> ExitCode {
@@ -74,21 +97,40 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             telemetry::init(config.log_format, &config.log);
             let backend = if config.database_url.starts_with("sqlite:") { "SQLite" } else { "PostgreSQL" };
             let app = App::build(config, Arc::new(SystemClock)).await?;
-            tracing::info!(backend, "listening on http://{}", app.local_addr()?);
+            let scheme = if app.is_tls() { "https" } else { "http" };
+            tracing::info!(backend, "listening on {scheme}://{}", app.local_addr()?);
             app.run(shutdown_signal()).await?;
             tracing::info!("stopped");
             Ok(())
         }
         Command::Migrate { settings } => {
-            let config = Config::resolve(settings, file)?;
-            telemetry::init(config.log_format, &config.log);
-            let store = Store::connect(&config.database_url, &StoreOptions::default()).await?;
-            store.migrate().await?;
+            let (store, _) = open_store(settings, file).await?;
             store.close().await;
             tracing::info!("migrations applied");
             Ok(())
         }
+        Command::Token { command, settings } => {
+            let (store, config) = open_store(settings, file).await?;
+            let result = commands::token(&store, command, config.time_zone).await;
+            store.close().await;
+            result
+        }
+        Command::AccessLog { dossier, since, json, settings } => {
+            let (store, config) = open_store(settings, file).await?;
+            let result = commands::access_log(&store, &dossier, since.as_deref(), json, config.time_zone).await;
+            store.close().await;
+            result
+        }
     }
+}
+
+/// Connects to the configured database and brings its schema up to date.
+async fn open_store(settings: Settings, file: FileSettings) -> anyhow::Result<(Store, Config)> {
+    let config = Config::resolve(settings, file)?;
+    telemetry::init(config.log_format, &config.log);
+    let store = Store::connect(&config.database_url, &StoreOptions::default()).await?;
+    store.migrate().await?;
+    Ok((store, config))
 }
 
 fn read_file(path: Option<&Path>) -> anyhow::Result<FileSettings> {

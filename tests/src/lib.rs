@@ -104,7 +104,9 @@ impl TestApp {
         adjust(&mut config);
         let clock = Arc::new(ManualClock::new(start_time()));
         let app = App::build(config, clock.clone()).await.expect("the host starts");
-        let base = format!("http://{}", app.local_addr().expect("bound"));
+        let port = app.local_addr().expect("bound").port();
+        // Over TLS, name the host the test certificates are made for.
+        let base = if app.is_tls() { format!("https://localhost:{port}") } else { format!("http://127.0.0.1:{port}") };
         let state = app.state();
         let secret = create_token(&state, TEST_KEY, "all").await;
         let (shutdown, stop) = oneshot::channel::<()>();

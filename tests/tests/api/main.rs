@@ -2,6 +2,7 @@
 //! PostgreSQL (see `db_test!`), against the real host on a real socket.
 //!
 //! Index:
+//! - `tls`: HTTPS served by the host with a certificate made in the test.
 //! - `smoke`: the host starts, answers /health and the OpenAPI document.
 //! - `support`: shared helpers (request bodies, preparing responses through
 //!   the store, times on the wire); no tests.
@@ -10,4 +11,5 @@
 
 mod responses_create;
 mod smoke;
+mod tls;
 mod support;
