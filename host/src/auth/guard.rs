@@ -134,9 +134,10 @@ fn transport_trusted(peer: IpAddr, trusted_proxies: &[ipnet::IpNet]) -> bool {
 }
 
 /// The dossier segment of a normalized `/api/v1/dossiers/{id}/...` path,
-/// percent-decoded.
+/// percent-decoded. Inside the `/api/v1` router the prefix is already gone.
 fn dossier_of(path: &str) -> Option<String> {
-    let rest = path.strip_prefix("/api/v1/dossiers/")?;
+    let path = path.strip_prefix("/api/v1").unwrap_or(path);
+    let rest = path.strip_prefix("/dossiers/")?;
     let segment = rest.split('/').next().filter(|s| !s.is_empty())?;
     let decoded: Vec<u8> = percent_decode(segment);
     Some(truncate(&String::from_utf8_lossy(&decoded)))
@@ -172,6 +173,7 @@ mod tests {
     #[test]
     fn dossier_ids_are_read_from_the_path() {
         assert_eq!(dossier_of("/api/v1/dossiers/abc/responses").as_deref(), Some("abc"));
+        assert_eq!(dossier_of("/dossiers/abc/responses").as_deref(), Some("abc"));
         assert_eq!(dossier_of("/api/v1/dossiers/a%20b%2Fc/responses").as_deref(), Some("a b/c"));
         assert_eq!(dossier_of("/api/v1/dossiers/a%2").as_deref(), Some("a%2"));
         assert_eq!(dossier_of("/api/v1/protocols/1"), None);
