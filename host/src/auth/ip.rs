@@ -3,15 +3,30 @@
 
 use std::net::IpAddr;
 
-use ipnet::IpNet;
+use ipnet::{IpNet, Ipv4Net};
 
 /// One entry of an allow-list: an address or a CIDR range.
 pub fn parse_entry(text: &str) -> Result<IpNet, String> {
     let text = text.trim();
-    if let Ok(net) = text.parse::<IpNet>() {
-        return Ok(net.trunc());
+    let net = match text.parse::<IpNet>() {
+        Ok(net) => net.trunc(),
+        Err(_) => text.parse::<IpAddr>().map(IpNet::from).map_err(|_| format!("{text:?} is neither an IP address nor a CIDR range"))?,
+    };
+    Ok(canonical_net(net))
+}
+
+/// An IPv4-mapped range (`::ffff:10.0.0.1`, `::ffff:10.0.0.0/104`) as the
+/// IPv4 range it denotes: client addresses are compared in IPv4 form (see
+/// [`canonical`]), so a mapped entry would otherwise never match anyone.
+fn canonical_net(net: IpNet) -> IpNet {
+    match net {
+        IpNet::V6(v6) if v6.prefix_len() >= 96 => v6
+            .addr()
+            .to_ipv4_mapped()
+            .and_then(|v4| Ipv4Net::new(v4, v6.prefix_len() - 96).ok())
+            .map_or(net, IpNet::V4),
+        other => other,
     }
-    text.parse::<IpAddr>().map(IpNet::from).map_err(|_| format!("{text:?} is neither an IP address nor a CIDR range"))
 }
 
 /// Parses a comma-separated allow-list (empty = no restriction).
@@ -82,6 +97,13 @@ mod tests {
         assert!(parse_list("10.0.0.0/33").is_err());
         assert!(parse_list("example.org").is_err());
         assert_eq!(to_list(&list), "10.0.0.0/8,192.0.2.7/32");
+        // IPv4-mapped entries mean their IPv4 address or range.
+        let mapped = parse_list("::ffff:127.0.0.1, ::ffff:10.0.0.0/104").expect("valid");
+        assert_eq!(to_list(&mapped), "127.0.0.1/32,10.0.0.0/8");
+        assert!(allowed(&mapped, ip("127.0.0.1")));
+        assert!(allowed(&mapped, ip("::ffff:10.1.2.3")));
+        assert!(!allowed(&mapped, ip("192.0.2.7")));
+        assert_eq!(to_list(&parse_list("::ffff:0:0/64").expect("valid")), "::/64");
     }
 
     #[test]
