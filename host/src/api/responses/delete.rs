@@ -1,7 +1,7 @@
 //! DELETE a response uploaded through the API, by its external id.
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::AppState;
@@ -28,7 +28,8 @@ use crate::error::ApiError;
 pub async fn delete_response(State(app): State<AppState>, DossierPath(dossier): DossierPath, params: PathParams) -> Result<Response, ApiError> {
     let external_id = params.get("external_id").filter(|s| s.len() <= 255).ok_or(ApiError::NotFound("external_id"))?.to_owned();
     if app.store().delete_response(dossier, external_id).await? {
-        Ok(StatusCode::NO_CONTENT.into_response())
+        // No body, but the same cache rule as every answer (decisions.md §1).
+        Ok((StatusCode::NO_CONTENT, [(header::CACHE_CONTROL, "no-store")]).into_response())
     } else {
         Err(ApiError::NotFound("external_id"))
     }
