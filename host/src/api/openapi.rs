@@ -4,7 +4,9 @@
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Serialize;
-use utoipa::{OpenApi, ToSchema};
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Header, Ref, RefOr, ResponseBuilder};
+use utoipa::{Modify, OpenApi, ToSchema};
 
 use crate::error::json;
 
@@ -83,6 +85,7 @@ A path that names nothing gets 404 `{\"errors\":{\"base\":[\"not_found\"]}}`; a 
         crate::api::health::health,
         serve,
     ),
+    modifiers(&Authentication),
     tags(
         (name = "responses", description = "Questionnaire completions"),
         (name = "respondents", description = "Who fills out a dossier's questionnaires"),
@@ -92,6 +95,67 @@ A path that names nothing gets 404 `{\"errors\":{\"base\":[\"not_found\"]}}`; a 
     )
 )]
 pub struct ApiDoc;
+
+/// Documents authentication (decisions.md §2, §7): the two schemes, and the
+/// 401 and 403 answers of every endpoint behind the guard (everything under
+/// `/api/v1` but this document).
+#[derive(Debug)]
+struct Authentication;
+
+impl Modify for Authentication {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let mut basic = Http::new(HttpAuthScheme::Basic);
+        basic.description = Some("consumer_key and consumer_secret of an API token".to_owned());
+        let mut bearer = Http::new(HttpAuthScheme::Bearer);
+        bearer.bearer_format = Some("JWT".to_owned());
+        bearer.description = Some(
+            "RS256 or RS512 JWT signed with the key registered on the token named by `kid`; `aud` must be `api`; \
+             `sub` is the dossier id and is required on dossier endpoints"
+                .to_owned(),
+        );
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme("basic", SecurityScheme::Http(basic));
+        components.add_security_scheme("bearer", SecurityScheme::Http(bearer));
+
+        let error_body = || ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build();
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            if !path.starts_with("/api/v1/") || path == "/api/v1/openapi.json" {
+                continue;
+            }
+            let dossier = path.starts_with("/api/v1/dossiers/");
+            let operations = [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch];
+            for operation in operations.into_iter().flatten() {
+                operation.security = Some(vec![
+                    SecurityRequirement::new("basic", Vec::<String>::new()),
+                    SecurityRequirement::new("bearer", Vec::<String>::new()),
+                ]);
+                let unauthorized = ResponseBuilder::new()
+                    .description(
+                        "`{\"errors\":{\"base\":[\"unauthorized\"]}}` with `WWW-Authenticate`: missing, malformed or \
+                         wrong credentials, or a JWT that fails validation",
+                    )
+                    .header("WWW-Authenticate", Header::default())
+                    .content("application/json", error_body())
+                    .build();
+                let mut reasons = "`right_missing` (the token lacks the right for this endpoint group), `ip_not_allowed`, \
+                                   `https_required` (credentials over plain HTTP from outside loopback)"
+                    .to_owned();
+                if dossier {
+                    reasons.push_str(", `sub_missing` (a JWT without `sub`), `sub_mismatch` (`sub` is another dossier)");
+                }
+                let responses = &mut operation.responses.responses;
+                let forbidden = match responses.get("403") {
+                    // Keep what the endpoint itself refuses with 403.
+                    Some(RefOr::T(own)) => format!("{}; or `{{\"errors\":{{\"base\":[reason]}}}}` with reason {reasons}", own.description),
+                    _ => format!("`{{\"errors\":{{\"base\":[reason]}}}}`, reason one of {reasons}"),
+                };
+                let forbidden = ResponseBuilder::new().description(forbidden).content("application/json", error_body()).build();
+                responses.insert("401".to_owned(), RefOr::T(unauthorized));
+                responses.insert("403".to_owned(), RefOr::T(forbidden));
+            }
+        }
+    }
+}
 
 /// The OpenAPI document
 ///

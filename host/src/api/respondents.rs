@@ -46,7 +46,10 @@ impl From<&Respondent> for RespondentView {
     path = "/api/v1/dossiers/{dossier_id}/respondents",
     tag = "respondents",
     params(("dossier_id" = String, Path, description = "The EPD's identifier of the patient")),
-    responses((status = 200, body = [RespondentView]))
+    responses(
+        (status = 200, description = "The respondents", body = [RespondentView]),
+        (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`: a dossier id over 255 characters or with control characters", body = crate::api::openapi::ErrorBody),
+    )
 )]
 pub async fn list_respondents(State(app): State<AppState>, DossierPath(dossier): DossierPath) -> Result<Response, ApiError> {
     let respondents = app.store().respondents(&dossier).await?;
@@ -67,6 +70,7 @@ pub async fn list_respondents(State(app): State<AppState>, DossierPath(dossier):
     responses(
         (status = 200, body = RespondentView),
         (status = 404, description = "`{\"errors\":{\"respondent\":[\"not_found\"]}}`", body = crate::api::openapi::ErrorBody),
+        (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`: a dossier id over 255 characters or with control characters", body = crate::api::openapi::ErrorBody),
     )
 )]
 pub async fn get_respondent(State(app): State<AppState>, DossierPath(dossier): DossierPath, params: PathParams) -> Result<Response, ApiError> {

@@ -23,6 +23,7 @@ use crate::error::ApiError;
     responses(
         (status = 204, description = "Deleted; no body"),
         (status = 404, description = "`{\"errors\":{\"external_id\":[\"not_found\"]}}`", body = crate::api::openapi::ErrorBody),
+        (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`: a dossier id over 255 characters or with control characters", body = crate::api::openapi::ErrorBody),
     )
 )]
 pub async fn delete_response(State(app): State<AppState>, DossierPath(dossier): DossierPath, params: PathParams) -> Result<Response, ApiError> {

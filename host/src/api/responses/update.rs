@@ -33,6 +33,7 @@ use crate::store::CompleteError;
         (status = 403, description = "`{\"errors\":{\"base\":[\"already_completed\"]}}`", body = crate::api::openapi::ErrorBody),
         (status = 404, description = "`{\"errors\":{\"external_id\":[\"not_found\"]}}` or `questionnaire_key`", body = crate::api::openapi::ErrorBody),
         (status = 413, description = "`{\"errors\":{\"base\":[\"too_large\"]}}`", body = crate::api::openapi::ErrorBody),
+        (status = 415, description = "`{\"errors\":{\"base\":[\"unsupported_media_type\"]}}`: a Content-Type other than JSON", body = crate::api::openapi::ErrorBody),
         (status = 422, description = "Field errors as for POST; `questionnaire_key: invalid` when the response is of another questionnaire", body = crate::api::openapi::ErrorBody),
     )
 )]
