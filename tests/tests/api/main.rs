@@ -8,15 +8,38 @@
 //! - `access_log`: one row per dossier access (reads, writes, refusals), none
 //!   outside dossiers; append-only at the database level.
 //! - `tls`: HTTPS served by the host with a certificate made in the test.
+//! - `catalog`: questionnaires (wrapped, legacy keys or not), protocols,
+//!   measurements and respondents, and their 404s.
+//! - `hostile`: malformed, oversized, deeply nested, non-UTF-8 and mistyped
+//!   bodies, absurd ids and query strings: clean JSON 4xx, never a 500.
+//! - `openapi`: the OpenAPI 3.1 document covers every route served, its
+//!   parameters, bodies and error answers.
+//! - `paths`: `dossier` and `dossiers`, `.json`, trailing slashes, blank
+//!   dossier ids, unknown paths (404) and methods (405), answer headers.
 //! - `smoke`: the host starts, answers /health and the OpenAPI document.
 //! - `support`: shared helpers (request bodies, preparing responses through
 //!   the store, times on the wire); no tests.
 //! - `responses_create`: POST a response: the Response object, retries,
 //!   external ids, answer validation, field types, dossier creation.
+//! - `responses_update`: PUT on a pending response by external id or by the
+//!   id of a prepared one; completed, unknown, other dossier, other
+//!   questionnaire.
+//! - `responses_delete`: DELETE by external id only: 204, gone afterwards,
+//!   never by numeric id, never in another dossier.
+//! - `responses_list`: order by id, every filter (both array spellings, Unix
+//!   and ISO 8601 times, all five statuses as the clock moves), invalid
+//!   filters, the shape of responses that are not completed.
 
 mod access_log;
 mod auth;
+mod catalog;
+mod hostile;
+mod openapi;
+mod paths;
 mod responses_create;
+mod responses_delete;
+mod responses_list;
+mod responses_update;
 mod smoke;
-mod tls;
 mod support;
+mod tls;

@@ -1,17 +1,17 @@
 //! Helpers the API test modules share: request bodies, preparing responses
 //! through the store (no public API prepares them yet), times on the wire.
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::Duration;
 use host::domain::answers::Answers;
 use host::domain::ids::{QuestionnaireId, ResponseId};
 use host::store::Preparation;
 use serde_json::Value;
-use tests::{Answer, Db, TestApp, json, start_time};
+use tests::{Answer, Db, TestApp, json};
 
-/// [`start_time`] as Unix seconds: 2026-03-01T09:00:00Z.
+/// [`tests::start_time`] as Unix seconds: 2026-03-01T09:00:00Z.
 pub const START_UNIX: i64 = 1_772_355_600;
 
-/// [`start_time`] as the API writes it.
+/// [`tests::start_time`] as the API writes it.
 pub const START_WIRE: &str = "2026-03-01T09:00:00.000+00:00";
 
 /// The PHQ-9 question keys in definition order.
@@ -82,16 +82,6 @@ pub async fn prepare_items(app: &TestApp, dossier: &str, items: Vec<Preparation>
 pub async fn abort(app: &TestApp, dossier: &str, id: i64) {
     let aborted = app.state.store().abort_response(dossier.to_owned(), ResponseId(id), Answers::default(), app.state.now()).await;
     assert!(aborted.expect("abort").is_some(), "response {id} was aborted");
-}
-
-/// `t` as the API writes it in UTC.
-pub fn wire(t: DateTime<Utc>) -> String {
-    t.format("%Y-%m-%dT%H:%M:%S%.3f+00:00").to_string()
-}
-
-/// `start_time() + d` as the API writes it.
-pub fn wire_after_start(d: Duration) -> String {
-    wire(start_time() + d)
 }
 
 /// The `id`s of a list answer, in order.

@@ -1,0 +1,182 @@
+//! GET /api/v1/openapi.json: an OpenAPI 3.1 document that describes every
+//! route the router serves, with its parameters and its error answers.
+
+use std::collections::BTreeSet;
+
+use reqwest::Method;
+use serde_json::Value;
+use tests::{TestApp, db_test};
+
+use crate::support::*;
+
+/// Every route the router serves (method, documented path) and the statuses
+/// its handler can answer. The tests of this suite exercise each of them.
+const ROUTES: &[(&str, &str, &[u16])] = &[
+    ("get", "/api/v1/dossiers/{dossier_id}/responses", &[200, 401, 403, 422]),
+    ("post", "/api/v1/dossiers/{dossier_id}/responses", &[200, 201, 400, 401, 403, 404, 413, 415, 422]),
+    ("put", "/api/v1/dossiers/{dossier_id}/responses/{external_id}", &[200, 400, 401, 403, 404, 413, 415, 422]),
+    ("delete", "/api/v1/dossiers/{dossier_id}/responses/{external_id}", &[204, 401, 403, 404, 422]),
+    ("get", "/api/v1/dossiers/{dossier_id}/respondents", &[200, 401, 403, 422]),
+    ("get", "/api/v1/dossiers/{dossier_id}/respondents/{id}", &[200, 401, 403, 404, 422]),
+    ("get", "/api/v1/protocols", &[200, 401, 403]),
+    ("get", "/api/v1/protocols/{id}", &[200, 401, 403, 404]),
+    ("get", "/api/v1/measurements/{id}", &[200, 401, 403, 404]),
+    ("get", "/api/v1/questionnaires", &[200, 401, 403, 422]),
+    ("get", "/api/v1/questionnaires/{key}", &[200, 401, 403, 404, 422]),
+    ("get", "/api/v1/openapi.json", &[200]),
+    ("get", "/health", &[200, 503]),
+];
+
+/// Routes that answer without credentials.
+const OPEN: [&str; 2] = ["/api/v1/openapi.json", "/health"];
+
+const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+
+async fn document(app: &TestApp) -> Value {
+    let answer = app.get("/api/v1/openapi.json").await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    assert_eq!(answer.headers["content-type"], "application/json; charset=utf-8");
+    answer.body
+}
+
+db_test!(async fn the_document_is_openapi_3_1(app) {
+    let doc = document(&app).await;
+    let version = doc["openapi"].as_str().unwrap_or_default();
+    assert!(version.starts_with("3.1."), "openapi = {version:?}");
+    assert!(doc["info"]["title"].as_str().is_some_and(|t| !t.is_empty()));
+    assert!(doc["info"]["version"].as_str().is_some_and(|t| !t.is_empty()));
+    assert!(doc["paths"].is_object());
+    assert!(doc["components"]["schemas"]["ErrorBody"].is_object(), "the error body has a schema");
+    assert!(doc["components"]["schemas"]["ResponseView"].is_object(), "the Response object has a schema");
+});
+
+db_test!(async fn the_document_covers_exactly_the_routes_served(app) {
+    let doc = document(&app).await;
+    let mut documented = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().into_iter().flatten() {
+        for method in METHODS {
+            if item.get(method).is_some() {
+                documented.insert((method.to_owned(), path.clone()));
+            }
+        }
+    }
+    let served: BTreeSet<(String, String)> = ROUTES.iter().map(|(m, p, _)| ((*m).to_owned(), (*p).to_owned())).collect();
+    assert_eq!(documented, served);
+});
+
+/// A concrete path for a documented route.
+fn concrete(app: &TestApp, path: &str) -> String {
+    let catalog = app.state.catalog();
+    let id = if path.starts_with("/api/v1/protocols/") {
+        catalog.protocols()[0].id.0
+    } else if path.starts_with("/api/v1/measurements/") {
+        catalog.protocols()[0].measurement_ids[0].0
+    } else {
+        1
+    };
+    path.replace("{dossier_id}", "d1")
+        .replace("{external_id}", "nothing")
+        .replace("{key}", "phq9")
+        .replace("{id}", &id.to_string())
+}
+
+fn method(name: &str) -> Method {
+    Method::from_bytes(name.to_uppercase().as_bytes()).unwrap_or(Method::GET)
+}
+
+db_test!(async fn every_documented_route_is_served(app) {
+    for (name, path, _) in ROUTES {
+        let (method, path) = (method(name), concrete(&app, path));
+        let body = (method == Method::POST || method == Method::PUT).then(|| (b"{}".to_vec(), "application/json"));
+        let answer = app.send(method.clone(), &path, body).await;
+        // Served: neither the router's 404 nor its 405.
+        assert_ne!(answer.body, error("base", "not_found"), "{method} {path}");
+        assert_ne!(answer.status, 405, "{method} {path}");
+        assert_ne!(answer.status, 500, "{method} {path}");
+    }
+});
+
+db_test!(async fn authentication_is_documented_as_it_is_enforced(app) {
+    let doc = document(&app).await;
+    let schemes = &doc["components"]["securitySchemes"];
+    assert_eq!(schemes["basic"]["type"], "http");
+    assert_eq!(schemes["basic"]["scheme"], "basic");
+    assert_eq!(schemes["bearer"]["type"], "http");
+    assert_eq!(schemes["bearer"]["scheme"], "bearer");
+    assert_eq!(schemes["bearer"]["bearerFormat"], "JWT");
+    for (name, template, _) in ROUTES {
+        let operation = &doc["paths"][*template][*name];
+        let (method, path) = (method(name), concrete(&app, template));
+        let body = (method == Method::POST || method == Method::PUT).then(|| (b"{}".to_vec(), "application/json"));
+        let anonymous = app.send_as(method.clone(), &path, body, None).await;
+        if OPEN.contains(template) {
+            assert!(operation.get("security").is_none(), "{method} {template} needs no credentials");
+            assert_ne!(anonymous.status, 401, "{method} {path}");
+        } else {
+            assert_eq!(operation["security"], serde_json::json!([{"basic": []}, {"bearer": []}]), "{method} {template}");
+            assert!(operation["responses"]["401"]["headers"]["WWW-Authenticate"].is_object(), "{method} {template}");
+            assert_eq!(anonymous.status, 401, "{method} {path}");
+            assert!(anonymous.headers.get("www-authenticate").is_some(), "{method} {path}");
+        }
+    }
+});
+
+db_test!(async fn every_operation_documents_its_error_answers(app) {
+    let doc = document(&app).await;
+    let mut missing = Vec::new();
+    for (method, path, statuses) in ROUTES {
+        let operation = &doc["paths"][*path][*method];
+        let responses = operation["responses"].as_object().cloned().unwrap_or_default();
+        let documented: BTreeSet<u16> = responses.keys().filter_map(|k| k.parse().ok()).collect();
+        for status in statuses.iter().filter(|s| !documented.contains(s)) {
+            missing.push(format!("{method} {path} {status}"));
+        }
+        // An error answer says which codes it carries, in the ErrorBody shape.
+        for (status, response) in responses.iter().filter(|(status, _)| status.starts_with('4')) {
+            if !response["description"].as_str().is_some_and(|d| d.contains("errors")) {
+                missing.push(format!("{method} {path} {status}: the description names no error body"));
+            }
+            if response["content"]["application/json"]["schema"]["$ref"] != "#/components/schemas/ErrorBody" {
+                missing.push(format!("{method} {path} {status}: schema is not ErrorBody"));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "answers not documented: {missing:#?}");
+});
+
+db_test!(async fn every_path_parameter_is_documented(app) {
+    let doc = document(&app).await;
+    for (method, path, _) in ROUTES {
+        let parameters = doc["paths"][*path][*method]["parameters"].as_array().cloned().unwrap_or_default();
+        let in_path: BTreeSet<String> = parameters
+            .iter()
+            .filter(|p| p["in"] == "path")
+            .filter_map(|p| p["name"].as_str().map(str::to_owned))
+            .collect();
+        let named: BTreeSet<String> = path
+            .split('/')
+            .filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(in_path, named, "{method} {path}");
+    }
+});
+
+db_test!(async fn request_bodies_are_documented(app) {
+    let doc = document(&app).await;
+    for (method, path) in [("post", "/api/v1/dossiers/{dossier_id}/responses"), ("put", "/api/v1/dossiers/{dossier_id}/responses/{external_id}")] {
+        let body = &doc["paths"][path][method]["requestBody"]["content"]["application/json"]["schema"];
+        let schema_ref = body["$ref"].as_str().unwrap_or_default();
+        let name = schema_ref.rsplit('/').next().unwrap_or_default();
+        let schema = &doc["components"]["schemas"][name];
+        let properties = schema["properties"].as_object().cloned().unwrap_or_default();
+        for field in ["questionnaire_key", "answer_data", "started_at", "filled_out_at"] {
+            assert!(properties.contains_key(field), "{method} {path}: {field} in {schema_ref}");
+        }
+        if method == "post" {
+            for field in ["external_id", "respondent", "entered_by"] {
+                assert!(properties.contains_key(field), "POST: {field}");
+            }
+        }
+    }
+});
