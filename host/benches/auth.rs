@@ -1,0 +1,79 @@
+//! The authentication step alone: reading the Authorization header and
+//! checking it against the token table, for HTTP Basic and for an RS256
+//! JWT with the key already parsed (cached). Goals: Basic at most 5 µs, JWT
+//! at most 50 µs per request on a 2-core machine.
+//!
+//! Run: `cargo bench -p host --bench auth`
+
+use std::hint::black_box;
+
+use base64::Engine;
+use chrono::Utc;
+use criterion::{Criterion, criterion_group, criterion_main};
+use host::auth::jwt::RsaPublicKey;
+use host::auth::secret;
+use host::auth::tokens::{Credentials, TokenTable};
+use host::store::StoredToken;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+
+const PRIVATE_KEY: &str = include_str!("../../tests/fixtures/keys/rsa2048.pem");
+const PUBLIC_KEY: &str = include_str!("../../tests/fixtures/keys/rsa2048.pub.pem");
+
+fn table(secret_text: &str, tokens: usize) -> TokenTable {
+    let stored = (0..tokens)
+        .map(|i| StoredToken {
+            id: i as i64,
+            consumer_key: format!("epd-{i}"),
+            secret_sha256: secret::to_hex(&secret::hash(secret_text)),
+            rights: "responses,protocols".into(),
+            ip_allow: String::new(),
+            allowed_origins: String::new(),
+            created_at: Utc::now(),
+            revoked_at: None,
+            public_keys: vec![PUBLIC_KEY.to_owned()],
+        })
+        .collect();
+    TokenTable::new(stored)
+}
+
+fn jwt(now: i64) -> String {
+    let mut header = Header::new(Algorithm::RS256);
+    header.kid = Some("epd-7".into());
+    let claims = serde_json::json!({"iss": "epd.example.org", "aud": "api", "iat": now, "exp": now + 3600, "sub": "dossier-1"});
+    let key = EncodingKey::from_rsa_pem(PRIVATE_KEY.as_bytes()).expect("fixture key");
+    jsonwebtoken::encode(&header, &claims, &key).expect("sign")
+}
+
+fn authentication(c: &mut Criterion) {
+    assert!(RsaPublicKey::from_pem(PUBLIC_KEY).is_ok(), "fixture key parses");
+    let secret_text = secret::generate();
+    let tokens = table(&secret_text, 100);
+    let basic_header = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("epd-7:{secret_text}")));
+    let now = Utc::now().timestamp();
+    let bearer_header = format!("Bearer {}", jwt(now));
+
+    let mut group = c.benchmark_group("authentication");
+    group.bench_function("basic", |b| {
+        b.iter(|| match Credentials::parse(black_box(&basic_header)) {
+            Some(Credentials::Basic { key, secret }) => black_box(tokens.basic(&key, &secret)).is_some(),
+            _ => false,
+        })
+    });
+    group.bench_function("basic_unknown_key", |b| {
+        let header = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("nobody:{secret_text}")));
+        b.iter(|| match Credentials::parse(black_box(&header)) {
+            Some(Credentials::Basic { key, secret }) => black_box(tokens.basic(&key, &secret)).is_some(),
+            _ => false,
+        })
+    });
+    group.bench_function("jwt_rs256", |b| {
+        b.iter(|| match Credentials::parse(black_box(&bearer_header)) {
+            Some(Credentials::Bearer(token)) => black_box(tokens.bearer(token, now)).is_ok(),
+            _ => false,
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, authentication);
+criterion_main!(benches);
