@@ -302,3 +302,32 @@ db_test!(async fn stored_response_is_listed_at_once(app) {
     let body = posted(&app, "d1", "ext-1").await;
     assert_eq!(app.get(&responses("d1")).await.body, json!([body]));
 });
+
+db_test!(async fn times_are_written_in_the_configured_time_zone(app: spawn_in_amsterdam) {
+    let body = json!({"questionnaire_key": "phq9", "external_id": "winter", "answer_data": {"v_1": "a0"}, "started_at": START_UNIX - 600});
+    let winter = app.post(&responses("d1"), &body).await;
+    assert_eq!(winter.status, 201, "{}", winter.text);
+    assert_eq!(winter.body["started_at"], "2026-03-01T09:50:00.000+01:00");
+    assert_eq!(winter.body["completed_at"], "2026-03-01T10:00:00.000+01:00");
+    // 2026-07-01T08:00:00Z, in summer time.
+    let summer = json!({"questionnaire_key": "phq9", "external_id": "summer", "answer_data": {"v_1": "a0"}, "filled_out_at": 1_782_892_800});
+    app.clock.advance(Duration::days(200));
+    let summer = app.post(&responses("d1"), &summer).await;
+    assert_eq!(summer.status, 201, "{}", summer.text);
+    assert_eq!(summer.body["completed_at"], "2026-07-01T10:00:00.000+02:00");
+});
+
+db_test!(async fn concurrent_first_writes_make_one_dossier_with_one_patient(app) {
+    let (a, b, c) = tokio::join!(
+        post_phq9(&app, "new", "a", json!({"v_1": "a0"})),
+        post_phq9(&app, "new", "b", json!({"v_1": "a1"})),
+        post_phq9(&app, "new", "c", json!({"v_1": "a2"}))
+    );
+    for answer in [&a, &b, &c] {
+        assert_eq!(answer.status, 201, "{}", answer.text);
+        assert_eq!(answer.body["respondent_id"], a.body["respondent_id"]);
+    }
+    let respondents = app.get("/api/v1/dossiers/new/respondents").await.body;
+    assert_eq!(respondents, json!([{"id": a.body["respondent_id"], "label": "Patient", "respondent_type": "patient"}]));
+    assert_eq!(ids(&app.get(&responses("new")).await.body).len(), 3);
+});

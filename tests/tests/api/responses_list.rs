@@ -253,3 +253,15 @@ db_test!(async fn filters_combine(app: spawn_with_mini) {
     );
     assert_eq!(listed(&app, "questionnaire_keys[]=phq9&status=completed&respondent_type=patient").await, [phq9_early, phq9_late]);
 });
+
+db_test!(async fn filter_times_without_an_offset_are_read_in_the_configured_time_zone(app: spawn_in_amsterdam) {
+    // Filled out at 06:00, 07:00 and 08:00 UTC: 07:00, 08:00, 09:00 in Amsterdam.
+    let three = post_at(&app, "d1", "a", 3).await;
+    let two = post_at(&app, "d1", "b", 2).await;
+    let one = post_at(&app, "d1", "c", 1).await;
+    assert_eq!(listed(&app, "completed_after=2026-03-01T07:30:00").await, [two, one]);
+    assert_eq!(listed(&app, "completed_before=2026-03-01T08:30:00").await, [three, two]);
+    assert_eq!(listed(&app, "completed_after=2026-03-01T07:30:00Z").await, [one]);
+    let listed_times: Vec<_> = app.get(&responses("d1")).await.body.as_array().into_iter().flatten().map(|r| r["completed_at"].clone()).collect();
+    assert_eq!(listed_times, [json!("2026-03-01T07:00:00.000+01:00"), json!("2026-03-01T08:00:00.000+01:00"), json!("2026-03-01T09:00:00.000+01:00")]);
+});

@@ -112,3 +112,8 @@ pub async fn spawn_with_mini(db: Db) -> TestApp {
     let dir = tests::repo_root().join("tests/fixtures/questionnaires");
     TestApp::spawn_with(db, move |config| config.questionnaires_dir = dir).await
 }
+
+/// The host writing times in Europe/Amsterdam (UTC+1, summer UTC+2).
+pub async fn spawn_in_amsterdam(db: Db) -> TestApp {
+    TestApp::spawn_with(db, |config| config.time_zone = "Europe/Amsterdam".parse().expect("a time zone")).await
+}
