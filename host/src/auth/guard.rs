@@ -43,7 +43,7 @@ pub async fn guard(app: AppState, right: Right, mut req: Request, next: Next) ->
     let client = ip::client_address(peer, forwarded, &app.config().trusted_proxies);
     let dossier = right.is_dossier_group().then(|| dossier_of(req.uri().path())).flatten();
     let action = format!("{} {}", req.method(), req.extensions().get::<MatchedPath>().map_or(req.uri().path(), MatchedPath::as_str));
-    let request_id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let request_id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).map(truncate);
 
     let mut identity = Identity::default();
     let response = match check(&app, right, &req, peer, client, dossier.as_deref(), &mut identity) {
@@ -161,9 +161,10 @@ fn percent_decode(s: &str) -> Vec<u8> {
     out
 }
 
-/// Client-supplied text kept in the log is bounded.
+/// Client-supplied text kept in the log is bounded, and control characters
+/// (NUL cannot be stored in PostgreSQL text) become U+FFFD.
 fn truncate(s: &str) -> String {
-    s.chars().take(255).collect()
+    s.chars().take(255).map(|c| if c.is_control() { char::REPLACEMENT_CHARACTER } else { c }).collect()
 }
 
 #[cfg(test)]
@@ -178,6 +179,13 @@ mod tests {
         assert_eq!(dossier_of("/api/v1/dossiers/a%2").as_deref(), Some("a%2"));
         assert_eq!(dossier_of("/api/v1/protocols/1"), None);
         assert_eq!(dossier_of("/api/v1/dossiers//responses"), None);
+    }
+
+    #[test]
+    fn logged_client_text_is_bounded_and_free_of_control_characters() {
+        assert_eq!(truncate("a\0b\n"), "a\u{fffd}b\u{fffd}");
+        assert_eq!(truncate(&"x".repeat(300)).len(), 255);
+        assert_eq!(dossier_of("/dossiers/a%00b/responses").as_deref(), Some("a\u{fffd}b"));
     }
 
     #[test]

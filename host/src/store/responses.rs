@@ -273,7 +273,7 @@ impl Store {
                     };
                     let mut found = by_external_id(conn, dossier, &segment).await?;
                     if found.is_none() && !segment.is_empty() && segment.len() <= 18 && segment.bytes().all(|b| b.is_ascii_digit()) {
-                        found = by_id(conn, dossier, segment.parse().unwrap_or_default()).await?;
+                        found = prepared_by_id(conn, dossier, segment.parse().unwrap_or_default()).await?;
                     }
                     let Some(response) = found else { return Ok(Err(CompleteError::NotFound)) };
                     if response.times.completed_at.is_some() {
@@ -445,8 +445,11 @@ async fn by_external_id(conn: &mut AnyConnection, dossier: DossierId, external_i
     row.map(Response::try_from).transpose()
 }
 
-async fn by_id(conn: &mut AnyConnection, dossier: DossierId, id: i64) -> Result<Option<Response>, StoreError> {
-    let sql = format!("SELECT {COLUMNS} {FROM} WHERE r.dossier_id = $1 AND r.id = $2 AND r.withdrawn_at IS NULL");
+/// A response the service prepared (it has no external id) by its id.
+async fn prepared_by_id(conn: &mut AnyConnection, dossier: DossierId, id: i64) -> Result<Option<Response>, StoreError> {
+    let sql = format!(
+        "SELECT {COLUMNS} {FROM} WHERE r.dossier_id = $1 AND r.id = $2 AND r.external_id IS NULL AND r.withdrawn_at IS NULL"
+    );
     let row: Option<ResponseRow> = sqlx::query_as(&sql).bind(dossier.0).bind(id).fetch_optional(&mut *conn).await?;
     row.map(Response::try_from).transpose()
 }

@@ -68,12 +68,22 @@ pub async fn list_responses(State(app): State<AppState>, DossierPath(dossier): D
         }
         parsed
     });
+    // Text filters go to the database as parameters; control characters
+    // (NUL above all, which PostgreSQL text cannot hold) name nothing valid.
+    let questionnaire_keys = query.list("questionnaire_keys");
+    if questionnaire_keys.iter().flatten().any(|k| k.chars().any(char::is_control)) {
+        errors.add("questionnaire_keys", "invalid");
+    }
+    let respondent_type = query.single("respondent_type");
+    if respondent_type.is_some_and(|t| t.chars().any(char::is_control)) {
+        errors.add("respondent_type", "invalid");
+    }
     errors.into_result()?;
     let filter = ResponseFilter {
-        questionnaire_keys: query.list("questionnaire_keys"),
+        questionnaire_keys,
         completed_before,
         completed_after,
-        completer_type: query.single("respondent_type").map(str::to_owned),
+        completer_type: respondent_type.map(str::to_owned),
         status,
         protocol_subscription_id,
         respondent_id,
