@@ -349,10 +349,8 @@ db_test!(async fn access_log_rows_cannot_be_deleted_through_sql(app) {
     assert_eq!(whole_log(&app).await, before);
 });
 
-// FAILS on PostgreSQL: the append-only trigger is `FOR EACH ROW` (UPDATE OR
-// DELETE) and row triggers never fire for TRUNCATE, so `TRUNCATE access_log`
-// empties the log. migrations/postgres/0002_auth.sql needs a
-// `BEFORE TRUNCATE ... FOR EACH STATEMENT` trigger as well.
+// Row triggers never fire for TRUNCATE; PostgreSQL needs its own
+// `BEFORE TRUNCATE` trigger (this test failed until 9e80ef6 added it).
 db_test!(async fn the_access_log_cannot_be_emptied_with_truncate(app) {
     let before = some_history(&app).await;
     // SQLite has no TRUNCATE (it is a syntax error there); on PostgreSQL the
