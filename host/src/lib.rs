@@ -44,6 +44,9 @@ struct Inner {
     store: Store,
     catalog: ArcSwap<Catalog>,
     tokens: ArcSwap<TokenTable>,
+    /// Serializes token reloads, so a slow reload that read the table before
+    /// a change cannot store it after a later one did.
+    reload: tokio::sync::Mutex<()>,
     clock: Arc<dyn Clock>,
     /// Whether requests arrive over TLS terminated by this process.
     secure: bool,
@@ -78,6 +81,7 @@ impl AppState {
     /// few seconds, so changes made with `outcomes token` from another
     /// process take effect without a restart.
     pub async fn reload_tokens(&self) -> Result<(), store::StoreError> {
+        let _one_at_a_time = self.0.reload.lock().await;
         let stored = self.0.store.tokens().await?;
         self.0.tokens.store(Arc::new(TokenTable::new(stored)));
         Ok(())
@@ -137,6 +141,7 @@ impl App {
             store,
             catalog: ArcSwap::from_pointee(catalog),
             tokens: ArcSwap::from_pointee(tokens),
+            reload: tokio::sync::Mutex::new(()),
             clock,
             secure: tls.is_some(),
         }));

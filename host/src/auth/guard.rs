@@ -85,23 +85,27 @@ fn check(
     identity: &mut Identity,
 ) -> Result<Caller, ApiError> {
     let header = req.headers().get(header::AUTHORIZATION).map(|v| v.to_str().unwrap_or("!"));
+    let credentials = header.and_then(Credentials::parse);
+    // Who the caller claims to be, for the access log, before any check.
+    match &credentials {
+        Some(Credentials::Basic { key, .. }) => identity.consumer_key = Some(truncate(key)),
+        Some(Credentials::Bearer(jwt)) => identity.consumer_key = super::jwt::kid(jwt).ok().map(|kid| truncate(&kid)),
+        None => {}
+    }
     if header.is_some() && !app.is_secure() && !transport_trusted(peer, &app.config().trusted_proxies) {
         return Err(ApiError::Forbidden("https_required"));
     }
-    let Some(credentials) = header.and_then(Credentials::parse) else {
-        return Err(ApiError::Unauthorized(BASIC_CHALLENGE));
+    let Some(credentials) = credentials else {
+        let bearer = header.is_some_and(|h| h.trim_start().get(..6).is_some_and(|s| s.eq_ignore_ascii_case("bearer")));
+        return Err(ApiError::Unauthorized(if bearer { BEARER_CHALLENGE } else { BASIC_CHALLENGE }));
     };
     let tokens = app.tokens();
     let (token, jwt) = match credentials {
         Credentials::Basic { key, secret } => {
-            identity.consumer_key = Some(truncate(&key));
             let token = tokens.basic(&key, &secret).ok_or(ApiError::Unauthorized(BASIC_CHALLENGE))?;
             (token, None)
         }
         Credentials::Bearer(jwt) => {
-            if let Ok(kid) = super::jwt::kid(jwt) {
-                identity.consumer_key = Some(truncate(&kid));
-            }
             let (token, verified) = tokens.bearer(jwt, app.now().timestamp()).map_err(|e| {
                 tracing::info!(reason = %e, "bearer token refused");
                 ApiError::Unauthorized(BEARER_CHALLENGE)

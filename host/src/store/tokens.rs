@@ -37,22 +37,24 @@ pub struct NewToken {
 }
 
 impl Store {
-    /// Every token, revoked ones included, by id, with their keys.
+    /// Every token, revoked ones included, by id, with their keys. One
+    /// query, so a token and its keys are read from the same snapshot.
     pub async fn tokens(&self) -> Result<Vec<StoredToken>, StoreError> {
         let rows = sqlx::query(
-            "SELECT id, consumer_key, secret_sha256, rights, ip_allow, allowed_origins, created_at, revoked_at FROM api_tokens ORDER BY id",
+            "SELECT t.id, t.consumer_key, t.secret_sha256, t.rights, t.ip_allow, t.allowed_origins, t.created_at, \
+             t.revoked_at, k.public_key_pem FROM api_tokens t LEFT JOIN api_token_keys k ON k.token_id = t.id \
+             ORDER BY t.id, k.id",
         )
         .fetch_all(&self.pool)
         .await?;
-        let keys = sqlx::query("SELECT token_id, public_key_pem FROM api_token_keys ORDER BY id").fetch_all(&self.pool).await?;
-        let mut tokens = Vec::with_capacity(rows.len());
+        let mut tokens: Vec<StoredToken> = Vec::new();
         for row in rows {
             let id: i64 = row.try_get("id")?;
-            let public_keys = keys
-                .iter()
-                .filter(|k| k.try_get::<i64, _>("token_id").ok() == Some(id))
-                .filter_map(|k| k.try_get::<String, _>("public_key_pem").ok())
-                .collect();
+            let key: Option<String> = row.try_get("public_key_pem")?;
+            if let Some(last) = tokens.last_mut().filter(|t| t.id == id) {
+                last.public_keys.extend(key);
+                continue;
+            }
             tokens.push(StoredToken {
                 id,
                 consumer_key: row.try_get("consumer_key")?,
@@ -62,7 +64,7 @@ impl Store {
                 allowed_origins: row.try_get("allowed_origins")?,
                 created_at: from_millis(row.try_get("created_at")?),
                 revoked_at: row.try_get::<Option<i64>, _>("revoked_at")?.map(from_millis),
-                public_keys,
+                public_keys: key.into_iter().collect(),
             });
         }
         Ok(tokens)
