@@ -45,24 +45,37 @@ fn jwt(now: i64) -> String {
 }
 
 fn authentication(c: &mut Criterion) {
-    assert!(RsaPublicKey::from_pem(PUBLIC_KEY).is_ok(), "fixture key parses");
+    assert!(
+        RsaPublicKey::from_pem(PUBLIC_KEY).is_ok(),
+        "fixture key parses"
+    );
     let secret_text = secret::generate();
     let tokens = table(&secret_text, 100);
-    let basic_header = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("epd-7:{secret_text}")));
+    let basic_header = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("epd-7:{secret_text}"))
+    );
     let now = Utc::now().timestamp();
     let bearer_header = format!("Bearer {}", jwt(now));
 
     let mut group = c.benchmark_group("authentication");
     group.bench_function("basic", |b| {
         b.iter(|| match Credentials::parse(black_box(&basic_header)) {
-            Some(Credentials::Basic { key, secret }) => black_box(tokens.basic(&key, &secret)).is_some(),
+            Some(Credentials::Basic { key, secret }) => {
+                black_box(tokens.basic(&key, &secret)).is_some()
+            }
             _ => false,
         })
     });
     group.bench_function("basic_unknown_key", |b| {
-        let header = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("nobody:{secret_text}")));
+        let header = format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("nobody:{secret_text}"))
+        );
         b.iter(|| match Credentials::parse(black_box(&header)) {
-            Some(Credentials::Basic { key, secret }) => black_box(tokens.basic(&key, &secret)).is_some(),
+            Some(Credentials::Basic { key, secret }) => {
+                black_box(tokens.basic(&key, &secret)).is_some()
+            }
             _ => false,
         })
     });

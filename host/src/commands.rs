@@ -1,7 +1,10 @@
 //! Operator commands of the `outcomes` binary that work on the database
 //! directly: API tokens and the access log. They print to standard output,
 //! which is their interface.
-#![allow(clippy::print_stdout, reason = "these commands answer on standard output")]
+#![allow(
+    clippy::print_stdout,
+    reason = "these commands answer on standard output"
+)]
 
 use std::path::PathBuf;
 
@@ -83,12 +86,21 @@ pub async fn token(store: &Store, command: TokenCommand, zone: Tz) -> anyhow::Re
             Ok(())
         }
         TokenCommand::AddKey { key, public_key } => {
-            let pem = std::fs::read_to_string(&public_key).with_context(|| format!("reading {}", public_key.display()))?;
-            let parsed = RsaPublicKey::from_pem(&pem).with_context(|| format!("{}", public_key.display()))?;
-            if !store.add_token_key(key.clone(), pem, parsed.fingerprint(), Utc::now()).await? {
+            let pem = std::fs::read_to_string(&public_key)
+                .with_context(|| format!("reading {}", public_key.display()))?;
+            let parsed = RsaPublicKey::from_pem(&pem)
+                .with_context(|| format!("{}", public_key.display()))?;
+            if !store
+                .add_token_key(key.clone(), pem, parsed.fingerprint(), Utc::now())
+                .await?
+            {
                 bail!("no token {key:?}");
             }
-            println!("registered {}-bit RSA key {} for {key}", parsed.modulus_bits(), parsed.fingerprint());
+            println!(
+                "registered {}-bit RSA key {} for {key}",
+                parsed.modulus_bits(),
+                parsed.fingerprint()
+            );
             Ok(())
         }
     }
@@ -97,7 +109,12 @@ pub async fn token(store: &Store, command: TokenCommand, zone: Tz) -> anyhow::Re
 /// Checks a consumer key: the Basic scheme splits at the first colon, so a
 /// key must not hold one.
 pub fn check_consumer_key(key: &str) -> anyhow::Result<()> {
-    if key.is_empty() || key.len() > 255 || key.chars().any(|c| c == ':' || c.is_whitespace() || c.is_control()) {
+    if key.is_empty()
+        || key.len() > 255
+        || key
+            .chars()
+            .any(|c| c == ':' || c.is_whitespace() || c.is_control())
+    {
         bail!("--key {key:?}: use 1-255 characters without spaces or colons");
     }
     Ok(())
@@ -105,12 +122,18 @@ pub fn check_consumer_key(key: &str) -> anyhow::Result<()> {
 
 async fn create(store: &Store, args: CreateToken) -> anyhow::Result<()> {
     check_consumer_key(&args.key)?;
-    let rights = rights::parse_list(&args.rights).map_err(anyhow::Error::msg).context("--rights")?;
+    let rights = rights::parse_list(&args.rights)
+        .map_err(anyhow::Error::msg)
+        .context("--rights")?;
     if rights.is_empty() {
         bail!("--rights: name at least one endpoint group, or `all`");
     }
-    let ips = ip::parse_list(&args.ips.join(",")).map_err(anyhow::Error::msg).context("--ip")?;
-    let origins = origin::parse_list(&args.origins.join(",")).map_err(anyhow::Error::msg).context("--allow-origin")?;
+    let ips = ip::parse_list(&args.ips.join(","))
+        .map_err(anyhow::Error::msg)
+        .context("--ip")?;
+    let origins = origin::parse_list(&args.origins.join(","))
+        .map_err(anyhow::Error::msg)
+        .context("--allow-origin")?;
     let consumer_secret = secret::generate();
     let token = NewToken {
         consumer_key: args.key.clone(),
@@ -120,7 +143,10 @@ async fn create(store: &Store, args: CreateToken) -> anyhow::Result<()> {
         allowed_origins: origins.join(","),
     };
     if !store.create_token(token, Utc::now()).await? {
-        bail!("a token {:?} exists already (revoked tokens keep their key)", args.key);
+        bail!(
+            "a token {:?} exists already (revoked tokens keep their key)",
+            args.key
+        );
     }
     if args.json {
         let out = json!({
@@ -165,9 +191,16 @@ async fn list(store: &Store, as_json: bool, zone: Tz) -> anyhow::Result<()> {
         println!("no tokens; create one with `outcomes token create --key NAME --rights all`");
         return Ok(());
     }
-    println!("{:<24} {:<9} {:<5} {:<29} {}", "CONSUMER KEY", "STATE", "KEYS", "CREATED", "RIGHTS / IP / ORIGINS");
+    println!(
+        "{:<24} {:<9} {:<5} {:<29} {}",
+        "CONSUMER KEY", "STATE", "KEYS", "CREATED", "RIGHTS / IP / ORIGINS"
+    );
     for t in tokens {
-        let state = if t.revoked_at.is_some() { "revoked" } else { "active" };
+        let state = if t.revoked_at.is_some() {
+            "revoked"
+        } else {
+            "active"
+        };
         let mut detail = t.rights.clone();
         if !t.ip_allow.is_empty() {
             detail.push_str(&format!(" / ip {}", t.ip_allow));
@@ -175,15 +208,30 @@ async fn list(store: &Store, as_json: bool, zone: Tz) -> anyhow::Result<()> {
         if !t.allowed_origins.is_empty() {
             detail.push_str(&format!(" / origins {}", t.allowed_origins));
         }
-        println!("{:<24} {:<9} {:<5} {:<29} {detail}", t.consumer_key, state, t.public_keys.len(), time::format(t.created_at, zone));
+        println!(
+            "{:<24} {:<9} {:<5} {:<29} {detail}",
+            t.consumer_key,
+            state,
+            t.public_keys.len(),
+            time::format(t.created_at, zone)
+        );
     }
     Ok(())
 }
 
 /// `outcomes access-log`: prints the access log of a dossier.
-pub async fn access_log(store: &Store, dossier: &str, since: Option<&str>, as_json: bool, zone: Tz) -> anyhow::Result<()> {
+pub async fn access_log(
+    store: &Store,
+    dossier: &str,
+    since: Option<&str>,
+    as_json: bool,
+    zone: Tz,
+) -> anyhow::Result<()> {
     let since = match since {
-        Some(text) => Some(time::parse_filter(text, zone).with_context(|| format!("--since {text:?}: give Unix seconds or ISO 8601"))?),
+        Some(text) => Some(
+            time::parse_filter(text, zone)
+                .with_context(|| format!("--since {text:?}: give Unix seconds or ISO 8601"))?,
+        ),
         None => None,
     };
     for e in store.access_log(Some(dossier), since).await? {
@@ -205,7 +253,14 @@ pub async fn access_log(store: &Store, dossier: &str, since: Option<&str>, as_js
                 (Some(k), None) => k.clone(),
                 (None, _) => "-".to_owned(),
             };
-            println!("{}  {}  {:<48} {:<28} {}", time::format(e.at, zone), e.status, e.action, who, e.client);
+            println!(
+                "{}  {}  {:<48} {:<28} {}",
+                time::format(e.at, zone),
+                e.status,
+                e.action,
+                who,
+                e.client
+            );
         }
     }
     Ok(())

@@ -152,7 +152,10 @@ pub struct ConfigError {
 impl Config {
     /// Merges flags and environment (`cli`) over the file over defaults.
     pub fn resolve(cli: Settings, file: FileSettings) -> Result<Config, ConfigError> {
-        let data_dir = cli.data_dir.or(file.data_dir).unwrap_or_else(|| PathBuf::from("data"));
+        let data_dir = cli
+            .data_dir
+            .or(file.data_dir)
+            .unwrap_or_else(|| PathBuf::from("data"));
         let database_url = cli
             .database_url
             .or(file.database_url)
@@ -160,42 +163,82 @@ impl Config {
         if crate::store::Backend::of_url(&database_url).is_none() {
             return Err(ConfigError {
                 setting: "database_url",
-                problem: format!("must start with sqlite:// or postgres://, got {:?}", crate::store::redact(&database_url)),
+                problem: format!(
+                    "must start with sqlite:// or postgres://, got {:?}",
+                    crate::store::redact(&database_url)
+                ),
             });
         }
-        let zone_name = cli.time_zone.or(file.time_zone).unwrap_or_else(|| "UTC".to_owned());
+        let zone_name = cli
+            .time_zone
+            .or(file.time_zone)
+            .unwrap_or_else(|| "UTC".to_owned());
         let time_zone = zone_name.parse::<Tz>().map_err(|_| ConfigError {
             setting: "time_zone",
-            problem: format!("{zone_name:?} is not an IANA time zone name such as Europe/Amsterdam"),
+            problem: format!(
+                "{zone_name:?} is not an IANA time zone name such as Europe/Amsterdam"
+            ),
         })?;
         let body_limit = cli.body_limit.or(file.body_limit).unwrap_or(1024 * 1024);
         if body_limit < 1024 {
-            return Err(ConfigError { setting: "body_limit", problem: format!("{body_limit} bytes is too small (at least 1024)") });
+            return Err(ConfigError {
+                setting: "body_limit",
+                problem: format!("{body_limit} bytes is too small (at least 1024)"),
+            });
         }
         let max_connections = cli.max_connections.or(file.max_connections).unwrap_or(8);
         if max_connections == 0 {
-            return Err(ConfigError { setting: "max_connections", problem: "must be at least 1".into() });
+            return Err(ConfigError {
+                setting: "max_connections",
+                problem: "must be at least 1".into(),
+            });
         }
-        let proxies = cli.trusted_proxies.or(file.trusted_proxies).unwrap_or_default();
+        let proxies = cli
+            .trusted_proxies
+            .or(file.trusted_proxies)
+            .unwrap_or_default();
         let trusted_proxies =
-            crate::auth::ip::parse_list(&proxies).map_err(|problem| ConfigError { setting: "trusted_proxies", problem })?;
-        let origins = cli.allowed_origins.or(file.allowed_origins).unwrap_or_default();
+            crate::auth::ip::parse_list(&proxies).map_err(|problem| ConfigError {
+                setting: "trusted_proxies",
+                problem,
+            })?;
+        let origins = cli
+            .allowed_origins
+            .or(file.allowed_origins)
+            .unwrap_or_default();
         let allowed_origins =
-            crate::auth::origin::parse_list(&origins).map_err(|problem| ConfigError { setting: "allowed_origins", problem })?;
+            crate::auth::origin::parse_list(&origins).map_err(|problem| ConfigError {
+                setting: "allowed_origins",
+                problem,
+            })?;
         let tls = match (cli.tls_cert.or(file.tls_cert), cli.tls_key.or(file.tls_key)) {
             (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
             (None, None) => None,
-            _ => return Err(ConfigError { setting: "tls_cert", problem: "give both tls_cert and tls_key, or neither".into() }),
+            _ => {
+                return Err(ConfigError {
+                    setting: "tls_cert",
+                    problem: "give both tls_cert and tls_key, or neither".into(),
+                });
+            }
         };
         Ok(Config {
             tls,
             trusted_proxies,
             allowed_origins,
-            listen: cli.listen.or(file.listen).unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080))),
+            listen: cli
+                .listen
+                .or(file.listen)
+                .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080))),
             data_dir,
             database_url,
-            questionnaires_dir: cli.questionnaires_dir.or(file.questionnaires_dir).unwrap_or_else(|| "questionnaires".into()),
-            protocols_dir: cli.protocols_dir.or(file.protocols_dir).unwrap_or_else(|| "protocols".into()),
+            questionnaires_dir: cli
+                .questionnaires_dir
+                .or(file.questionnaires_dir)
+                .unwrap_or_else(|| "questionnaires".into()),
+            protocols_dir: cli
+                .protocols_dir
+                .or(file.protocols_dir)
+                .unwrap_or_else(|| "protocols".into()),
             time_zone,
             body_limit,
             max_connections,
@@ -213,15 +256,25 @@ mod tests {
     fn defaults_need_no_configuration() {
         let c = Config::resolve(Settings::default(), FileSettings::default()).expect("valid");
         assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
-        assert_eq!(c.database_url, format!("sqlite://{}", PathBuf::from("data").join("outcomes.db").display()));
+        assert_eq!(
+            c.database_url,
+            format!(
+                "sqlite://{}",
+                PathBuf::from("data").join("outcomes.db").display()
+            )
+        );
         assert_eq!(c.time_zone, Tz::UTC);
         assert_eq!(c.body_limit, 1 << 20);
     }
 
     #[test]
     fn flags_and_environment_win_over_the_file() {
-        let file: FileSettings = toml::from_str("time_zone = \"Europe/Amsterdam\"\nbody_limit = 4096\n").expect("valid");
-        let cli = Settings { body_limit: Some(8192), ..Default::default() };
+        let file: FileSettings =
+            toml::from_str("time_zone = \"Europe/Amsterdam\"\nbody_limit = 4096\n").expect("valid");
+        let cli = Settings {
+            body_limit: Some(8192),
+            ..Default::default()
+        };
         let c = Config::resolve(cli, file).expect("valid");
         assert_eq!(c.time_zone, Tz::Europe__Amsterdam);
         assert_eq!(c.body_limit, 8192);
@@ -229,11 +282,22 @@ mod tests {
 
     #[test]
     fn bad_settings_are_named() {
-        let cli = Settings { time_zone: Some("Mars/Olympus".into()), ..Default::default() };
+        let cli = Settings {
+            time_zone: Some("Mars/Olympus".into()),
+            ..Default::default()
+        };
         let err = Config::resolve(cli, FileSettings::default()).expect_err("invalid");
         assert_eq!(err.setting, "time_zone");
-        let cli = Settings { database_url: Some("mysql://x".into()), ..Default::default() };
-        assert_eq!(Config::resolve(cli, FileSettings::default()).expect_err("invalid").setting, "database_url");
+        let cli = Settings {
+            database_url: Some("mysql://x".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            Config::resolve(cli, FileSettings::default())
+                .expect_err("invalid")
+                .setting,
+            "database_url"
+        );
         assert!(toml::from_str::<FileSettings>("listen_port = 1").is_err());
     }
 }

@@ -21,7 +21,10 @@ impl Errors {
 
     /// Adds `code` to the codes of `field`.
     pub fn add(&mut self, field: &str, code: &str) -> &mut Self {
-        let entry = self.0.entry(field.to_owned()).or_insert_with(|| Value::Array(Vec::new()));
+        let entry = self
+            .0
+            .entry(field.to_owned())
+            .or_insert_with(|| Value::Array(Vec::new()));
         if let Value::Array(codes) = entry {
             if !codes.iter().any(|c| c == code) {
                 codes.push(Value::String(code.to_owned()));
@@ -38,7 +41,8 @@ impl Errors {
 
     /// Puts a bare string under `field` (api.md's fill-out session shape).
     pub fn bare(&mut self, field: &str, code: &str) -> &mut Self {
-        self.0.insert(field.to_owned(), Value::String(code.to_owned()));
+        self.0
+            .insert(field.to_owned(), Value::String(code.to_owned()));
         self
     }
 
@@ -60,7 +64,11 @@ impl Errors {
 
     /// Ok when empty, else a 422 with these errors.
     pub fn into_result(self) -> Result<(), ApiError> {
-        if self.is_empty() { Ok(()) } else { Err(ApiError::Invalid(self)) }
+        if self.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::Invalid(self))
+        }
     }
 }
 
@@ -103,7 +111,9 @@ pub enum ApiError {
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::Database(ref db) if matches!(db.as_ref(), sqlx::Error::PoolTimedOut | sqlx::Error::Io(_)) => {
+            StoreError::Database(ref db)
+                if matches!(db.as_ref(), sqlx::Error::PoolTimedOut | sqlx::Error::Io(_)) =>
+            {
                 ApiError::Unavailable(e)
             }
             StoreError::WriterGone => ApiError::Unavailable(e),
@@ -153,7 +163,10 @@ impl IntoResponse for ApiError {
         }
         let mut response = json(self.status(), &self.errors().body());
         if let ApiError::Unauthorized(challenge) = self {
-            response.headers_mut().insert(header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static(challenge));
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static(challenge),
+            );
         }
         response
     }
@@ -164,7 +177,10 @@ pub fn json(status: StatusCode, body: &impl serde::Serialize) -> Response {
     match serde_json::to_vec(body) {
         Ok(bytes) => (
             status,
-            [(header::CONTENT_TYPE, "application/json; charset=utf-8"), (header::CACHE_CONTROL, "no-store")],
+            [
+                (header::CONTENT_TYPE, "application/json; charset=utf-8"),
+                (header::CACHE_CONTROL, "no-store"),
+            ],
             bytes,
         )
             .into_response(),
@@ -181,13 +197,18 @@ mod tests {
         let mut inner = Errors::new();
         inner.add("v_1", "unknown_question");
         let mut e = Errors::new();
-        e.add("external_id", "blank").add("external_id", "blank").nest("answer_data", inner);
+        e.add("external_id", "blank")
+            .add("external_id", "blank")
+            .nest("answer_data", inner);
         assert_eq!(
             e.body(),
             serde_json::json!({"errors": {"external_id": ["blank"], "answer_data": {"v_1": ["unknown_question"]}}})
         );
         let mut bare = Errors::new();
         bare.bare("questionnaire_keys", "missing");
-        assert_eq!(bare.body(), serde_json::json!({"errors": {"questionnaire_keys": "missing"}}));
+        assert_eq!(
+            bare.body(),
+            serde_json::json!({"errors": {"questionnaire_keys": "missing"}})
+        );
     }
 }

@@ -112,22 +112,43 @@ impl App {
     /// that says what to fix.
     pub async fn build(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<App> {
         let definitions = definitions::load(&config.questionnaires_dir, &config.protocols_dir)?;
-        let options = StoreOptions { max_connections: config.max_connections, ..StoreOptions::default() };
+        let options = StoreOptions {
+            max_connections: config.max_connections,
+            ..StoreOptions::default()
+        };
         let store = Store::connect(&config.database_url, &options)
             .await
-            .with_context(|| format!("connecting to the database {}", store::redact(&config.database_url)))?;
+            .with_context(|| {
+                format!(
+                    "connecting to the database {}",
+                    store::redact(&config.database_url)
+                )
+            })?;
         store.migrate().await.context("applying migrations")?;
-        let counts = (definitions.questionnaires.len(), definitions.protocols.len());
+        let counts = (
+            definitions.questionnaires.len(),
+            definitions.protocols.len(),
+        );
         let catalog = store
-            .import_definitions(definitions.questionnaires, definitions.protocols, clock.now())
+            .import_definitions(
+                definitions.questionnaires,
+                definitions.protocols,
+                clock.now(),
+            )
             .await
             .context("importing questionnaire and protocol definitions")?;
-        tracing::info!(questionnaires = counts.0, protocols = counts.1, "definitions loaded");
+        tracing::info!(
+            questionnaires = counts.0,
+            protocols = counts.1,
+            "definitions loaded"
+        );
         let tls = match &config.tls {
             Some(files) => Some(tls::server_config(&files.cert, &files.key)?),
             None => None,
         };
-        let listener = TcpListener::bind(config.listen).await.with_context(|| format!("listening on {}", config.listen))?;
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .with_context(|| format!("listening on {}", config.listen))?;
         let tokens = TokenTable::new(store.tokens().await.context("reading API tokens")?);
         if !tokens.has_active() {
             tracing::warn!(
@@ -145,7 +166,11 @@ impl App {
             clock,
             secure: tls.is_some(),
         }));
-        Ok(App { state, listener, tls })
+        Ok(App {
+            state,
+            listener,
+            tls,
+        })
     }
 
     /// Whether the service serves HTTPS itself.
@@ -164,17 +189,26 @@ impl App {
 
     /// Serves until `shutdown` completes, then lets requests in flight
     /// finish and closes the database.
-    pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
         let store = self.state.store().clone();
-        let reload = tokio::spawn(reload_tokens_every(self.state.clone(), std::time::Duration::from_secs(2)));
+        let reload = tokio::spawn(reload_tokens_every(
+            self.state.clone(),
+            std::time::Duration::from_secs(2),
+        ));
         let router = telemetry::layer(api::router(self.state));
         let service = tower::util::MapRequestLayer::new(api::normalize).layer(router);
         match self.tls {
             Some(config) => tls::serve(self.listener, config, service, shutdown).await?,
-            None => axum::serve(self.listener, ServiceExt::<Request>::into_make_service_with_connect_info::<SocketAddr>(service))
-                .with_graceful_shutdown(shutdown)
-                .await
-                .context("serving")?,
+            None => axum::serve(
+                self.listener,
+                ServiceExt::<Request>::into_make_service_with_connect_info::<SocketAddr>(service),
+            )
+            .with_graceful_shutdown(shutdown)
+            .await
+            .context("serving")?,
         }
         reload.abort();
         store.close().await;

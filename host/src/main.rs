@@ -8,9 +8,9 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use host::clock::SystemClock;
+use host::commands::{self, TokenCommand};
 use host::config::{Config, FileSettings, Settings};
 use host::store::{Store, StoreOptions};
-use host::commands::{self, TokenCommand};
 use host::{App, telemetry};
 
 /// Routine outcome monitoring: questionnaire responses, outcomes and
@@ -95,7 +95,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve { settings } => {
             let config = Config::resolve(settings, file)?;
             telemetry::init(config.log_format, &config.log);
-            let backend = if config.database_url.starts_with("sqlite:") { "SQLite" } else { "PostgreSQL" };
+            let backend = if config.database_url.starts_with("sqlite:") {
+                "SQLite"
+            } else {
+                "PostgreSQL"
+            };
             let app = App::build(config, Arc::new(SystemClock)).await?;
             let scheme = if app.is_tls() { "https" } else { "http" };
             tracing::info!(backend, "listening on {scheme}://{}", app.local_addr()?);
@@ -115,9 +119,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             store.close().await;
             result
         }
-        Command::AccessLog { dossier, since, json, settings } => {
+        Command::AccessLog {
+            dossier,
+            since,
+            json,
+            settings,
+        } => {
             let (store, config) = open_store(settings, file).await?;
-            let result = commands::access_log(&store, &dossier, since.as_deref(), json, config.time_zone).await;
+            let result =
+                commands::access_log(&store, &dossier, since.as_deref(), json, config.time_zone)
+                    .await;
             store.close().await;
             result
         }
@@ -134,8 +145,11 @@ async fn open_store(settings: Settings, file: FileSettings) -> anyhow::Result<(S
 }
 
 fn read_file(path: Option<&Path>) -> anyhow::Result<FileSettings> {
-    let Some(path) = path else { return Ok(FileSettings::default()) };
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let Some(path) = path else {
+        return Ok(FileSettings::default());
+    };
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     toml::from_str(&text).with_context(|| format!("{}", path.display()))
 }
 

@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use axum::Router;
 use axum::http::{HeaderValue, Request};
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
+use tower_http::request_id::{
+    MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
+};
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use tracing::Level;
 use tracing_subscriber::EnvFilter;
@@ -18,7 +20,9 @@ use crate::error::ApiError;
 /// `RUST_LOG`, when set, wins.
 pub fn init(format: LogFormat, filter: &str) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(filter));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Human => builder.try_init(),
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
@@ -36,7 +40,9 @@ struct Ids {
 impl MakeRequestId for Ids {
     fn make_request_id<B>(&mut self, _: &Request<B>) -> Option<RequestId> {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        HeaderValue::from_str(&format!("{:08x}-{n}", self.prefix)).ok().map(RequestId::new)
+        HeaderValue::from_str(&format!("{:08x}-{n}", self.prefix))
+            .ok()
+            .map(RequestId::new)
     }
 }
 
@@ -47,19 +53,30 @@ pub fn layer(router: Router) -> Router {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos() ^ std::process::id())
         .unwrap_or_default();
-    let ids = Ids { prefix, next: Default::default() };
+    let ids = Ids {
+        prefix,
+        next: Default::default(),
+    };
     let trace = TraceLayer::new_for_http()
         .make_span_with(|req: &Request<_>| {
-            let id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or_default();
+            let id = req
+                .headers()
+                .get("x-request-id")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
             tracing::info_span!("request", id, method = %req.method(), path = %req.uri().path())
         })
         .on_request(())
         .on_response(tower_http::trace::DefaultOnResponse::new().level(Level::DEBUG))
         .on_failure(DefaultOnFailure::new().level(Level::WARN));
     router
-        .layer(CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
-            axum::response::IntoResponse::into_response(ApiError::Internal(anyhow::anyhow!("a request handler panicked")))
-        }))
+        .layer(CatchPanicLayer::custom(
+            |_: Box<dyn std::any::Any + Send>| {
+                axum::response::IntoResponse::into_response(ApiError::Internal(anyhow::anyhow!(
+                    "a request handler panicked"
+                )))
+            },
+        ))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(trace)
         .layer(SetRequestIdLayer::x_request_id(ids))

@@ -30,8 +30,13 @@ pub fn server_config(cert: &Path, key: &Path) -> anyhow::Result<Arc<ServerConfig
         .with_context(|| format!("reading the TLS certificate {}", cert.display()))?
         .collect::<Result<_, _>>()
         .with_context(|| format!("{}: not a PEM certificate chain", cert.display()))?;
-    anyhow::ensure!(!chain.is_empty(), "{}: holds no certificate", cert.display());
-    let key = PrivateKeyDer::from_pem_file(key).with_context(|| format!("reading the TLS key {}", key.display()))?;
+    anyhow::ensure!(
+        !chain.is_empty(),
+        "{}: holds no certificate",
+        cert.display()
+    );
+    let key = PrivateKeyDer::from_pem_file(key)
+        .with_context(|| format!("reading the TLS key {}", key.display()))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -88,7 +93,8 @@ where
                 }
             };
             let builder = auto::Builder::new(TokioExecutor::new());
-            let connection = builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+            let connection =
+                builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
             if let Err(e) = watcher.watch(connection.into_owned()).await {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }

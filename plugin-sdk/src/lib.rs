@@ -44,9 +44,17 @@ mod tests {
 
     #[test]
     fn manifests_use_lower_case_kinds_on_the_wire() {
-        let m = Manifest { name: "phq9".into(), kind: PluginKind::Scorer, version: "1.0.0".into(), abi_version: ABI_VERSION };
+        let m = Manifest {
+            name: "phq9".into(),
+            kind: PluginKind::Scorer,
+            version: "1.0.0".into(),
+            abi_version: ABI_VERSION,
+        };
         let json = serde_json::to_value(&m).expect("serializes");
         assert_eq!(json["kind"], "scorer");
-        assert_eq!(serde_json::from_value::<Manifest>(json).expect("deserializes"), m);
+        assert_eq!(
+            serde_json::from_value::<Manifest>(json).expect("deserializes"),
+            m
+        );
     }
 }

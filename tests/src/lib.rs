@@ -33,7 +33,9 @@ pub enum Db {
 
 /// The moment every test starts at: 2026-03-01 09:00 UTC.
 pub fn start_time() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2026, 3, 1, 9, 0, 0).single().unwrap_or_default()
+    Utc.with_ymd_and_hms(2026, 3, 1, 9, 0, 0)
+        .single()
+        .unwrap_or_default()
 }
 
 /// The repository root, where the bundled definitions live.
@@ -43,7 +45,8 @@ pub fn repo_root() -> PathBuf {
 
 /// The admin URL of the PostgreSQL server tests use.
 pub fn postgres_url() -> String {
-    std::env::var("OUTCOMES_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+    std::env::var("OUTCOMES_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
 }
 
 /// A running host with its own database.
@@ -85,7 +88,10 @@ impl TestApp {
     pub async fn spawn_with(db: Db, adjust: impl FnOnce(&mut Config)) -> TestApp {
         let dir = tempfile::tempdir().expect("temporary folder");
         let (database_url, postgres_db) = match db {
-            Db::Sqlite => (format!("sqlite://{}", dir.path().join("outcomes.db").display()), None),
+            Db::Sqlite => (
+                format!("sqlite://{}", dir.path().join("outcomes.db").display()),
+                None,
+            ),
             Db::Postgres => {
                 let name = create_postgres_database().await;
                 (replace_database(&postgres_url(), &name), Some(name))
@@ -100,13 +106,20 @@ impl TestApp {
             max_connections: Some(4),
             ..Settings::default()
         };
-        let mut config = Config::resolve(settings, FileSettings::default()).expect("test configuration");
+        let mut config =
+            Config::resolve(settings, FileSettings::default()).expect("test configuration");
         adjust(&mut config);
         let clock = Arc::new(ManualClock::new(start_time()));
-        let app = App::build(config, clock.clone()).await.expect("the host starts");
+        let app = App::build(config, clock.clone())
+            .await
+            .expect("the host starts");
         let port = app.local_addr().expect("bound").port();
         // Over TLS, name the host the test certificates are made for.
-        let base = if app.is_tls() { format!("https://localhost:{port}") } else { format!("http://127.0.0.1:{port}") };
+        let base = if app.is_tls() {
+            format!("https://localhost:{port}")
+        } else {
+            format!("http://127.0.0.1:{port}")
+        };
         let state = app.state();
         let secret = create_token(&state, TEST_KEY, "all").await;
         let (shutdown, stop) = oneshot::channel::<()>();
@@ -146,7 +159,13 @@ impl TestApp {
     }
 
     /// Sends a request with the given `Authorization` header, or none.
-    pub async fn send_as(&self, method: Method, path: &str, body: Option<(Vec<u8>, &str)>, authorization: Option<&str>) -> Answer {
+    pub async fn send_as(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<(Vec<u8>, &str)>,
+        authorization: Option<&str>,
+    ) -> Answer {
         let mut req = self.client.request(method, self.url(path));
         if let Some(value) = authorization {
             req = req.header("authorization", value);
@@ -159,7 +178,12 @@ impl TestApp {
         let headers = res.headers().clone();
         let text = res.text().await.unwrap_or_default();
         let body = serde_json::from_str(&text).unwrap_or(Value::Null);
-        Answer { status, headers, body, text }
+        Answer {
+            status,
+            headers,
+            body,
+            text,
+        }
     }
 
     pub async fn get(&self, path: &str) -> Answer {
@@ -167,11 +191,21 @@ impl TestApp {
     }
 
     pub async fn post(&self, path: &str, body: &Value) -> Answer {
-        self.send(Method::POST, path, Some((body.to_string().into_bytes(), "application/json"))).await
+        self.send(
+            Method::POST,
+            path,
+            Some((body.to_string().into_bytes(), "application/json")),
+        )
+        .await
     }
 
     pub async fn put(&self, path: &str, body: &Value) -> Answer {
-        self.send(Method::PUT, path, Some((body.to_string().into_bytes(), "application/json"))).await
+        self.send(
+            Method::PUT,
+            path,
+            Some((body.to_string().into_bytes(), "application/json")),
+        )
+        .await
     }
 
     pub async fn delete(&self, path: &str) -> Answer {
@@ -184,8 +218,12 @@ impl TestApp {
     /// tests assert through HTTP only.
     pub async fn sql(&self, statement: &str) -> Option<i64> {
         sqlx::any::install_default_drivers();
-        let mut conn = sqlx::AnyConnection::connect(&self.database_url).await.expect("connect to the test database");
-        let row = sqlx::query_scalar::<_, i64>(statement).fetch_optional(&mut conn).await;
+        let mut conn = sqlx::AnyConnection::connect(&self.database_url)
+            .await
+            .expect("connect to the test database");
+        let row = sqlx::query_scalar::<_, i64>(statement)
+            .fetch_optional(&mut conn)
+            .await;
         let row = row.unwrap_or_else(|e| panic!("SQL failed: {statement}: {e}"));
         let _ = conn.close().await;
         row
@@ -197,7 +235,10 @@ impl TestApp {
             let _ = tx.send(());
         }
         if let Some(server) = self.server.take() {
-            server.await.expect("server task").expect("server stopped cleanly");
+            server
+                .await
+                .expect("server task")
+                .expect("server stopped cleanly");
         }
     }
 }
@@ -211,10 +252,17 @@ impl Drop for TestApp {
             // Drop runs outside async: drop the database from a thread of
             // its own, forcing off the connections the host still holds.
             let _ = std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("runtime");
                 rt.block_on(async {
                     if let Ok(mut conn) = PgConnection::connect(&postgres_url()).await {
-                        let _ = conn.execute(format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)").as_str()).await;
+                        let _ = conn
+                            .execute(
+                                format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)").as_str(),
+                            )
+                            .await;
                     }
                 });
             })
@@ -229,7 +277,10 @@ pub const TEST_KEY: &str = "test";
 /// `Basic base64(key:secret)`.
 pub fn basic(key: &str, secret: &str) -> String {
     use base64::Engine;
-    format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{key}:{secret}")))
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{key}:{secret}"))
+    )
 }
 
 /// Creates an API token with these rights (comma-separated, or `all`) the
@@ -240,7 +291,13 @@ pub async fn create_token(state: &AppState, key: &str, rights: &str) -> String {
 }
 
 /// As [`create_token`], with an IP allow-list and allowed origins.
-pub async fn create_token_with(state: &AppState, key: &str, rights: &str, ip_allow: &str, origins: &str) -> String {
+pub async fn create_token_with(
+    state: &AppState,
+    key: &str,
+    rights: &str,
+    ip_allow: &str,
+    origins: &str,
+) -> String {
     use host::auth::{ip, origin, rights as r, secret};
     let secret = secret::generate();
     let token = host::store::NewToken {
@@ -250,7 +307,14 @@ pub async fn create_token_with(state: &AppState, key: &str, rights: &str, ip_all
         ip_allow: ip::to_list(&ip::parse_list(ip_allow).expect("ip allow-list")),
         allowed_origins: origin::parse_list(origins).expect("origins").join(","),
     };
-    assert!(state.store().create_token(token, state.now()).await.expect("store"), "token {key} already exists");
+    assert!(
+        state
+            .store()
+            .create_token(token, state.now())
+            .await
+            .expect("store"),
+        "token {key} already exists"
+    );
     state.reload_tokens().await.expect("reload tokens");
     secret
 }
@@ -263,21 +327,27 @@ async fn create_postgres_database() -> String {
         NEXT.fetch_add(1, Ordering::Relaxed),
         Utc::now().timestamp_subsec_nanos()
     );
-    let mut conn = PgConnection::connect(&postgres_url()).await.unwrap_or_else(|e| {
-        panic!(
-            "PostgreSQL is not reachable at {} ({e}). Start it (on Debian: \
+    let mut conn = PgConnection::connect(&postgres_url())
+        .await
+        .unwrap_or_else(|e| {
+            panic!(
+                "PostgreSQL is not reachable at {} ({e}). Start it (on Debian: \
              pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start) \
              or set OUTCOMES_TEST_POSTGRES_URL.",
-            postgres_url()
-        )
-    });
-    conn.execute(format!("CREATE DATABASE \"{name}\"").as_str()).await.expect("create test database");
+                postgres_url()
+            )
+        });
+    conn.execute(format!("CREATE DATABASE \"{name}\"").as_str())
+        .await
+        .expect("create test database");
     name
 }
 
 /// `url` with its database name replaced by `name`.
 fn replace_database(url: &str, name: &str) -> String {
-    let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
+    let (base, query) = url
+        .split_once('?')
+        .map_or((url, None), |(b, q)| (b, Some(q)));
     let cut = base.rfind('/').unwrap_or(base.len());
     let mut out = format!("{}/{name}", &base[..cut]);
     if let Some(q) = query {
@@ -331,7 +401,13 @@ mod tests {
 
     #[test]
     fn database_names_are_replaced_in_urls() {
-        assert_eq!(replace_database("postgres://u@h:5432/test", "x"), "postgres://u@h:5432/x");
-        assert_eq!(replace_database("postgres://u@h/test?sslmode=disable", "x"), "postgres://u@h/x?sslmode=disable");
+        assert_eq!(
+            replace_database("postgres://u@h:5432/test", "x"),
+            "postgres://u@h:5432/x"
+        );
+        assert_eq!(
+            replace_database("postgres://u@h/test?sslmode=disable", "x"),
+            "postgres://u@h/x?sslmode=disable"
+        );
     }
 }

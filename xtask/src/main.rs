@@ -60,14 +60,28 @@ fn main() -> ExitCode {
 fn serve(args: &[String]) -> anyhow::Result<()> {
     prerequisites::wasm_target()?;
     let root = prerequisites::workspace_root();
-    run(Command::new(cargo()).current_dir(&root).args(["run", "--package", "host", "--bin", "outcomes", "--", "serve"]).args(args))
+    run(Command::new(cargo())
+        .current_dir(&root)
+        .args([
+            "run",
+            "--package",
+            "host",
+            "--bin",
+            "outcomes",
+            "--",
+            "serve",
+        ])
+        .args(args))
 }
 
 fn test(args: &[String]) -> anyhow::Result<()> {
     prerequisites::wasm_target()?;
     prerequisites::postgres()?;
     let root = prerequisites::workspace_root();
-    run(Command::new(cargo()).current_dir(&root).args(["test", "--workspace"]).args(args))
+    run(Command::new(cargo())
+        .current_dir(&root)
+        .args(["test", "--workspace"])
+        .args(args))
 }
 
 fn cargo() -> String {
@@ -75,7 +89,13 @@ fn cargo() -> String {
 }
 
 fn run(cmd: &mut Command) -> anyhow::Result<()> {
-    let status = cmd.status().map_err(|e| anyhow::anyhow!("cannot run {:?}: {e}", cmd.get_program()))?;
-    anyhow::ensure!(status.success(), "{:?} failed ({status})", cmd.get_program());
+    let status = cmd
+        .status()
+        .map_err(|e| anyhow::anyhow!("cannot run {:?}: {e}", cmd.get_program()))?;
+    anyhow::ensure!(
+        status.success(),
+        "{:?} failed ({status})",
+        cmd.get_program()
+    );
     Ok(())
 }

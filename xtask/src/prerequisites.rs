@@ -10,7 +10,10 @@ use anyhow::{Context, bail};
 
 /// The workspace root (the parent of this crate's folder).
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
 }
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
@@ -19,22 +22,46 @@ const WASM_TARGET: &str = "wasm32-unknown-unknown";
 /// rust-toolchain.toml asks rustup for it; this covers toolchains where the
 /// file was not honoured.
 pub fn wasm_target() -> anyhow::Result<()> {
-    let installed = Command::new("rustup").args(["target", "list", "--installed"]).current_dir(workspace_root()).output();
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .current_dir(workspace_root())
+        .output();
     match installed {
-        Ok(out) if String::from_utf8_lossy(&out.stdout).lines().any(|l| l.trim() == WASM_TARGET) => Ok(()),
+        Ok(out)
+            if String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .any(|l| l.trim() == WASM_TARGET) =>
+        {
+            Ok(())
+        }
         Ok(_) => {
             eprintln!("xtask: installing the {WASM_TARGET} target with rustup");
-            let status = Command::new("rustup").args(["target", "add", WASM_TARGET]).current_dir(workspace_root()).status()?;
-            anyhow::ensure!(status.success(), "`rustup target add {WASM_TARGET}` failed; run it by hand and try again");
+            let status = Command::new("rustup")
+                .args(["target", "add", WASM_TARGET])
+                .current_dir(workspace_root())
+                .status()?;
+            anyhow::ensure!(
+                status.success(),
+                "`rustup target add {WASM_TARGET}` failed; run it by hand and try again"
+            );
             Ok(())
         }
         Err(_) => {
-            let sysroot = Command::new("rustc").args(["--print", "sysroot"]).output().context("running rustc")?;
+            let sysroot = Command::new("rustc")
+                .args(["--print", "sysroot"])
+                .output()
+                .context("running rustc")?;
             let sysroot = String::from_utf8_lossy(&sysroot.stdout).trim().to_owned();
-            if Path::new(&sysroot).join("lib/rustlib").join(WASM_TARGET).exists() {
+            if Path::new(&sysroot)
+                .join("lib/rustlib")
+                .join(WASM_TARGET)
+                .exists()
+            {
                 Ok(())
             } else {
-                bail!("the {WASM_TARGET} target is missing and rustup is not installed: install Rust with rustup (https://rustup.rs) or add the target to your toolchain")
+                bail!(
+                    "the {WASM_TARGET} target is missing and rustup is not installed: install Rust with rustup (https://rustup.rs) or add the target to your toolchain"
+                )
             }
         }
     }
@@ -44,7 +71,8 @@ pub fn wasm_target() -> anyhow::Result<()> {
 /// 127.0.0.1:5432). If it does not answer and this is a Debian machine with a
 /// local cluster, starts that cluster.
 pub fn postgres() -> anyhow::Result<()> {
-    let url = std::env::var("OUTCOMES_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    let url = std::env::var("OUTCOMES_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
     postgres_at(&url)
 }
 
@@ -55,12 +83,16 @@ pub fn postgres_at(url: &str) -> anyhow::Result<()> {
         return Ok(());
     }
     if let Some(version) = debian_cluster() {
-        eprintln!("xtask: PostgreSQL does not answer at {address}; starting the local cluster {version}/main");
+        eprintln!(
+            "xtask: PostgreSQL does not answer at {address}; starting the local cluster {version}/main"
+        );
         let status = Command::new("pg_ctlcluster")
             .args(["--skip-systemctl-redirect", &version, "main", "start"])
             .status()
             .context("running pg_ctlcluster")?;
-        if status.success() && (0..50).any(|_| reachable(&address) || wait(Duration::from_millis(200))) {
+        if status.success()
+            && (0..50).any(|_| reachable(&address) || wait(Duration::from_millis(200)))
+        {
             return Ok(());
         }
     }
@@ -80,7 +112,11 @@ fn wait(d: Duration) -> bool {
 fn reachable(address: &str) -> bool {
     address
         .to_socket_addrs()
-        .map(|mut addrs| addrs.any(|a: SocketAddr| TcpStream::connect_timeout(&a, Duration::from_millis(500)).is_ok()))
+        .map(|mut addrs| {
+            addrs.any(|a: SocketAddr| {
+                TcpStream::connect_timeout(&a, Duration::from_millis(500)).is_ok()
+            })
+        })
         .unwrap_or(false)
 }
 
@@ -92,12 +128,20 @@ fn host_port(url: &str) -> Option<String> {
     if host_port.is_empty() {
         return Some("127.0.0.1:5432".to_owned());
     }
-    Some(if host_port.contains(':') { host_port.to_owned() } else { format!("{host_port}:5432") })
+    Some(if host_port.contains(':') {
+        host_port.to_owned()
+    } else {
+        format!("{host_port}:5432")
+    })
 }
 
 /// The version of the single local Debian cluster, if there is one.
 fn debian_cluster() -> Option<String> {
-    let mut versions: Vec<String> = std::fs::read_dir("/etc/postgresql").ok()?.filter_map(Result::ok).filter_map(|e| e.file_name().into_string().ok()).collect();
+    let mut versions: Vec<String> = std::fs::read_dir("/etc/postgresql")
+        .ok()?
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
     versions.sort();
     versions.pop()
 }
@@ -108,8 +152,17 @@ mod tests {
 
     #[test]
     fn host_and_port_come_from_the_url() {
-        assert_eq!(host_port("postgres://postgres@127.0.0.1:5432/test").as_deref(), Some("127.0.0.1:5432"));
-        assert_eq!(host_port("postgres://u:p@db.example.org/x?sslmode=require").as_deref(), Some("db.example.org:5432"));
-        assert_eq!(host_port("postgres:///test").as_deref(), Some("127.0.0.1:5432"));
+        assert_eq!(
+            host_port("postgres://postgres@127.0.0.1:5432/test").as_deref(),
+            Some("127.0.0.1:5432")
+        );
+        assert_eq!(
+            host_port("postgres://u:p@db.example.org/x?sslmode=require").as_deref(),
+            Some("db.example.org:5432")
+        );
+        assert_eq!(
+            host_port("postgres:///test").as_deref(),
+            Some("127.0.0.1:5432")
+        );
     }
 }

@@ -24,18 +24,27 @@ impl FromRequest<AppState> for JsonObject {
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
         check_content_type(req.headers())?;
         let limit = state.config().body_limit;
-        let declared = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+        let declared = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
         if declared.is_some_and(|n| n > limit as u64) {
             return Err(ApiError::TooLarge);
         }
-        let bytes = axum::body::to_bytes(req.into_body(), limit).await.map_err(|e| {
-            if e.into_inner().downcast_ref::<http_body_util::LengthLimitError>().is_some() {
-                ApiError::TooLarge
-            } else {
-                // The client's connection failed mid-body.
-                ApiError::MalformedJson
-            }
-        })?;
+        let bytes = axum::body::to_bytes(req.into_body(), limit)
+            .await
+            .map_err(|e| {
+                if e.into_inner()
+                    .downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some()
+                {
+                    ApiError::TooLarge
+                } else {
+                    // The client's connection failed mid-body.
+                    ApiError::MalformedJson
+                }
+            })?;
         // serde_json refuses nesting deeper than 128 levels, so hostile
         // depth is a parse error, not a stack overflow.
         match serde_json::from_slice::<Value>(&bytes) {
@@ -48,9 +57,20 @@ impl FromRequest<AppState> for JsonObject {
 /// Accepts `application/json` with or without parameters, any `+json` type,
 /// and a missing Content-Type; refuses other declared types with 415.
 fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(value) = headers.get(header::CONTENT_TYPE) else { return Ok(()) };
-    let essence = value.to_str().unwrap_or_default().split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
-    if essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json")) {
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let essence = value
+        .to_str()
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    if essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+    {
         Ok(())
     } else {
         Err(ApiError::UnsupportedMediaType)
@@ -72,25 +92,41 @@ impl<S: Send + Sync> FromRequestParts<S> for QueryParams {
 
 impl QueryParams {
     pub fn parse(query: &str) -> QueryParams {
-        QueryParams(form_urlencoded::parse(query.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect())
+        QueryParams(
+            form_urlencoded::parse(query.as_bytes())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
+        )
     }
 
     /// The last value given for `key` (as `key` or `key[]`).
     pub fn single(&self, key: &str) -> Option<&str> {
-        self.0.iter().rev().find(|(k, _)| k == key || is_array_key(k, key)).map(|(_, v)| v.as_str())
+        self.0
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key || is_array_key(k, key))
+            .map(|(_, v)| v.as_str())
     }
 
     /// Every value of `key`, given as `key[]`, `key[N]` or repeated `key`;
     /// None when the key is absent.
     pub fn list(&self, key: &str) -> Option<Vec<String>> {
-        let values: Vec<String> =
-            self.0.iter().filter(|(k, _)| k == key || is_array_key(k, key)).map(|(_, v)| v.clone()).collect();
+        let values: Vec<String> = self
+            .0
+            .iter()
+            .filter(|(k, _)| k == key || is_array_key(k, key))
+            .map(|(_, v)| v.clone())
+            .collect();
         (!values.is_empty()).then_some(values)
     }
 
     /// True when any key is `key` or starts with `key[`.
     pub fn has(&self, key: &str) -> bool {
-        self.0.iter().any(|(k, _)| k == key || k.strip_prefix(key).is_some_and(|rest| rest.starts_with('[')))
+        self.0.iter().any(|(k, _)| {
+            k == key
+                || k.strip_prefix(key)
+                    .is_some_and(|rest| rest.starts_with('['))
+        })
     }
 
     /// A boolean parameter: true/false/1/0; 422 `invalid` otherwise.
@@ -123,7 +159,9 @@ impl<S: Send + Sync> FromRequestParts<S> for DossierPath {
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let params = PathParams::from_request_parts(parts, state).await?;
-        let id = params.get("dossier_id").ok_or(ApiError::NotFound("dossier_id"))?;
+        let id = params
+            .get("dossier_id")
+            .ok_or(ApiError::NotFound("dossier_id"))?;
         if id.is_empty() {
             return Err(ApiError::NotFound("dossier_id"));
         }
@@ -152,12 +190,18 @@ impl<S: Send + Sync> FromRequestParts<S> for PathParams {
 
 impl PathParams {
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     /// A numeric id parameter; anything else names nothing (404 `field`).
     pub fn id(&self, name: &str, field: &'static str) -> Result<i64, ApiError> {
-        self.get(name).and_then(|v| v.parse::<i64>().ok()).filter(|&v| v > 0).ok_or(ApiError::NotFound(field))
+        self.get(name)
+            .and_then(|v| v.parse::<i64>().ok())
+            .filter(|&v| v > 0)
+            .ok_or(ApiError::NotFound(field))
     }
 }
 
@@ -172,11 +216,17 @@ mod tests {
         let q = QueryParams::parse("k=a&k=b");
         assert_eq!(q.list("k"), Some(vec!["a".to_owned(), "b".to_owned()]));
         let q = QueryParams::parse("filters[questionnaire_keys][]=phq9&filters[completed_after]=5");
-        assert_eq!(q.list("filters[questionnaire_keys]"), Some(vec!["phq9".to_owned()]));
+        assert_eq!(
+            q.list("filters[questionnaire_keys]"),
+            Some(vec!["phq9".to_owned()])
+        );
         assert_eq!(q.single("filters[completed_after]"), Some("5"));
         assert!(q.has("filters"));
         assert_eq!(q.list("k"), None);
-        assert_eq!(QueryParams::parse("k[0]=a&k[1]=b").list("k"), Some(vec!["a".to_owned(), "b".to_owned()]));
+        assert_eq!(
+            QueryParams::parse("k[0]=a&k[1]=b").list("k"),
+            Some(vec!["a".to_owned(), "b".to_owned()])
+        );
     }
 
     #[test]
@@ -192,9 +242,15 @@ mod tests {
     fn json_content_types_are_recognised() {
         let mut h = HeaderMap::new();
         assert!(check_content_type(&h).is_ok());
-        h.insert(header::CONTENT_TYPE, "application/json; charset=utf-8".parse().expect("valid"));
+        h.insert(
+            header::CONTENT_TYPE,
+            "application/json; charset=utf-8".parse().expect("valid"),
+        );
         assert!(check_content_type(&h).is_ok());
-        h.insert(header::CONTENT_TYPE, "application/vnd.api+json".parse().expect("valid"));
+        h.insert(
+            header::CONTENT_TYPE,
+            "application/vnd.api+json".parse().expect("valid"),
+        );
         assert!(check_content_type(&h).is_ok());
         h.insert(header::CONTENT_TYPE, "text/plain".parse().expect("valid"));
         assert!(check_content_type(&h).is_err());

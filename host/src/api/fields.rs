@@ -17,7 +17,10 @@ pub struct Fields<'a> {
 
 impl<'a> Fields<'a> {
     pub fn new(map: &'a Map<String, Value>) -> Self {
-        Fields { map, errors: Errors::new() }
+        Fields {
+            map,
+            errors: Errors::new(),
+        }
     }
 
     /// A value that is absent or null.
@@ -71,7 +74,9 @@ impl<'a> Fields<'a> {
         match self.map.get(key) {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) if s.trim().is_empty() => None,
-            Some(Value::String(s)) if s.len() <= MAX_ID_LEN && !s.chars().any(char::is_control) => Some(s.clone()),
+            Some(Value::String(s)) if s.len() <= MAX_ID_LEN && !s.chars().any(char::is_control) => {
+                Some(s.clone())
+            }
             Some(_) => {
                 self.errors.add(key, "invalid");
                 None

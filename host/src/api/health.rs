@@ -34,10 +34,24 @@ pub async fn health(State(app): State<AppState>) -> Response {
         crate::store::Backend::Postgres => "postgres",
     };
     match app.store().ping().await {
-        Ok(()) => json(StatusCode::OK, &Health { status: "ok", database: "ok", backend }),
+        Ok(()) => json(
+            StatusCode::OK,
+            &Health {
+                status: "ok",
+                database: "ok",
+                backend,
+            },
+        ),
         Err(e) => {
             tracing::warn!(error = %e, "health check: database does not answer");
-            json(StatusCode::SERVICE_UNAVAILABLE, &Health { status: "unavailable", database: "error", backend })
+            json(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &Health {
+                    status: "unavailable",
+                    database: "error",
+                    backend,
+                },
+            )
         }
     }
 }

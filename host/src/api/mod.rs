@@ -15,8 +15,8 @@ pub mod responses;
 
 use axum::Router;
 use axum::extract::{OriginalUri, Request};
-use axum::middleware::{self, Next};
 use axum::http::{Method, Uri};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
@@ -29,7 +29,9 @@ use crate::error::ApiError;
 pub fn router(state: AppState) -> Router {
     let guarded = |router: Router<AppState>, right: Right| {
         let state = state.clone();
-        router.route_layer(middleware::from_fn(move |req: Request, next: Next| guard(state.clone(), right, req, next)))
+        router.route_layer(middleware::from_fn(move |req: Request, next: Next| {
+            guard(state.clone(), right, req, next)
+        }))
     };
     let api = Router::new()
         .merge(guarded(responses::router(), Right::Responses))
@@ -69,7 +71,10 @@ pub fn normalize(mut req: Request) -> Request {
         normal = "/";
     }
     if matches!(*req.method(), Method::GET | Method::HEAD) {
-        if let Some(stripped) = normal.strip_suffix(".json").filter(|s| !s.ends_with('/') && !s.is_empty()) {
+        if let Some(stripped) = normal
+            .strip_suffix(".json")
+            .filter(|s| !s.ends_with('/') && !s.is_empty())
+        {
             normal = stripped;
         }
     }
@@ -95,16 +100,32 @@ mod tests {
     use axum::body::Body;
 
     fn path_of(method: Method, uri: &str) -> String {
-        let req = Request::builder().method(method).uri(uri).body(Body::empty()).expect("valid");
+        let req = Request::builder()
+            .method(method)
+            .uri(uri)
+            .body(Body::empty())
+            .expect("valid");
         normalize(req).uri().to_string()
     }
 
     #[test]
     fn paths_have_one_form() {
-        assert_eq!(path_of(Method::GET, "/api/v1/dossier/12/responses.json?status=open"), "/api/v1/dossiers/12/responses?status=open");
-        assert_eq!(path_of(Method::POST, "/api/v1/dossiers/12/responses/"), "/api/v1/dossiers/12/responses");
-        assert_eq!(path_of(Method::DELETE, "/api/v1/dossiers/12/responses/x.json"), "/api/v1/dossiers/12/responses/x.json");
-        assert_eq!(path_of(Method::GET, "/api/v1/protocols/3.json/"), "/api/v1/protocols/3");
+        assert_eq!(
+            path_of(Method::GET, "/api/v1/dossier/12/responses.json?status=open"),
+            "/api/v1/dossiers/12/responses?status=open"
+        );
+        assert_eq!(
+            path_of(Method::POST, "/api/v1/dossiers/12/responses/"),
+            "/api/v1/dossiers/12/responses"
+        );
+        assert_eq!(
+            path_of(Method::DELETE, "/api/v1/dossiers/12/responses/x.json"),
+            "/api/v1/dossiers/12/responses/x.json"
+        );
+        assert_eq!(
+            path_of(Method::GET, "/api/v1/protocols/3.json/"),
+            "/api/v1/protocols/3"
+        );
         assert_eq!(path_of(Method::GET, "/"), "/");
         assert_eq!(path_of(Method::GET, "/.json"), "/.json");
     }

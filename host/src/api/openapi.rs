@@ -117,13 +117,23 @@ impl Modify for Authentication {
         components.add_security_scheme("basic", SecurityScheme::Http(basic));
         components.add_security_scheme("bearer", SecurityScheme::Http(bearer));
 
-        let error_body = || ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build();
+        let error_body = || {
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorBody")))
+                .build()
+        };
         for (path, item) in openapi.paths.paths.iter_mut() {
             if !path.starts_with("/api/v1/") || path == "/api/v1/openapi.json" {
                 continue;
             }
             let dossier = path.starts_with("/api/v1/dossiers/");
-            let operations = [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch];
+            let operations = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ];
             for operation in operations.into_iter().flatten() {
                 operation.security = Some(vec![
                     SecurityRequirement::new("basic", Vec::<String>::new()),
@@ -146,10 +156,16 @@ impl Modify for Authentication {
                 let responses = &mut operation.responses.responses;
                 let forbidden = match responses.get("403") {
                     // Keep what the endpoint itself refuses with 403.
-                    Some(RefOr::T(own)) => format!("{}; or `{{\"errors\":{{\"base\":[reason]}}}}` with reason {reasons}", own.description),
+                    Some(RefOr::T(own)) => format!(
+                        "{}; or `{{\"errors\":{{\"base\":[reason]}}}}` with reason {reasons}",
+                        own.description
+                    ),
                     _ => format!("`{{\"errors\":{{\"base\":[reason]}}}}`, reason one of {reasons}"),
                 };
-                let forbidden = ResponseBuilder::new().description(forbidden).content("application/json", error_body()).build();
+                let forbidden = ResponseBuilder::new()
+                    .description(forbidden)
+                    .content("application/json", error_body())
+                    .build();
                 responses.insert("401".to_owned(), RefOr::T(unauthorized));
                 responses.insert("403".to_owned(), RefOr::T(forbidden));
             }

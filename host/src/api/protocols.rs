@@ -94,7 +94,9 @@ fn protocol_view(catalog: &Catalog, p: &CatalogProtocol) -> ProtocolView {
         description: p.def.description.clone(),
         active: p.def.active,
         automatic: p.def.automatic,
-        measurements: (0..p.def.measurements.len()).map(|i| measurement_view(catalog, p, i)).collect(),
+        measurements: (0..p.def.measurements.len())
+            .map(|i| measurement_view(catalog, p, i))
+            .collect(),
     }
 }
 
@@ -104,7 +106,11 @@ fn protocol_view(catalog: &Catalog, p: &CatalogProtocol) -> ProtocolView {
 #[utoipa::path(get, path = "/api/v1/protocols", tag = "protocols", responses((status = 200, body = [ProtocolView])))]
 pub async fn list_protocols(State(app): State<AppState>) -> Result<Response, ApiError> {
     let catalog = app.catalog();
-    let views: Vec<ProtocolView> = catalog.protocols().iter().map(|p| protocol_view(&catalog, p)).collect();
+    let views: Vec<ProtocolView> = catalog
+        .protocols()
+        .iter()
+        .map(|p| protocol_view(&catalog, p))
+        .collect();
     Ok(json(StatusCode::OK, &views))
 }
 
@@ -121,10 +127,15 @@ pub async fn list_protocols(State(app): State<AppState>) -> Result<Response, Api
         (status = 404, description = "`{\"errors\":{\"protocol\":[\"not_found\"]}}`", body = crate::api::openapi::ErrorBody),
     )
 )]
-pub async fn get_protocol(State(app): State<AppState>, params: PathParams) -> Result<Response, ApiError> {
+pub async fn get_protocol(
+    State(app): State<AppState>,
+    params: PathParams,
+) -> Result<Response, ApiError> {
     let id = params.id("id", "protocol")?;
     let catalog = app.catalog();
-    let p = catalog.protocol(ProtocolId(id)).ok_or(ApiError::NotFound("protocol"))?;
+    let p = catalog
+        .protocol(ProtocolId(id))
+        .ok_or(ApiError::NotFound("protocol"))?;
     Ok(json(StatusCode::OK, &protocol_view(&catalog, p)))
 }
 
@@ -139,9 +150,14 @@ pub async fn get_protocol(State(app): State<AppState>, params: PathParams) -> Re
         (status = 404, description = "`{\"errors\":{\"measurement\":[\"not_found\"]}}`", body = crate::api::openapi::ErrorBody),
     )
 )]
-pub async fn get_measurement(State(app): State<AppState>, params: PathParams) -> Result<Response, ApiError> {
+pub async fn get_measurement(
+    State(app): State<AppState>,
+    params: PathParams,
+) -> Result<Response, ApiError> {
     let id = params.id("id", "measurement")?;
     let catalog = app.catalog();
-    let (p, index) = catalog.measurement(MeasurementId(id)).ok_or(ApiError::NotFound("measurement"))?;
+    let (p, index) = catalog
+        .measurement(MeasurementId(id))
+        .ok_or(ApiError::NotFound("measurement"))?;
     Ok(json(StatusCode::OK, &measurement_view(&catalog, p, index)))
 }

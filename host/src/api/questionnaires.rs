@@ -53,7 +53,13 @@ impl QuestionnaireView {
     pub fn new(q: &CatalogQuestionnaire, legacy: bool) -> QuestionnaireView {
         let def = &q.def;
         let lang = def.language.as_str();
-        let key_of = |k: &str| if legacy { def.legacy_key(k) } else { k.to_owned() };
+        let key_of = |k: &str| {
+            if legacy {
+                def.legacy_key(k)
+            } else {
+                k.to_owned()
+            }
+        };
         let questions = def
             .questions
             .iter()
@@ -67,16 +73,32 @@ impl QuestionnaireView {
                 (key_of(&question.key), body)
             })
             .collect();
-        let scores = def.scores.iter().map(|s| (s.key.clone(), value!({"label": s.label.resolve(lang, lang)}))).collect();
+        let scores = def
+            .scores
+            .iter()
+            .map(|s| {
+                (
+                    s.key.clone(),
+                    value!({"label": s.label.resolve(lang, lang)}),
+                )
+            })
+            .collect();
         let sbg_info = def.sbg_info.as_ref().map(|sbg| {
-            let questions: Map<String, Value> = sbg.questions.iter().map(|(id, k)| (id.clone(), Value::String(key_of(k)))).collect();
+            let questions: Map<String, Value> = sbg
+                .questions
+                .iter()
+                .map(|(id, k)| (id.clone(), Value::String(key_of(k))))
+                .collect();
             value!({"sbg_key": sbg.sbg_key, "questions": questions, "scores": sbg.scores})
         });
         QuestionnaireView {
             id: q.id.0,
             key: def.key.clone(),
             name: def.name.clone(),
-            description: def.description.as_ref().map(|d| d.resolve(lang, lang).to_owned()),
+            description: def
+                .description
+                .as_ref()
+                .map(|d| d.resolve(lang, lang).to_owned()),
             short_description: def.short_description.resolve(lang, lang).to_owned(),
             questions,
             scores,
@@ -104,11 +126,23 @@ impl QuestionnaireView {
         (status = 422, description = "`{\"errors\":{\"use_legacy_keys\":[\"invalid\"]}}`", body = crate::api::openapi::ErrorBody),
     )
 )]
-pub async fn get_questionnaire(State(app): State<AppState>, params: PathParams, query: QueryParams) -> Result<Response, ApiError> {
+pub async fn get_questionnaire(
+    State(app): State<AppState>,
+    params: PathParams,
+    query: QueryParams,
+) -> Result<Response, ApiError> {
     let legacy = query.boolean("use_legacy_keys", true)?;
     let catalog = app.catalog();
-    let q = params.get("key").and_then(|k| catalog.questionnaire(k)).ok_or(ApiError::NotFound("questionnaire"))?;
-    Ok(json(StatusCode::OK, &QuestionnaireEnvelope { questionnaire: QuestionnaireView::new(q, legacy) }))
+    let q = params
+        .get("key")
+        .and_then(|k| catalog.questionnaire(k))
+        .ok_or(ApiError::NotFound("questionnaire"))?;
+    Ok(json(
+        StatusCode::OK,
+        &QuestionnaireEnvelope {
+            questionnaire: QuestionnaireView::new(q, legacy),
+        },
+    ))
 }
 
 /// List questionnaires
@@ -125,9 +159,16 @@ pub async fn get_questionnaire(State(app): State<AppState>, params: PathParams, 
         (status = 422, description = "`{\"errors\":{\"use_legacy_keys\":[\"invalid\"]}}`", body = crate::api::openapi::ErrorBody),
     )
 )]
-pub async fn list_questionnaires(State(app): State<AppState>, query: QueryParams) -> Result<Response, ApiError> {
+pub async fn list_questionnaires(
+    State(app): State<AppState>,
+    query: QueryParams,
+) -> Result<Response, ApiError> {
     let legacy = query.boolean("use_legacy_keys", true)?;
     let catalog = app.catalog();
-    let views: Vec<QuestionnaireView> = catalog.questionnaires().iter().map(|q| QuestionnaireView::new(q, legacy)).collect();
+    let views: Vec<QuestionnaireView> = catalog
+        .questionnaires()
+        .iter()
+        .map(|q| QuestionnaireView::new(q, legacy))
+        .collect();
     Ok(json(StatusCode::OK, &views))
 }

@@ -18,7 +18,10 @@ use crate::error::{ApiError, json};
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/dossiers/{dossier_id}/respondents", get(list_respondents))
-        .route("/dossiers/{dossier_id}/respondents/{id}", get(get_respondent))
+        .route(
+            "/dossiers/{dossier_id}/respondents/{id}",
+            get(get_respondent),
+        )
 }
 
 /// A respondent.
@@ -33,7 +36,11 @@ pub struct RespondentView {
 
 impl From<&Respondent> for RespondentView {
     fn from(r: &Respondent) -> Self {
-        RespondentView { id: r.id.0, label: r.label.clone(), respondent_type: r.respondent_type.clone() }
+        RespondentView {
+            id: r.id.0,
+            label: r.label.clone(),
+            respondent_type: r.respondent_type.clone(),
+        }
     }
 }
 
@@ -51,9 +58,18 @@ impl From<&Respondent> for RespondentView {
         (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`: a dossier id over 255 characters or with control characters", body = crate::api::openapi::ErrorBody),
     )
 )]
-pub async fn list_respondents(State(app): State<AppState>, DossierPath(dossier): DossierPath) -> Result<Response, ApiError> {
+pub async fn list_respondents(
+    State(app): State<AppState>,
+    DossierPath(dossier): DossierPath,
+) -> Result<Response, ApiError> {
     let respondents = app.store().respondents(&dossier).await?;
-    Ok(json(StatusCode::OK, &respondents.iter().map(RespondentView::from).collect::<Vec<_>>()))
+    Ok(json(
+        StatusCode::OK,
+        &respondents
+            .iter()
+            .map(RespondentView::from)
+            .collect::<Vec<_>>(),
+    ))
 }
 
 /// Get a respondent
@@ -73,8 +89,16 @@ pub async fn list_respondents(State(app): State<AppState>, DossierPath(dossier):
         (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`: a dossier id over 255 characters or with control characters", body = crate::api::openapi::ErrorBody),
     )
 )]
-pub async fn get_respondent(State(app): State<AppState>, DossierPath(dossier): DossierPath, params: PathParams) -> Result<Response, ApiError> {
+pub async fn get_respondent(
+    State(app): State<AppState>,
+    DossierPath(dossier): DossierPath,
+    params: PathParams,
+) -> Result<Response, ApiError> {
     let id = params.id("id", "respondent")?;
-    let respondent = app.store().respondent(&dossier, RespondentId(id)).await?.ok_or(ApiError::NotFound("respondent"))?;
+    let respondent = app
+        .store()
+        .respondent(&dossier, RespondentId(id))
+        .await?
+        .ok_or(ApiError::NotFound("respondent"))?;
     Ok(json(StatusCode::OK, &RespondentView::from(&respondent)))
 }

@@ -11,10 +11,10 @@ use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use super::ip;
 use super::jwt::VerifiedJwt;
 use super::rights::Right;
 use super::tokens::{Credentials, Token};
-use super::ip;
 use crate::AppState;
 use crate::error::ApiError;
 use crate::store::AccessEntry;
@@ -38,15 +38,42 @@ const BEARER_CHALLENGE: &str = "Bearer error=\"invalid_token\"";
 
 /// Runs the checks for an endpoint of group `right`, then the handler.
 pub async fn guard(app: AppState, right: Right, mut req: Request, next: Next) -> Response {
-    let peer = req.extensions().get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |c| c.0.ip());
-    let forwarded = req.headers().get("x-forwarded-for").and_then(|v| v.to_str().ok());
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |c| c.0.ip());
+    let forwarded = req
+        .headers()
+        .get("x-forwarded-for")
+        .and_then(|v| v.to_str().ok());
     let client = ip::client_address(peer, forwarded, &app.config().trusted_proxies);
-    let dossier = right.is_dossier_group().then(|| dossier_of(req.uri().path())).flatten();
-    let action = format!("{} {}", req.method(), req.extensions().get::<MatchedPath>().map_or(req.uri().path(), MatchedPath::as_str));
-    let request_id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).map(truncate);
+    let dossier = right
+        .is_dossier_group()
+        .then(|| dossier_of(req.uri().path()))
+        .flatten();
+    let action = format!(
+        "{} {}",
+        req.method(),
+        req.extensions()
+            .get::<MatchedPath>()
+            .map_or(req.uri().path(), MatchedPath::as_str)
+    );
+    let request_id = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map(truncate);
 
     let mut identity = Identity::default();
-    let response = match check(&app, right, &req, peer, client, dossier.as_deref(), &mut identity) {
+    let response = match check(
+        &app,
+        right,
+        &req,
+        peer,
+        client,
+        dossier.as_deref(),
+        &mut identity,
+    ) {
         Ok(caller) => {
             req.extensions_mut().insert(caller);
             next.run(req).await
@@ -84,25 +111,43 @@ fn check(
     dossier: Option<&str>,
     identity: &mut Identity,
 ) -> Result<Caller, ApiError> {
-    let header = req.headers().get(header::AUTHORIZATION).map(|v| v.to_str().unwrap_or("!"));
+    let header = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(|v| v.to_str().unwrap_or("!"));
     let credentials = header.and_then(Credentials::parse);
     // Who the caller claims to be, for the access log, before any check.
     match &credentials {
         Some(Credentials::Basic { key, .. }) => identity.consumer_key = Some(truncate(key)),
-        Some(Credentials::Bearer(jwt)) => identity.consumer_key = super::jwt::kid(jwt).ok().map(|kid| truncate(&kid)),
+        Some(Credentials::Bearer(jwt)) => {
+            identity.consumer_key = super::jwt::kid(jwt).ok().map(|kid| truncate(&kid))
+        }
         None => {}
     }
-    if header.is_some() && !app.is_secure() && !transport_trusted(peer, &app.config().trusted_proxies) {
+    if header.is_some()
+        && !app.is_secure()
+        && !transport_trusted(peer, &app.config().trusted_proxies)
+    {
         return Err(ApiError::Forbidden("https_required"));
     }
     let Some(credentials) = credentials else {
-        let bearer = header.is_some_and(|h| h.trim_start().get(..6).is_some_and(|s| s.eq_ignore_ascii_case("bearer")));
-        return Err(ApiError::Unauthorized(if bearer { BEARER_CHALLENGE } else { BASIC_CHALLENGE }));
+        let bearer = header.is_some_and(|h| {
+            h.trim_start()
+                .get(..6)
+                .is_some_and(|s| s.eq_ignore_ascii_case("bearer"))
+        });
+        return Err(ApiError::Unauthorized(if bearer {
+            BEARER_CHALLENGE
+        } else {
+            BASIC_CHALLENGE
+        }));
     };
     let tokens = app.tokens();
     let (token, jwt) = match credentials {
         Credentials::Basic { key, secret } => {
-            let token = tokens.basic(&key, &secret).ok_or(ApiError::Unauthorized(BASIC_CHALLENGE))?;
+            let token = tokens
+                .basic(&key, &secret)
+                .ok_or(ApiError::Unauthorized(BASIC_CHALLENGE))?;
             (token, None)
         }
         Credentials::Bearer(jwt) => {
@@ -153,7 +198,10 @@ fn percent_decode(s: &str) -> Vec<u8> {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Some(b) = s.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok()) {
+            if let Some(b) = s
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+            {
                 out.push(b);
                 i += 3;
                 continue;
@@ -168,7 +216,16 @@ fn percent_decode(s: &str) -> Vec<u8> {
 /// Client-supplied text kept in the log is bounded, and control characters
 /// (NUL cannot be stored in PostgreSQL text) become U+FFFD.
 fn truncate(s: &str) -> String {
-    s.chars().take(255).map(|c| if c.is_control() { char::REPLACEMENT_CHARACTER } else { c }).collect()
+    s.chars()
+        .take(255)
+        .map(|c| {
+            if c.is_control() {
+                char::REPLACEMENT_CHARACTER
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -177,9 +234,18 @@ mod tests {
 
     #[test]
     fn dossier_ids_are_read_from_the_path() {
-        assert_eq!(dossier_of("/api/v1/dossiers/abc/responses").as_deref(), Some("abc"));
-        assert_eq!(dossier_of("/dossiers/abc/responses").as_deref(), Some("abc"));
-        assert_eq!(dossier_of("/api/v1/dossiers/a%20b%2Fc/responses").as_deref(), Some("a b/c"));
+        assert_eq!(
+            dossier_of("/api/v1/dossiers/abc/responses").as_deref(),
+            Some("abc")
+        );
+        assert_eq!(
+            dossier_of("/dossiers/abc/responses").as_deref(),
+            Some("abc")
+        );
+        assert_eq!(
+            dossier_of("/api/v1/dossiers/a%20b%2Fc/responses").as_deref(),
+            Some("a b/c")
+        );
         assert_eq!(dossier_of("/api/v1/dossiers/a%2").as_deref(), Some("a%2"));
         assert_eq!(dossier_of("/api/v1/protocols/1"), None);
         assert_eq!(dossier_of("/api/v1/dossiers//responses"), None);
@@ -189,15 +255,24 @@ mod tests {
     fn logged_client_text_is_bounded_and_free_of_control_characters() {
         assert_eq!(truncate("a\0b\n"), "a\u{fffd}b\u{fffd}");
         assert_eq!(truncate(&"x".repeat(300)).len(), 255);
-        assert_eq!(dossier_of("/dossiers/a%00b/responses").as_deref(), Some("a\u{fffd}b"));
+        assert_eq!(
+            dossier_of("/dossiers/a%00b/responses").as_deref(),
+            Some("a\u{fffd}b")
+        );
     }
 
     #[test]
     fn only_loopback_and_trusted_proxies_may_send_credentials_in_the_clear() {
         let proxies = ip::parse_list("10.0.0.1").expect("valid");
-        assert!(transport_trusted("127.0.0.1".parse().expect("ip"), &proxies));
+        assert!(transport_trusted(
+            "127.0.0.1".parse().expect("ip"),
+            &proxies
+        ));
         assert!(transport_trusted("::1".parse().expect("ip"), &proxies));
         assert!(transport_trusted("10.0.0.1".parse().expect("ip"), &proxies));
-        assert!(!transport_trusted("192.0.2.7".parse().expect("ip"), &proxies));
+        assert!(!transport_trusted(
+            "192.0.2.7".parse().expect("ip"),
+            &proxies
+        ));
     }
 }

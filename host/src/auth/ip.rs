@@ -10,7 +10,10 @@ pub fn parse_entry(text: &str) -> Result<IpNet, String> {
     let text = text.trim();
     let net = match text.parse::<IpNet>() {
         Ok(net) => net.trunc(),
-        Err(_) => text.parse::<IpAddr>().map(IpNet::from).map_err(|_| format!("{text:?} is neither an IP address nor a CIDR range"))?,
+        Err(_) => text
+            .parse::<IpAddr>()
+            .map(IpNet::from)
+            .map_err(|_| format!("{text:?} is neither an IP address nor a CIDR range"))?,
     };
     Ok(canonical_net(net))
 }
@@ -31,12 +34,19 @@ fn canonical_net(net: IpNet) -> IpNet {
 
 /// Parses a comma-separated allow-list (empty = no restriction).
 pub fn parse_list(text: &str) -> Result<Vec<IpNet>, String> {
-    text.split(',').map(str::trim).filter(|p| !p.is_empty()).map(parse_entry).collect()
+    text.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(parse_entry)
+        .collect()
 }
 
 /// The stored form.
 pub fn to_list(nets: &[IpNet]) -> String {
-    nets.iter().map(ToString::to_string).collect::<Vec<_>>().join(",")
+    nets.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Whether `addr` may use a token with this allow-list.
@@ -56,12 +66,18 @@ pub fn canonical(addr: IpAddr) -> IpAddr {
 /// The client's address. The socket peer, unless the peer is a trusted
 /// proxy: then the rightmost `X-Forwarded-For` entry that is not itself a
 /// trusted proxy (entries left of it could be written by the client).
-pub fn client_address(peer: IpAddr, forwarded_for: Option<&str>, trusted_proxies: &[IpNet]) -> IpAddr {
+pub fn client_address(
+    peer: IpAddr,
+    forwarded_for: Option<&str>,
+    trusted_proxies: &[IpNet],
+) -> IpAddr {
     let peer = canonical(peer);
     if !trusted_proxies.iter().any(|p| p.contains(&peer)) {
         return peer;
     }
-    let Some(header) = forwarded_for else { return peer };
+    let Some(header) = forwarded_for else {
+        return peer;
+    };
     let mut client = peer;
     for entry in header.rsplit(',') {
         match entry.trim().parse::<IpAddr>().map(canonical) {
@@ -103,19 +119,37 @@ mod tests {
         assert!(allowed(&mapped, ip("127.0.0.1")));
         assert!(allowed(&mapped, ip("::ffff:10.1.2.3")));
         assert!(!allowed(&mapped, ip("192.0.2.7")));
-        assert_eq!(to_list(&parse_list("::ffff:0:0/64").expect("valid")), "::/64");
+        assert_eq!(
+            to_list(&parse_list("::ffff:0:0/64").expect("valid")),
+            "::/64"
+        );
     }
 
     #[test]
     fn forwarded_for_counts_only_behind_a_trusted_proxy() {
         let proxies = parse_list("10.0.0.1").expect("valid");
         // Not from the proxy: the header is the client's own claim.
-        assert_eq!(client_address(ip("203.0.113.9"), Some("192.0.2.7"), &proxies), ip("203.0.113.9"));
+        assert_eq!(
+            client_address(ip("203.0.113.9"), Some("192.0.2.7"), &proxies),
+            ip("203.0.113.9")
+        );
         // From the proxy: the address it saw.
-        assert_eq!(client_address(ip("10.0.0.1"), Some("192.0.2.7"), &proxies), ip("192.0.2.7"));
+        assert_eq!(
+            client_address(ip("10.0.0.1"), Some("192.0.2.7"), &proxies),
+            ip("192.0.2.7")
+        );
         // A client prepending a fake entry gains nothing.
-        assert_eq!(client_address(ip("10.0.0.1"), Some("192.0.2.7, 198.51.100.3"), &proxies), ip("198.51.100.3"));
-        assert_eq!(client_address(ip("10.0.0.1"), Some("garbage"), &proxies), ip("10.0.0.1"));
-        assert_eq!(client_address(ip("10.0.0.1"), None, &proxies), ip("10.0.0.1"));
+        assert_eq!(
+            client_address(ip("10.0.0.1"), Some("192.0.2.7, 198.51.100.3"), &proxies),
+            ip("198.51.100.3")
+        );
+        assert_eq!(
+            client_address(ip("10.0.0.1"), Some("garbage"), &proxies),
+            ip("10.0.0.1")
+        );
+        assert_eq!(
+            client_address(ip("10.0.0.1"), None, &proxies),
+            ip("10.0.0.1")
+        );
     }
 }

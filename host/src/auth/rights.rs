@@ -61,10 +61,13 @@ impl FromStr for Right {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Right, String> {
-        Right::ALL.into_iter().find(|r| r.as_str() == s.trim()).ok_or_else(|| {
-            let names: Vec<&str> = Right::ALL.iter().map(|r| r.as_str()).collect();
-            format!("unknown right {s:?}; rights are {}", names.join(", "))
-        })
+        Right::ALL
+            .into_iter()
+            .find(|r| r.as_str() == s.trim())
+            .ok_or_else(|| {
+                let names: Vec<&str> = Right::ALL.iter().map(|r| r.as_str()).collect();
+                format!("unknown right {s:?}; rights are {}", names.join(", "))
+            })
     }
 }
 
@@ -85,7 +88,11 @@ pub fn parse_list(text: &str) -> Result<Vec<Right>, String> {
 
 /// The stored form: comma-separated names.
 pub fn to_list(rights: &[Right]) -> String {
-    rights.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(",")
+    rights
+        .iter()
+        .map(|r| r.as_str())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 #[cfg(test)]
@@ -94,9 +101,16 @@ mod tests {
 
     #[test]
     fn rights_round_trip_and_all_expands() {
-        assert_eq!(parse_list("responses, stats").expect("valid"), vec![Right::Responses, Right::Stats]);
+        assert_eq!(
+            parse_list("responses, stats").expect("valid"),
+            vec![Right::Responses, Right::Stats]
+        );
         assert_eq!(parse_list("all").expect("valid").len(), 9);
-        assert!(parse_list("responses,admin").expect_err("invalid").contains("admin"));
+        assert!(
+            parse_list("responses,admin")
+                .expect_err("invalid")
+                .contains("admin")
+        );
         let all = parse_list("all").expect("valid");
         assert_eq!(parse_list(&to_list(&all)).expect("valid"), all);
     }

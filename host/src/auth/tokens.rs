@@ -61,7 +61,10 @@ impl<'a> Credentials<'a> {
             let decoded = STANDARD.decode(value).ok()?;
             let text = String::from_utf8(decoded).ok()?;
             let (key, secret) = text.split_once(':')?;
-            Some(Credentials::Basic { key: key.to_owned(), secret: secret.to_owned() })
+            Some(Credentials::Basic {
+                key: key.to_owned(),
+                secret: secret.to_owned(),
+            })
         } else if scheme.eq_ignore_ascii_case("bearer") && !value.is_empty() {
             Some(Credentials::Bearer(value))
         } else {
@@ -80,7 +83,9 @@ impl TokenTable {
                 Ok(token) => {
                     by_key.insert(t.consumer_key.clone(), Arc::new(token));
                 }
-                Err(problem) => tracing::error!(consumer_key = %t.consumer_key, problem, "token left out: stored data does not parse"),
+                Err(problem) => {
+                    tracing::error!(consumer_key = %t.consumer_key, problem, "token left out: stored data does not parse")
+                }
             }
         }
         TokenTable { by_key }
@@ -104,9 +109,17 @@ impl TokenTable {
     }
 
     /// Verifies a bearer JWT against the keys registered for its `kid`.
-    pub fn bearer(&self, token: &str, now_unix: i64) -> Result<(Arc<Token>, VerifiedJwt), JwtError> {
+    pub fn bearer(
+        &self,
+        token: &str,
+        now_unix: i64,
+    ) -> Result<(Arc<Token>, VerifiedJwt), JwtError> {
         let kid = jwt::kid(token)?;
-        let owner = self.by_key.get(&kid).filter(|t| !t.revoked && !t.keys.is_empty()).ok_or(JwtError::UnknownKey)?;
+        let owner = self
+            .by_key
+            .get(&kid)
+            .filter(|t| !t.revoked && !t.keys.is_empty())
+            .ok_or(JwtError::UnknownKey)?;
         // Several keys during a rotation: the first that verifies wins.
         let mut last = JwtError::UnknownKey;
         for key in &owner.keys {
@@ -127,7 +140,8 @@ fn parse(t: &StoredToken) -> Result<Token, String> {
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Token {
         consumer_key: t.consumer_key.clone(),
-        secret_sha256: secret::from_hex(&t.secret_sha256).ok_or("secret hash is not 64 hex digits")?,
+        secret_sha256: secret::from_hex(&t.secret_sha256)
+            .ok_or("secret hash is not 64 hex digits")?,
         rights: rights::parse_list(&t.rights)?,
         ip_allow: ip::parse_list(&t.ip_allow)?,
         allowed_origins: origin::parse_list(&t.allowed_origins)?,
@@ -157,7 +171,10 @@ mod tests {
 
     #[test]
     fn basic_credentials_need_the_right_secret_of_an_active_token() {
-        let table = TokenTable::new(vec![stored("epd", "s3cret", false), stored("old", "s3cret", true)]);
+        let table = TokenTable::new(vec![
+            stored("epd", "s3cret", false),
+            stored("old", "s3cret", true),
+        ]);
         assert!(table.basic("epd", "s3cret").is_some());
         assert!(table.basic("epd", "wrong").is_none());
         assert!(table.basic("nobody", "s3cret").is_none());
@@ -168,8 +185,17 @@ mod tests {
     #[test]
     fn authorization_headers_parse_strictly() {
         let header = format!("Basic {}", STANDARD.encode("epd:se:cret"));
-        assert_eq!(Credentials::parse(&header), Some(Credentials::Basic { key: "epd".into(), secret: "se:cret".into() }));
-        assert_eq!(Credentials::parse("bearer abc.def.ghi"), Some(Credentials::Bearer("abc.def.ghi")));
+        assert_eq!(
+            Credentials::parse(&header),
+            Some(Credentials::Basic {
+                key: "epd".into(),
+                secret: "se:cret".into()
+            })
+        );
+        assert_eq!(
+            Credentials::parse("bearer abc.def.ghi"),
+            Some(Credentials::Bearer("abc.def.ghi"))
+        );
         assert_eq!(Credentials::parse("Basic !!!"), None);
         assert_eq!(Credentials::parse("Bearer "), None);
         assert_eq!(Credentials::parse("Digest x"), None);

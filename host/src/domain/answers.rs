@@ -32,7 +32,10 @@ impl AnswerError {
 impl Answers {
     /// Validates `data` against `questionnaire`. On failure, every offending
     /// key with its reason.
-    pub fn check(questionnaire: &Questionnaire, data: &Map<String, Value>) -> Result<Answers, BTreeMap<String, AnswerError>> {
+    pub fn check(
+        questionnaire: &Questionnaire,
+        data: &Map<String, Value>,
+    ) -> Result<Answers, BTreeMap<String, AnswerError>> {
         let mut errors = BTreeMap::new();
         for (key, value) in data {
             match questionnaire.question(key) {
@@ -58,7 +61,12 @@ impl Answers {
             questionnaire
                 .questions
                 .iter()
-                .map(|q| (q.key.clone(), data.get(&q.key).and_then(Value::as_str).map(str::to_owned)))
+                .map(|q| {
+                    (
+                        q.key.clone(),
+                        data.get(&q.key).and_then(Value::as_str).map(str::to_owned),
+                    )
+                })
                 .collect(),
         ))
     }
@@ -73,7 +81,11 @@ impl Answers {
 
     /// Reads back what [`Answers::to_json`] wrote.
     pub fn from_json(map: &Map<String, Value>) -> Answers {
-        Answers(map.iter().map(|(k, v)| (k.clone(), v.as_str().map(str::to_owned))).collect())
+        Answers(
+            map.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().map(str::to_owned)))
+                .collect(),
+        )
     }
 
     /// Number of questions answered.
@@ -122,15 +134,25 @@ mod tests {
     fn answers_cover_every_question_in_definition_order() {
         let q = two_questions();
         let a = Answers::check(&q, &map(serde_json::json!({"v_2": "a1"}))).expect("valid");
-        assert_eq!(a.0, vec![("v_1".into(), None), ("v_2".into(), Some("a1".into()))]);
-        assert_eq!(Value::Object(a.to_json()), serde_json::json!({"v_1": null, "v_2": "a1"}));
+        assert_eq!(
+            a.0,
+            vec![("v_1".into(), None), ("v_2".into(), Some("a1".into()))]
+        );
+        assert_eq!(
+            Value::Object(a.to_json()),
+            serde_json::json!({"v_1": null, "v_2": "a1"})
+        );
         assert_eq!(a.answered(), 1);
     }
 
     #[test]
     fn unknown_questions_and_options_are_named() {
         let q = two_questions();
-        let e = Answers::check(&q, &map(serde_json::json!({"v_1": "a7", "v_9": "a0", "v_2": 1}))).expect_err("invalid");
+        let e = Answers::check(
+            &q,
+            &map(serde_json::json!({"v_1": "a7", "v_9": "a0", "v_2": 1})),
+        )
+        .expect_err("invalid");
         assert_eq!(e.get("v_1"), Some(&AnswerError::InvalidOption));
         assert_eq!(e.get("v_2"), Some(&AnswerError::InvalidOption));
         assert_eq!(e.get("v_9"), Some(&AnswerError::UnknownQuestion));

@@ -36,12 +36,28 @@ pub struct Catalog {
 
 impl Catalog {
     /// Builds the catalog; lists are kept ordered by id (decisions.md §1).
-    pub fn new(mut questionnaires: Vec<CatalogQuestionnaire>, mut protocols: Vec<CatalogProtocol>) -> Self {
+    pub fn new(
+        mut questionnaires: Vec<CatalogQuestionnaire>,
+        mut protocols: Vec<CatalogProtocol>,
+    ) -> Self {
         questionnaires.sort_by_key(|q| q.id);
         protocols.sort_by_key(|p| p.id);
-        let by_key = questionnaires.iter().enumerate().map(|(i, q)| (q.def.key.clone(), i)).collect();
-        let by_id = questionnaires.iter().enumerate().map(|(i, q)| (q.id, i)).collect();
-        Catalog { questionnaires, by_key, by_id, protocols }
+        let by_key = questionnaires
+            .iter()
+            .enumerate()
+            .map(|(i, q)| (q.def.key.clone(), i))
+            .collect();
+        let by_id = questionnaires
+            .iter()
+            .enumerate()
+            .map(|(i, q)| (q.id, i))
+            .collect();
+        Catalog {
+            questionnaires,
+            by_key,
+            by_id,
+            protocols,
+        }
     }
 
     pub fn questionnaire(&self, key: &str) -> Option<&CatalogQuestionnaire> {
@@ -66,8 +82,11 @@ impl Catalog {
 
     /// The protocol a measurement belongs to, and the measurement's index in it.
     pub fn measurement(&self, id: MeasurementId) -> Option<(&CatalogProtocol, usize)> {
-        self.protocols
-            .iter()
-            .find_map(|p| p.measurement_ids.iter().position(|&m| m == id).map(|i| (p, i)))
+        self.protocols.iter().find_map(|p| {
+            p.measurement_ids
+                .iter()
+                .position(|&m| m == id)
+                .map(|i| (p, i))
+        })
     }
 }

@@ -49,13 +49,20 @@ pub fn parse(
     file_stem: &str,
     questionnaire_exists: impl Fn(&str) -> bool,
 ) -> Result<ProtocolDef, DefinitionErrors> {
-    let def: ProtocolDef = toml::from_str(text).map_err(|e| DefinitionErrors(vec![e.to_string()]))?;
+    let def: ProtocolDef =
+        toml::from_str(text).map_err(|e| DefinitionErrors(vec![e.to_string()]))?;
     let mut errors = Vec::new();
     if !is_valid_key(&def.key) {
-        errors.push(format!("key {:?}: use lower-case letters, digits and _", def.key));
+        errors.push(format!(
+            "key {:?}: use lower-case letters, digits and _",
+            def.key
+        ));
     }
     if def.key != file_stem {
-        errors.push(format!("key {:?} must equal the file name {file_stem:?}", def.key));
+        errors.push(format!(
+            "key {:?} must equal the file name {file_stem:?}",
+            def.key
+        ));
     }
     if def.name.trim().is_empty() {
         errors.push("name is blank".into());
@@ -76,15 +83,23 @@ pub fn parse(
             errors.push(format!("{at}: name and label must not be blank"));
         }
         if m.questionnaires.is_empty() {
-            errors.push(format!("{at}: a measurement needs at least one questionnaire"));
+            errors.push(format!(
+                "{at}: a measurement needs at least one questionnaire"
+            ));
         }
         for q in &m.questionnaires {
             if !questionnaire_exists(q) {
-                errors.push(format!("{at}: no questionnaire {q:?} under questionnaires/"));
+                errors.push(format!(
+                    "{at}: no questionnaire {q:?} under questionnaires/"
+                ));
             }
         }
     }
-    if errors.is_empty() { Ok(def) } else { Err(DefinitionErrors(errors)) }
+    if errors.is_empty() {
+        Ok(def)
+    } else {
+        Err(DefinitionErrors(errors))
+    }
 }
 
 #[cfg(test)]
@@ -112,6 +127,9 @@ mod tests {
     #[test]
     fn unknown_questionnaires_are_named() {
         let err = parse(INTAKE, "intake", |_| false).expect_err("invalid").0;
-        assert_eq!(err, vec!["measurements[0] (t0): no questionnaire \"phq9\" under questionnaires/"]);
+        assert_eq!(
+            err,
+            vec!["measurements[0] (t0): no questionnaire \"phq9\" under questionnaires/"]
+        );
     }
 }

@@ -213,12 +213,23 @@ fn validate(file: QuestionnaireFile, folder: &str) -> Result<Questionnaire, Defi
     let mut err = |msg: String| errors.push(msg);
 
     if !is_valid_key(&file.key) {
-        err(format!("key {:?}: use lower-case letters, digits and _ (at most 64)", file.key));
+        err(format!(
+            "key {:?}: use lower-case letters, digits and _ (at most 64)",
+            file.key
+        ));
     }
     if file.key != folder {
-        err(format!("key {:?} must equal its folder name {folder:?}", file.key));
+        err(format!(
+            "key {:?} must equal its folder name {folder:?}",
+            file.key
+        ));
     }
-    for (field, value) in [("name", &file.name), ("language", &file.language), ("licence", &file.licence), ("scorer", &file.scorer)] {
+    for (field, value) in [
+        ("name", &file.name),
+        ("language", &file.language),
+        ("licence", &file.licence),
+        ("scorer", &file.scorer),
+    ] {
         if value.trim().is_empty() {
             err(format!("{field} is blank"));
         }
@@ -238,7 +249,9 @@ fn validate(file: QuestionnaireFile, folder: &str) -> Result<Questionnaire, Defi
     for (i, q) in file.questions.into_iter().enumerate() {
         let at = format!("questions[{i}] ({})", q.key);
         if !q.key.starts_with("v_") || !is_valid_key(&q.key) {
-            err(format!("{at}: question keys look like v_1, v_2a (lower-case, starting with v_)"));
+            err(format!(
+                "{at}: question keys look like v_1, v_2a (lower-case, starting with v_)"
+            ));
         }
         if !seen.insert(q.key.clone()) {
             err(format!("{at}: duplicate question key"));
@@ -247,7 +260,10 @@ fn validate(file: QuestionnaireFile, folder: &str) -> Result<Questionnaire, Defi
             err(format!("{at}: title is blank"));
         }
         if !QUESTION_TYPES.contains(&q.kind.as_str()) {
-            err(format!("{at}: type {:?} is not one of {QUESTION_TYPES:?}", q.kind));
+            err(format!(
+                "{at}: type {:?} is not one of {QUESTION_TYPES:?}",
+                q.kind
+            ));
         }
         for flag in [&q.shown_if_flag, &q.hidden_if_flag].into_iter().flatten() {
             if !file.flags.contains_key(flag) {
@@ -262,7 +278,9 @@ fn validate(file: QuestionnaireFile, folder: &str) -> Result<Questionnaire, Defi
             OptionsDef::Set(name) => match file.option_sets.get(&name) {
                 Some(options) => options.clone(),
                 None => {
-                    err(format!("{at}: option set {name:?} is not defined under [option_sets]"));
+                    err(format!(
+                        "{at}: option set {name:?} is not defined under [option_sets]"
+                    ));
                     Vec::new()
                 }
             },
@@ -338,8 +356,14 @@ fn check_options(options: &[OptionDef], at: &str, err: &mut impl FnMut(String)) 
     }
     let mut keys = HashSet::new();
     for o in options {
-        if o.key.is_empty() || o.key.len() > 64 || !o.key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            err(format!("{at}: option key {:?} must be 1-64 ASCII letters, digits or _", o.key));
+        if o.key.is_empty()
+            || o.key.len() > 64
+            || !o.key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            err(format!(
+                "{at}: option key {:?} must be 1-64 ASCII letters, digits or _",
+                o.key
+            ));
         }
         if !keys.insert(o.key.as_str()) {
             err(format!("{at}: duplicate option key {:?}", o.key));
@@ -395,8 +419,14 @@ mod tests {
             .replace("options = \"yn\"", "options = \"nope\"");
         let err = parse(&text, "other").expect_err("invalid").0;
         assert!(err.iter().any(|e| e.contains("folder name")), "{err:?}");
-        assert!(err.iter().any(|e| e.contains("duplicate question key")), "{err:?}");
-        assert!(err.iter().any(|e| e.contains("option set \"nope\"")), "{err:?}");
+        assert!(
+            err.iter().any(|e| e.contains("duplicate question key")),
+            "{err:?}"
+        );
+        assert!(
+            err.iter().any(|e| e.contains("option set \"nope\"")),
+            "{err:?}"
+        );
     }
 
     #[test]

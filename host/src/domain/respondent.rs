@@ -3,7 +3,8 @@
 use super::ids::{DossierId, RespondentId};
 
 /// Respondent types on the wire (api.md, Respondent).
-pub const RESPONDENT_TYPES: &[&str] = &["patient", "parent", "second_parent", "teacher", "caregiver"];
+pub const RESPONDENT_TYPES: &[&str] =
+    &["patient", "parent", "second_parent", "teacher", "caregiver"];
 
 /// The patient: every dossier has exactly one, made with the dossier.
 pub const PATIENT: &str = "patient";

@@ -5,7 +5,10 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use super::answers::Answers;
-use super::ids::{DossierId, MeasurementId, NonResponseId, QuestionnaireId, RespondentId, ResponseId, SubscriptionId};
+use super::ids::{
+    DossierId, MeasurementId, NonResponseId, QuestionnaireId, RespondentId, ResponseId,
+    SubscriptionId,
+};
 use super::outcome::{Outcome, Provenance};
 
 /// Response status on the wire (api.md, decisions.md §4).
@@ -19,7 +22,13 @@ pub enum Status {
 }
 
 impl Status {
-    pub const ALL: [Status; 5] = [Status::Scheduled, Status::Open, Status::Aborted, Status::Completed, Status::Expired];
+    pub const ALL: [Status; 5] = [
+        Status::Scheduled,
+        Status::Open,
+        Status::Aborted,
+        Status::Completed,
+        Status::Expired,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -115,12 +124,18 @@ mod tests {
     use chrono::TimeZone;
 
     fn at(h: u32) -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2026, 3, 1, h, 0, 0).single().expect("valid")
+        Utc.with_ymd_and_hms(2026, 3, 1, h, 0, 0)
+            .single()
+            .expect("valid")
     }
 
     #[test]
     fn status_follows_the_window() {
-        let window = ResponseTimes { open_from: Some(at(9)), open_till: Some(at(17)), ..Default::default() };
+        let window = ResponseTimes {
+            open_from: Some(at(9)),
+            open_till: Some(at(17)),
+            ..Default::default()
+        };
         assert_eq!(Status::at(&window, at(8)), Status::Scheduled);
         assert_eq!(Status::at(&window, at(9)), Status::Open);
         assert_eq!(Status::at(&window, at(16)), Status::Open);
@@ -130,9 +145,17 @@ mod tests {
 
     #[test]
     fn completion_wins_and_expiry_beats_abort() {
-        let completed = ResponseTimes { open_till: Some(at(10)), completed_at: Some(at(9)), ..Default::default() };
+        let completed = ResponseTimes {
+            open_till: Some(at(10)),
+            completed_at: Some(at(9)),
+            ..Default::default()
+        };
         assert_eq!(Status::at(&completed, at(12)), Status::Completed);
-        let aborted = ResponseTimes { open_till: Some(at(10)), aborted_at: Some(at(9)), ..Default::default() };
+        let aborted = ResponseTimes {
+            open_till: Some(at(10)),
+            aborted_at: Some(at(9)),
+            ..Default::default()
+        };
         assert_eq!(Status::at(&aborted, at(9)), Status::Aborted);
         assert_eq!(Status::at(&aborted, at(11)), Status::Expired);
     }

@@ -11,7 +11,9 @@ pub const EARLIEST_UNIX: i64 = 946_598_400;
 
 /// Renders `t` as `2026-03-01T09:30:00.000+01:00` in `zone`.
 pub fn format(t: DateTime<Utc>, zone: Tz) -> String {
-    t.with_timezone(&zone).format("%Y-%m-%dT%H:%M:%S%.3f%:z").to_string()
+    t.with_timezone(&zone)
+        .format("%Y-%m-%dT%H:%M:%S%.3f%:z")
+        .to_string()
 }
 
 /// Milliseconds since the Unix epoch, the form the store keeps.
@@ -43,7 +45,10 @@ pub fn parse_filter(text: &str, zone: Tz) -> Option<DateTime<Utc>> {
     }
     let local = NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f")
         .or_else(|_| NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f"))
-        .or_else(|_| NaiveDate::parse_from_str(text, "%Y-%m-%d").map(|d| d.and_hms_opt(0, 0, 0).unwrap_or_default()))
+        .or_else(|_| {
+            NaiveDate::parse_from_str(text, "%Y-%m-%d")
+                .map(|d| d.and_hms_opt(0, 0, 0).unwrap_or_default())
+        })
         .ok()?;
     match zone.from_local_datetime(&local) {
         LocalResult::Single(t) => Some(t.with_timezone(&Utc)),
@@ -59,25 +64,48 @@ mod tests {
     use super::*;
 
     fn utc(s: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(s).expect("valid").with_timezone(&Utc)
+        DateTime::parse_from_rfc3339(s)
+            .expect("valid")
+            .with_timezone(&Utc)
     }
 
     #[test]
     fn output_carries_milliseconds_and_a_numeric_offset() {
         let t = utc("2026-03-01T08:30:00.5Z");
         assert_eq!(format(t, Tz::UTC), "2026-03-01T08:30:00.500+00:00");
-        assert_eq!(format(t, Tz::Europe__Amsterdam), "2026-03-01T09:30:00.500+01:00");
-        assert_eq!(format(utc("2026-07-01T08:30:00Z"), Tz::Europe__Amsterdam), "2026-07-01T10:30:00.000+02:00");
+        assert_eq!(
+            format(t, Tz::Europe__Amsterdam),
+            "2026-03-01T09:30:00.500+01:00"
+        );
+        assert_eq!(
+            format(utc("2026-07-01T08:30:00Z"), Tz::Europe__Amsterdam),
+            "2026-07-01T10:30:00.000+02:00"
+        );
     }
 
     #[test]
     fn filters_accept_unix_seconds_and_iso_8601() {
         let ams = Tz::Europe__Amsterdam;
-        assert_eq!(parse_filter("1772353800", ams), Some(utc("2026-03-01T08:30:00Z")));
-        assert_eq!(parse_filter("2026-03-01T09:30:00+01:00", ams), Some(utc("2026-03-01T08:30:00Z")));
-        assert_eq!(parse_filter("2026-03-01T08:30:00Z", ams), Some(utc("2026-03-01T08:30:00Z")));
-        assert_eq!(parse_filter("2026-03-01T09:30:00", ams), Some(utc("2026-03-01T08:30:00Z")));
-        assert_eq!(parse_filter("2026-03-01", ams), Some(utc("2026-02-28T23:00:00Z")));
+        assert_eq!(
+            parse_filter("1772353800", ams),
+            Some(utc("2026-03-01T08:30:00Z"))
+        );
+        assert_eq!(
+            parse_filter("2026-03-01T09:30:00+01:00", ams),
+            Some(utc("2026-03-01T08:30:00Z"))
+        );
+        assert_eq!(
+            parse_filter("2026-03-01T08:30:00Z", ams),
+            Some(utc("2026-03-01T08:30:00Z"))
+        );
+        assert_eq!(
+            parse_filter("2026-03-01T09:30:00", ams),
+            Some(utc("2026-03-01T08:30:00Z"))
+        );
+        assert_eq!(
+            parse_filter("2026-03-01", ams),
+            Some(utc("2026-02-28T23:00:00Z"))
+        );
         assert_eq!(parse_filter("yesterday", ams), None);
         assert_eq!(parse_filter("99999999999999", ams), None);
         // 02:30 on 29 March 2026 does not exist in Amsterdam.

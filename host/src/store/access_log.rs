@@ -66,7 +66,11 @@ impl Store {
     }
 
     /// Entries for one dossier (or all), at or after `since`, oldest first.
-    pub async fn access_log(&self, dossier: Option<&str>, since: Option<DateTime<Utc>>) -> Result<Vec<AccessEntry>, StoreError> {
+    pub async fn access_log(
+        &self,
+        dossier: Option<&str>,
+        since: Option<DateTime<Utc>>,
+    ) -> Result<Vec<AccessEntry>, StoreError> {
         let rows: Vec<Row> = sqlx::query_as(
             "SELECT at, consumer_key, jwt_issuer, dossier, action, status, client, request_id FROM access_log \
              WHERE ($1 = '' OR dossier = $2) AND at >= $3 ORDER BY id",

@@ -80,6 +80,13 @@ async fn upsert(
          ON CONFLICT (key) DO UPDATE SET name = excluded.name, definition = excluded.definition, \
          sha256 = excluded.sha256, imported_at = excluded.imported_at RETURNING id"
     );
-    let row = sqlx::query(&sql).bind(key).bind(name).bind(text).bind(sha256).bind(now).fetch_one(&mut *conn).await?;
+    let row = sqlx::query(&sql)
+        .bind(key)
+        .bind(name)
+        .bind(text)
+        .bind(sha256)
+        .bind(now)
+        .fetch_one(&mut *conn)
+        .await?;
     Ok(row.try_get(0)?)
 }

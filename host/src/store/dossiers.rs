@@ -10,7 +10,11 @@ use crate::domain::respondent::{self, Respondent};
 use crate::domain::time::to_millis;
 
 /// The dossier with this EPD id and its patient, made if new.
-pub(super) async fn ensure(conn: &mut AnyConnection, epd_id: &str, now: DateTime<Utc>) -> Result<(DossierId, RespondentId), StoreError> {
+pub(super) async fn ensure(
+    conn: &mut AnyConnection,
+    epd_id: &str,
+    now: DateTime<Utc>,
+) -> Result<(DossierId, RespondentId), StoreError> {
     if let Some(found) = find_with_patient(conn, epd_id).await? {
         return Ok(found);
     }
@@ -27,12 +31,15 @@ pub(super) async fn ensure(conn: &mut AnyConnection, epd_id: &str, now: DateTime
         let patient = insert_respondent(conn, dossier, respondent::PATIENT, now).await?;
         return Ok((dossier, patient));
     }
-    find_with_patient(conn, epd_id)
-        .await?
-        .ok_or_else(|| StoreError::Corrupt(format!("dossier {epd_id:?} exists without its patient")))
+    find_with_patient(conn, epd_id).await?.ok_or_else(|| {
+        StoreError::Corrupt(format!("dossier {epd_id:?} exists without its patient"))
+    })
 }
 
-async fn find_with_patient(conn: &mut AnyConnection, epd_id: &str) -> Result<Option<(DossierId, RespondentId)>, StoreError> {
+async fn find_with_patient(
+    conn: &mut AnyConnection,
+    epd_id: &str,
+) -> Result<Option<(DossierId, RespondentId)>, StoreError> {
     let row = sqlx::query(
         "SELECT d.id, r.id FROM dossiers d JOIN respondents r ON r.dossier_id = d.id AND r.respondent_type = 'patient' \
          WHERE d.epd_id = $1",
@@ -40,23 +47,34 @@ async fn find_with_patient(conn: &mut AnyConnection, epd_id: &str) -> Result<Opt
     .bind(epd_id)
     .fetch_optional(&mut *conn)
     .await?;
-    row.map(|r| Ok((DossierId(r.try_get(0)?), RespondentId(r.try_get(1)?)))).transpose()
+    row.map(|r| Ok((DossierId(r.try_get(0)?), RespondentId(r.try_get(1)?))))
+        .transpose()
 }
 
 /// The dossier's professional respondent, made on first use.
-pub(super) async fn ensure_professional(conn: &mut AnyConnection, dossier: DossierId, now: DateTime<Utc>) -> Result<RespondentId, StoreError> {
-    let found = sqlx::query("SELECT id FROM respondents WHERE dossier_id = $1 AND respondent_type = $2")
-        .bind(dossier.0)
-        .bind(respondent::PROFESSIONAL)
-        .fetch_optional(&mut *conn)
-        .await?;
+pub(super) async fn ensure_professional(
+    conn: &mut AnyConnection,
+    dossier: DossierId,
+    now: DateTime<Utc>,
+) -> Result<RespondentId, StoreError> {
+    let found =
+        sqlx::query("SELECT id FROM respondents WHERE dossier_id = $1 AND respondent_type = $2")
+            .bind(dossier.0)
+            .bind(respondent::PROFESSIONAL)
+            .fetch_optional(&mut *conn)
+            .await?;
     match found {
         Some(row) => Ok(RespondentId(row.try_get(0)?)),
         None => insert_respondent(conn, dossier, respondent::PROFESSIONAL, to_millis(now)).await,
     }
 }
 
-async fn insert_respondent(conn: &mut AnyConnection, dossier: DossierId, kind: &str, now: i64) -> Result<RespondentId, StoreError> {
+async fn insert_respondent(
+    conn: &mut AnyConnection,
+    dossier: DossierId,
+    kind: &str,
+    now: i64,
+) -> Result<RespondentId, StoreError> {
     let row = sqlx::query("INSERT INTO respondents (dossier_id, respondent_type, label, created_at) VALUES ($1, $2, $3, $4) RETURNING id")
         .bind(dossier.0)
         .bind(kind)
@@ -68,8 +86,14 @@ async fn insert_respondent(conn: &mut AnyConnection, dossier: DossierId, kind: &
 }
 
 /// The dossier id of an EPD id, if the dossier exists.
-pub(super) async fn find(conn: &mut AnyConnection, epd_id: &str) -> Result<Option<DossierId>, StoreError> {
-    let row = sqlx::query("SELECT id FROM dossiers WHERE epd_id = $1").bind(epd_id).fetch_optional(&mut *conn).await?;
+pub(super) async fn find(
+    conn: &mut AnyConnection,
+    epd_id: &str,
+) -> Result<Option<DossierId>, StoreError> {
+    let row = sqlx::query("SELECT id FROM dossiers WHERE epd_id = $1")
+        .bind(epd_id)
+        .fetch_optional(&mut *conn)
+        .await?;
     row.map(|r| Ok(DossierId(r.try_get(0)?))).transpose()
 }
 
@@ -83,7 +107,12 @@ struct RespondentRow {
 
 impl From<RespondentRow> for Respondent {
     fn from(r: RespondentRow) -> Self {
-        Respondent { id: RespondentId(r.id), dossier_id: DossierId(r.dossier_id), respondent_type: r.respondent_type, label: r.label }
+        Respondent {
+            id: RespondentId(r.id),
+            dossier_id: DossierId(r.dossier_id),
+            respondent_type: r.respondent_type,
+            label: r.label,
+        }
     }
 }
 
@@ -93,16 +122,25 @@ const RESPONDENTS: &str = "SELECT r.id, r.dossier_id, r.respondent_type, r.label
 impl Store {
     /// The listed respondents of a dossier (never the professional), by id.
     pub async fn respondents(&self, epd_id: &str) -> Result<Vec<Respondent>, StoreError> {
-        let rows: Vec<RespondentRow> =
-            sqlx::query_as(&format!("{RESPONDENTS} ORDER BY r.id")).bind(epd_id).fetch_all(&self.pool).await?;
+        let rows: Vec<RespondentRow> = sqlx::query_as(&format!("{RESPONDENTS} ORDER BY r.id"))
+            .bind(epd_id)
+            .fetch_all(&self.pool)
+            .await?;
         Ok(rows.into_iter().map(Respondent::from).collect())
     }
 
     /// One listed respondent of a dossier; None when it belongs to another
     /// dossier, is the professional, or does not exist.
-    pub async fn respondent(&self, epd_id: &str, id: RespondentId) -> Result<Option<Respondent>, StoreError> {
-        let row: Option<RespondentRow> =
-            sqlx::query_as(&format!("{RESPONDENTS} AND r.id = $2")).bind(epd_id).bind(id.0).fetch_optional(&self.pool).await?;
+    pub async fn respondent(
+        &self,
+        epd_id: &str,
+        id: RespondentId,
+    ) -> Result<Option<Respondent>, StoreError> {
+        let row: Option<RespondentRow> = sqlx::query_as(&format!("{RESPONDENTS} AND r.id = $2"))
+            .bind(epd_id)
+            .bind(id.0)
+            .fetch_optional(&self.pool)
+            .await?;
         Ok(row.map(Respondent::from))
     }
 }

@@ -32,7 +32,11 @@ impl StoreError {
             StoreError::Database(e) => match e.as_ref() {
                 sqlx::Error::Database(db) if db.is_unique_violation() => {
                     // PostgreSQL names the constraint; SQLite names the columns.
-                    Some(db.constraint().map(str::to_owned).unwrap_or_else(|| db.message().to_owned()))
+                    Some(
+                        db.constraint()
+                            .map(str::to_owned)
+                            .unwrap_or_else(|| db.message().to_owned()),
+                    )
                 }
                 _ => None,
             },

@@ -63,7 +63,10 @@ pub struct StoreOptions {
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        StoreOptions { max_connections: 8, acquire_timeout: Duration::from_secs(10) }
+        StoreOptions {
+            max_connections: 8,
+            acquire_timeout: Duration::from_secs(10),
+        }
     }
 }
 
@@ -81,7 +84,10 @@ impl Store {
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<Store, StoreError> {
         sqlx::any::install_default_drivers();
         let backend = Backend::of_url(url).ok_or_else(|| {
-            StoreError::Config(format!("database URL must start with sqlite: or postgres:, got {:?}", redact(url)))
+            StoreError::Config(format!(
+                "database URL must start with sqlite: or postgres:, got {:?}",
+                redact(url)
+            ))
         })?;
         let url = match backend {
             Backend::Sqlite => sqlite_url(url)?,
@@ -105,7 +111,11 @@ impl Store {
                 Ok(conn)
             })
         });
-        Ok(Store { pool, backend, writer })
+        Ok(Store {
+            pool,
+            backend,
+            writer,
+        })
     }
 
     pub fn backend(&self) -> Backend {
@@ -118,7 +128,10 @@ impl Store {
             Backend::Sqlite => &SQLITE_MIGRATIONS,
             Backend::Postgres => &POSTGRES_MIGRATIONS,
         };
-        migrator.run(&self.pool).await.map_err(|e| StoreError::Migrate(e.to_string()))
+        migrator
+            .run(&self.pool)
+            .await
+            .map_err(|e| StoreError::Migrate(e.to_string()))
     }
 
     /// Answers whether the database takes a query.
@@ -157,13 +170,28 @@ fn sqlite_url(url: &str) -> Result<String, StoreError> {
     let rest = url.trim_start_matches("sqlite:").trim_start_matches("//");
     let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
     if path.is_empty() || path == ":memory:" {
-        return Err(StoreError::Config("an in-memory SQLite database loses every response on restart; give a file path".into()));
+        return Err(StoreError::Config(
+            "an in-memory SQLite database loses every response on restart; give a file path".into(),
+        ));
     }
-    if let Some(parent) = Path::new(path).parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| StoreError::Config(format!("cannot create database folder {}: {e}", parent.display())))?;
+    if let Some(parent) = Path::new(path)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            StoreError::Config(format!(
+                "cannot create database folder {}: {e}",
+                parent.display()
+            ))
+        })?;
     }
-    let query = if query.contains("mode=") { query.to_owned() } else if query.is_empty() { "mode=rwc".to_owned() } else { format!("{query}&mode=rwc") };
+    let query = if query.contains("mode=") {
+        query.to_owned()
+    } else if query.is_empty() {
+        "mode=rwc".to_owned()
+    } else {
+        format!("{query}&mode=rwc")
+    };
     Ok(format!("sqlite://{path}?{query}"))
 }
 
@@ -184,7 +212,10 @@ pub fn redact(url: &str) -> String {
 /// Renders `$1, $2, ...` starting after `first - 1`: placeholders for an
 /// `IN (...)` list in the numbered style both dialects accept.
 fn placeholders(first: usize, count: usize) -> String {
-    (first..first + count).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
+    (first..first + count)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
@@ -212,19 +243,40 @@ mod tests {
     async fn sqlite_commits_are_durable_on_every_connection() {
         let dir = tempfile::tempdir().expect("tempdir");
         let url = format!("sqlite://{}", dir.path().join("t.db").display());
-        let store = Store::connect(&url, &StoreOptions::default()).await.expect("connects");
+        let store = Store::connect(&url, &StoreOptions::default())
+            .await
+            .expect("connects");
         store.migrate().await.expect("migrates");
         let pragma = |sql: &'static str| {
             let pool = store.pool.clone();
-            async move { sqlx::query_scalar::<_, String>(sql).fetch_one(&pool).await.expect("pragma") }
+            async move {
+                sqlx::query_scalar::<_, String>(sql)
+                    .fetch_one(&pool)
+                    .await
+                    .expect("pragma")
+            }
         };
-        assert_eq!(pragma("SELECT journal_mode FROM pragma_journal_mode").await, "wal");
+        assert_eq!(
+            pragma("SELECT journal_mode FROM pragma_journal_mode").await,
+            "wal"
+        );
         // 2 = FULL (https://www.sqlite.org/pragma.html#pragma_synchronous)
-        let sync: i64 = sqlx::query_scalar("SELECT synchronous FROM pragma_synchronous").fetch_one(&store.pool).await.expect("pragma");
+        let sync: i64 = sqlx::query_scalar("SELECT synchronous FROM pragma_synchronous")
+            .fetch_one(&store.pool)
+            .await
+            .expect("pragma");
         assert_eq!(sync, 2);
         let writer_sync: i64 = store
             .writer
-            .write(|conn| Box::pin(async move { Ok(sqlx::query_scalar("SELECT synchronous FROM pragma_synchronous").fetch_one(&mut *conn).await?) }))
+            .write(|conn| {
+                Box::pin(async move {
+                    Ok(
+                        sqlx::query_scalar("SELECT synchronous FROM pragma_synchronous")
+                            .fetch_one(&mut *conn)
+                            .await?,
+                    )
+                })
+            })
             .await
             .expect("writer answers");
         assert_eq!(writer_sync, 2);

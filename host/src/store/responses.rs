@@ -7,9 +7,14 @@ use sqlx::AnyConnection;
 
 use super::{Store, StoreError, dossiers, placeholders};
 use crate::domain::answers::Answers;
-use crate::domain::ids::{DossierId, MeasurementId, NonResponseId, QuestionnaireId, RespondentId, ResponseId, SubscriptionId};
+use crate::domain::ids::{
+    DossierId, MeasurementId, NonResponseId, QuestionnaireId, RespondentId, ResponseId,
+    SubscriptionId,
+};
 use crate::domain::outcome::{Outcome, Provenance};
-use crate::domain::response::{COMPLETER_PATIENT, COMPLETER_PROFESSIONAL, Completion, Response, ResponseTimes, Status};
+use crate::domain::response::{
+    COMPLETER_PATIENT, COMPLETER_PROFESSIONAL, Completion, Response, ResponseTimes, Status,
+};
 use crate::domain::time::{from_millis, to_millis};
 
 /// Filters of the response list; all optional, all combined with AND.
@@ -98,8 +103,13 @@ struct ResponseRow {
     created_at: i64,
 }
 
-fn json<T: serde::de::DeserializeOwned>(id: i64, column: &str, text: &str) -> Result<T, StoreError> {
-    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("response {id}: column {column}: {e}")))
+fn json<T: serde::de::DeserializeOwned>(
+    id: i64,
+    column: &str,
+    text: &str,
+) -> Result<T, StoreError> {
+    serde_json::from_str(text)
+        .map_err(|e| StoreError::Corrupt(format!("response {id}: column {column}: {e}")))
 }
 
 impl TryFrom<ResponseRow> for Response {
@@ -157,11 +167,17 @@ fn status_condition(status: Status, now: &str) -> String {
     let window_open = format!("(r.open_till IS NULL OR r.open_till > {now})");
     match status {
         Status::Completed => "r.completed_at IS NOT NULL".to_owned(),
-        Status::Expired => format!("{not_done} AND r.open_till IS NOT NULL AND r.open_till <= {now}"),
+        Status::Expired => {
+            format!("{not_done} AND r.open_till IS NOT NULL AND r.open_till <= {now}")
+        }
         Status::Aborted => format!("{not_done} AND {window_open} AND r.aborted_at IS NOT NULL"),
-        Status::Scheduled => format!("{not_done} AND {window_open} AND r.aborted_at IS NULL AND r.open_from > {now}"),
+        Status::Scheduled => {
+            format!("{not_done} AND {window_open} AND r.aborted_at IS NULL AND r.open_from > {now}")
+        }
         Status::Open => {
-            format!("{not_done} AND {window_open} AND r.aborted_at IS NULL AND (r.open_from IS NULL OR r.open_from <= {now})")
+            format!(
+                "{not_done} AND {window_open} AND r.aborted_at IS NULL AND (r.open_from IS NULL OR r.open_from <= {now})"
+            )
         }
     }
 }
@@ -169,7 +185,12 @@ fn status_condition(status: Status, now: &str) -> String {
 impl Store {
     /// The responses of a dossier that pass `filter`, by id. An unknown
     /// dossier has none.
-    pub async fn list_responses(&self, epd_id: &str, filter: &ResponseFilter, now: DateTime<Utc>) -> Result<Vec<Response>, StoreError> {
+    pub async fn list_responses(
+        &self,
+        epd_id: &str,
+        filter: &ResponseFilter,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Response>, StoreError> {
         let mut binds = vec![Bind::Text(epd_id.to_owned())];
         let mut sql = format!(
             "SELECT {COLUMNS} {FROM} WHERE r.dossier_id = (SELECT id FROM dossiers WHERE epd_id = $1) AND r.withdrawn_at IS NULL"
@@ -178,7 +199,10 @@ impl Store {
             if keys.is_empty() {
                 return Ok(Vec::new());
             }
-            sql.push_str(&format!(" AND q.key IN ({})", placeholders(binds.len() + 1, keys.len())));
+            sql.push_str(&format!(
+                " AND q.key IN ({})",
+                placeholders(binds.len() + 1, keys.len())
+            ));
             binds.extend(keys.iter().cloned().map(Bind::Text));
         }
         let mut push = |sql: &mut String, condition: &str, value: Bind| {
@@ -202,7 +226,10 @@ impl Store {
         }
         if let Some(status) = filter.status {
             binds.push(Bind::Int(to_millis(now)));
-            sql.push_str(&format!(" AND {}", status_condition(status, &format!("${}", binds.len()))));
+            sql.push_str(&format!(
+                " AND {}",
+                status_condition(status, &format!("${}", binds.len()))
+            ));
         }
         sql.push_str(" ORDER BY r.id");
 
@@ -213,13 +240,28 @@ impl Store {
                 Bind::Text(v) => query.bind(v),
             };
         }
-        query.fetch_all(&self.pool).await?.into_iter().map(Response::try_from).collect()
+        query
+            .fetch_all(&self.pool)
+            .await?
+            .into_iter()
+            .map(Response::try_from)
+            .collect()
     }
 
     /// One response of a dossier by id.
-    pub async fn response(&self, epd_id: &str, id: ResponseId) -> Result<Option<Response>, StoreError> {
-        let sql = format!("SELECT {COLUMNS} {FROM} JOIN dossiers d ON d.id = r.dossier_id WHERE d.epd_id = $1 AND r.id = $2 AND r.withdrawn_at IS NULL");
-        let row: Option<ResponseRow> = sqlx::query_as(&sql).bind(epd_id).bind(id.0).fetch_optional(&self.pool).await?;
+    pub async fn response(
+        &self,
+        epd_id: &str,
+        id: ResponseId,
+    ) -> Result<Option<Response>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} {FROM} JOIN dossiers d ON d.id = r.dossier_id WHERE d.epd_id = $1 AND r.id = $2 AND r.withdrawn_at IS NULL"
+        );
+        let row: Option<ResponseRow> = sqlx::query_as(&sql)
+            .bind(epd_id)
+            .bind(id.0)
+            .fetch_optional(&self.pool)
+            .await?;
         row.map(Response::try_from).transpose()
     }
 
@@ -241,14 +283,31 @@ impl Store {
                     if let Some(existing) = by_external_id(conn, dossier, &external_id).await? {
                         let same = existing.questionnaire_id == completion.questionnaire_id
                             && answered(&existing.answers) == answered(&completion.answers);
-                        return Ok(if same { CreateResult::Retry(existing) } else { CreateResult::Taken });
+                        return Ok(if same {
+                            CreateResult::Retry(existing)
+                        } else {
+                            CreateResult::Taken
+                        });
                     }
                     let (respondent, completer) = if professional {
-                        (dossiers::ensure_professional(conn, dossier, now).await?, COMPLETER_PROFESSIONAL)
+                        (
+                            dossiers::ensure_professional(conn, dossier, now).await?,
+                            COMPLETER_PROFESSIONAL,
+                        )
                     } else {
                         (patient, COMPLETER_PATIENT)
                     };
-                    let id = insert_completed(conn, dossier, respondent, completer, &external_id, entered_by.as_deref(), &completion, now).await?;
+                    let id = insert_completed(
+                        conn,
+                        dossier,
+                        respondent,
+                        completer,
+                        &external_id,
+                        entered_by.as_deref(),
+                        &completion,
+                        now,
+                    )
+                    .await?;
                     fetch(conn, id).await.map(CreateResult::Created)
                 })
             })
@@ -307,7 +366,12 @@ impl Store {
 
     /// Prepares responses for the dossier's patient, making the dossier on
     /// first write; returns them in the order given.
-    pub async fn prepare_responses(&self, epd_id: String, items: Vec<Preparation>, now: DateTime<Utc>) -> Result<Vec<Response>, StoreError> {
+    pub async fn prepare_responses(
+        &self,
+        epd_id: String,
+        items: Vec<Preparation>,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Response>, StoreError> {
         self.writer
             .write(move |conn| {
                 Box::pin(async move {
@@ -343,7 +407,13 @@ impl Store {
 
     /// Marks a pending response aborted, keeping the answers given so far.
     /// None when the dossier has no such response or it is completed.
-    pub async fn abort_response(&self, epd_id: String, id: ResponseId, answers: Answers, now: DateTime<Utc>) -> Result<Option<Response>, StoreError> {
+    pub async fn abort_response(
+        &self,
+        epd_id: String,
+        id: ResponseId,
+        answers: Answers,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Response>, StoreError> {
         self.writer
             .write(move |conn| {
                 Box::pin(async move {
@@ -368,7 +438,11 @@ impl Store {
     }
 
     /// Deletes the response with this external id; false when there is none.
-    pub async fn delete_response(&self, epd_id: String, external_id: String) -> Result<bool, StoreError> {
+    pub async fn delete_response(
+        &self,
+        epd_id: String,
+        external_id: String,
+    ) -> Result<bool, StoreError> {
         self.writer
             .write(move |conn| {
                 Box::pin(async move {
@@ -388,7 +462,11 @@ impl Store {
 
 /// The answered entries, for comparing a retry with what was stored.
 fn answered(answers: &Answers) -> Vec<(&str, &str)> {
-    let mut pairs: Vec<_> = answers.0.iter().filter_map(|(k, v)| v.as_deref().map(|v| (k.as_str(), v))).collect();
+    let mut pairs: Vec<_> = answers
+        .0
+        .iter()
+        .filter_map(|(k, v)| v.as_deref().map(|v| (k.as_str(), v)))
+        .collect();
     pairs.sort_unstable();
     pairs
 }
@@ -435,21 +513,42 @@ async fn insert_completed(
 
 async fn fetch(conn: &mut AnyConnection, id: ResponseId) -> Result<Response, StoreError> {
     let sql = format!("SELECT {COLUMNS} {FROM} WHERE r.id = $1");
-    let row: ResponseRow = sqlx::query_as(&sql).bind(id.0).fetch_one(&mut *conn).await?;
+    let row: ResponseRow = sqlx::query_as(&sql)
+        .bind(id.0)
+        .fetch_one(&mut *conn)
+        .await?;
     Response::try_from(row)
 }
 
-async fn by_external_id(conn: &mut AnyConnection, dossier: DossierId, external_id: &str) -> Result<Option<Response>, StoreError> {
-    let sql = format!("SELECT {COLUMNS} {FROM} WHERE r.dossier_id = $1 AND r.external_id = $2 AND r.withdrawn_at IS NULL");
-    let row: Option<ResponseRow> = sqlx::query_as(&sql).bind(dossier.0).bind(external_id).fetch_optional(&mut *conn).await?;
+async fn by_external_id(
+    conn: &mut AnyConnection,
+    dossier: DossierId,
+    external_id: &str,
+) -> Result<Option<Response>, StoreError> {
+    let sql = format!(
+        "SELECT {COLUMNS} {FROM} WHERE r.dossier_id = $1 AND r.external_id = $2 AND r.withdrawn_at IS NULL"
+    );
+    let row: Option<ResponseRow> = sqlx::query_as(&sql)
+        .bind(dossier.0)
+        .bind(external_id)
+        .fetch_optional(&mut *conn)
+        .await?;
     row.map(Response::try_from).transpose()
 }
 
 /// A response the service prepared (it has no external id) by its id.
-async fn prepared_by_id(conn: &mut AnyConnection, dossier: DossierId, id: i64) -> Result<Option<Response>, StoreError> {
+async fn prepared_by_id(
+    conn: &mut AnyConnection,
+    dossier: DossierId,
+    id: i64,
+) -> Result<Option<Response>, StoreError> {
     let sql = format!(
         "SELECT {COLUMNS} {FROM} WHERE r.dossier_id = $1 AND r.id = $2 AND r.external_id IS NULL AND r.withdrawn_at IS NULL"
     );
-    let row: Option<ResponseRow> = sqlx::query_as(&sql).bind(dossier.0).bind(id).fetch_optional(&mut *conn).await?;
+    let row: Option<ResponseRow> = sqlx::query_as(&sql)
+        .bind(dossier.0)
+        .bind(id)
+        .fetch_optional(&mut *conn)
+        .await?;
     row.map(Response::try_from).transpose()
 }

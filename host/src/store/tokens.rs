@@ -63,7 +63,9 @@ impl Store {
                 ip_allow: row.try_get("ip_allow")?,
                 allowed_origins: row.try_get("allowed_origins")?,
                 created_at: from_millis(row.try_get("created_at")?),
-                revoked_at: row.try_get::<Option<i64>, _>("revoked_at")?.map(from_millis),
+                revoked_at: row
+                    .try_get::<Option<i64>, _>("revoked_at")?
+                    .map(from_millis),
                 public_keys: key.into_iter().collect(),
             });
         }
@@ -71,7 +73,11 @@ impl Store {
     }
 
     /// Creates a token; false when the consumer key is taken.
-    pub async fn create_token(&self, token: NewToken, now: DateTime<Utc>) -> Result<bool, StoreError> {
+    pub async fn create_token(
+        &self,
+        token: NewToken,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
         self.writer
             .write(move |conn| {
                 Box::pin(async move {
@@ -94,7 +100,11 @@ impl Store {
     }
 
     /// Revokes a token; false when there is no such (unrevoked) token.
-    pub async fn revoke_token(&self, consumer_key: String, now: DateTime<Utc>) -> Result<bool, StoreError> {
+    pub async fn revoke_token(
+        &self,
+        consumer_key: String,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
         self.writer
             .write(move |conn| {
                 Box::pin(async move {
@@ -112,7 +122,13 @@ impl Store {
     /// Registers a public key for JWTs with `kid` = this consumer key;
     /// false when the token does not exist. Registering the same key twice
     /// is a no-op.
-    pub async fn add_token_key(&self, consumer_key: String, pem: String, fingerprint: String, now: DateTime<Utc>) -> Result<bool, StoreError> {
+    pub async fn add_token_key(
+        &self,
+        consumer_key: String,
+        pem: String,
+        fingerprint: String,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
         self.writer
             .write(move |conn| {
                 Box::pin(async move {

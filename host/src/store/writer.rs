@@ -18,7 +18,8 @@ use super::{Backend, StoreError};
 /// A boxed future borrowing the write connection.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-type Connect = Box<dyn Fn() -> BoxFuture<'static, Result<AnyConnection, sqlx::Error>> + Send + Sync>;
+type Connect =
+    Box<dyn Fn() -> BoxFuture<'static, Result<AnyConnection, sqlx::Error>> + Send + Sync>;
 
 /// Writes waiting beyond this many are left for the next batch.
 const MAX_BATCH: usize = 512;
@@ -36,7 +37,10 @@ impl Writer {
     /// a connection-level failure.
     pub fn spawn(
         backend: Backend,
-        connect: impl Fn() -> BoxFuture<'static, Result<AnyConnection, sqlx::Error>> + Send + Sync + 'static,
+        connect: impl Fn() -> BoxFuture<'static, Result<AnyConnection, sqlx::Error>>
+        + Send
+        + Sync
+        + 'static,
     ) -> Writer {
         let (jobs, rx) = mpsc::channel(QUEUE);
         tokio::spawn(run(rx, Box::new(connect), backend));
@@ -49,11 +53,20 @@ impl Writer {
     pub async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: for<'c> FnOnce(&'c mut AnyConnection) -> BoxFuture<'c, Result<T, StoreError>> + Send + 'static,
+        F: for<'c> FnOnce(&'c mut AnyConnection) -> BoxFuture<'c, Result<T, StoreError>>
+            + Send
+            + 'static,
     {
         let (reply, answer) = oneshot::channel();
-        let job = Op { f: Some(f), result: None, reply };
-        self.jobs.send(Box::new(job)).await.map_err(|_| StoreError::WriterGone)?;
+        let job = Op {
+            f: Some(f),
+            result: None,
+            reply,
+        };
+        self.jobs
+            .send(Box::new(job))
+            .await
+            .map_err(|_| StoreError::WriterGone)?;
         answer.await.map_err(|_| StoreError::WriterGone)?
     }
 }
@@ -80,7 +93,9 @@ struct Op<F, T> {
 impl<F, T> Job for Op<F, T>
 where
     T: Send + 'static,
-    F: for<'c> FnOnce(&'c mut AnyConnection) -> BoxFuture<'c, Result<T, StoreError>> + Send + 'static,
+    F: for<'c> FnOnce(&'c mut AnyConnection) -> BoxFuture<'c, Result<T, StoreError>>
+        + Send
+        + 'static,
 {
     fn run<'c>(&'c mut self, conn: &'c mut AnyConnection) -> BoxFuture<'c, bool> {
         Box::pin(async move {
@@ -89,7 +104,9 @@ where
             // write) down with it.
             let result = match AssertUnwindSafe(f(conn)).catch_unwind().await {
                 Ok(result) => result,
-                Err(_) => Err(StoreError::Corrupt("a write panicked; it was rolled back".into())),
+                Err(_) => Err(StoreError::Corrupt(
+                    "a write panicked; it was rolled back".into(),
+                )),
             };
             let ok = result.is_ok();
             self.result = Some(result);
@@ -138,7 +155,11 @@ async fn run(mut rx: mpsc::Receiver<Box<dyn Job>>, connect: Connect, backend: Ba
     }
 }
 
-async fn run_batch(conn: &mut AnyConnection, batch: &mut [Box<dyn Job>], backend: Backend) -> Result<(), StoreError> {
+async fn run_batch(
+    conn: &mut AnyConnection,
+    batch: &mut [Box<dyn Job>],
+    backend: Backend,
+) -> Result<(), StoreError> {
     // SQLite: take the write lock up front, so that a write which reads
     // first never fails to upgrade its lock against another process.
     let mut tx = match backend {

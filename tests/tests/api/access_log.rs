@@ -12,8 +12,9 @@ use tests::reqwest::Method;
 use tests::{Answer, TestApp, basic, create_token, create_token_with, db_test, json, start_time};
 
 use crate::auth::{
-    BASIC_CHALLENGE, D1_RESPONSES, ISSUER, JWT_KEY, PROTOCOLS, PUBLIC_PEM, assert_forbidden, assert_unauthorized, bearer, claims,
-    client_from, get_as, get_with, jwt, non_loopback_ipv4, port_of, raw_signed, register_key, send_raw, sign, spawn_jwt,
+    BASIC_CHALLENGE, D1_RESPONSES, ISSUER, JWT_KEY, PROTOCOLS, PUBLIC_PEM, assert_forbidden,
+    assert_unauthorized, bearer, claims, client_from, get_as, get_with, jwt, non_loopback_ipv4,
+    port_of, raw_signed, register_key, send_raw, sign, spawn_jwt,
     spawn_on_all_interfaces_untrusted, standard_header, unsigned,
 };
 use crate::support::*;
@@ -23,22 +24,40 @@ const LIST_ACTION: &str = "GET /api/v1/dossiers/{dossier_id}/responses";
 
 /// The rows of one dossier, oldest first.
 async fn log_of(app: &TestApp, dossier: &str) -> Vec<AccessEntry> {
-    app.state.store().access_log(Some(dossier), None).await.expect("access log")
+    app.state
+        .store()
+        .access_log(Some(dossier), None)
+        .await
+        .expect("access log")
 }
 
 /// Every row, oldest first.
 async fn whole_log(app: &TestApp) -> Vec<AccessEntry> {
-    app.state.store().access_log(None, None).await.expect("access log")
+    app.state
+        .store()
+        .access_log(None, None)
+        .await
+        .expect("access log")
 }
 
 /// The request id the host gave `answer` (and so logged with it).
 fn request_id(answer: &Answer) -> Option<String> {
-    answer.headers.get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_owned)
+    answer
+        .headers
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
 }
 
 /// The row a loopback request should leave: at the host's now, from
 /// 127.0.0.1, with the answer's request id and status.
-fn row(app: &TestApp, answer: &Answer, consumer_key: Option<&str>, dossier: &str, action: &str) -> AccessEntry {
+fn row(
+    app: &TestApp,
+    answer: &Answer,
+    consumer_key: Option<&str>,
+    dossier: &str,
+    action: &str,
+) -> AccessEntry {
     AccessEntry {
         at: app.state.now(),
         consumer_key: consumer_key.map(str::to_owned),
@@ -55,8 +74,14 @@ fn row(app: &TestApp, answer: &Answer, consumer_key: Option<&str>, dossier: &str
 /// (not through the host); the rows it changed, or the database's error.
 async fn raw_sql(app: &TestApp, statement: &str) -> Result<u64, String> {
     sqlx::any::install_default_drivers();
-    let mut conn = sqlx::AnyConnection::connect(&app.database_url).await.expect("connect to the test database");
-    let result = sqlx::query(statement).execute(&mut conn).await.map(|r| r.rows_affected()).map_err(|e| e.to_string());
+    let mut conn = sqlx::AnyConnection::connect(&app.database_url)
+        .await
+        .expect("connect to the test database");
+    let result = sqlx::query(statement)
+        .execute(&mut conn)
+        .await
+        .map(|r| r.rows_affected())
+        .map_err(|e| e.to_string());
     let _ = conn.close().await;
     result
 }
@@ -65,7 +90,12 @@ async fn raw_sql(app: &TestApp, statement: &str) -> Result<u64, String> {
 async fn some_history(app: &TestApp) -> Vec<AccessEntry> {
     assert_eq!(app.get(D1_RESPONSES).await.status, 200);
     posted(app, "d1", "ext-1").await;
-    assert_eq!(app.send_as(Method::GET, D1_RESPONSES, None, None).await.status, 401);
+    assert_eq!(
+        app.send_as(Method::GET, D1_RESPONSES, None, None)
+            .await
+            .status,
+        401
+    );
     let log = whole_log(app).await;
     assert_eq!(log.len(), 3);
     log
@@ -129,13 +159,15 @@ db_test!(async fn each_row_is_stamped_with_the_hosts_clock(app) {
     assert_eq!(times, vec![start_time(), start_time() + Duration::hours(5) + Duration::milliseconds(250)]);
 });
 
-db_test!(async fn a_bearer_call_records_the_kid_and_the_issuer(app: spawn_jwt) {
-    let answer = get_as(&app, D1_RESPONSES, &bearer(&jwt(&claims(&app, Some("d1"))))).await;
-    assert_eq!(answer.status, 200);
-    let mut expected = row(&app, &answer, Some(JWT_KEY), "d1", LIST_ACTION);
-    expected.jwt_issuer = Some(ISSUER.to_owned());
-    assert_eq!(log_of(&app, "d1").await, vec![expected]);
-});
+db_test!(
+    async fn a_bearer_call_records_the_kid_and_the_issuer(app: spawn_jwt) {
+        let answer = get_as(&app, D1_RESPONSES, &bearer(&jwt(&claims(&app, Some("d1"))))).await;
+        assert_eq!(answer.status, 200);
+        let mut expected = row(&app, &answer, Some(JWT_KEY), "d1", LIST_ACTION);
+        expected.jwt_issuer = Some(ISSUER.to_owned());
+        assert_eq!(log_of(&app, "d1").await, vec![expected]);
+    }
+);
 
 db_test!(async fn respondent_reads_are_recorded(app) {
     posted(&app, "d1", "ext-1").await;
@@ -200,49 +232,76 @@ db_test!(async fn a_call_without_credentials_is_recorded_without_a_consumer_key(
     assert_eq!(log_of(&app, "d1").await, vec![row(&app, &none, None, "d1", LIST_ACTION), row(&app, &garbled, None, "d1", LIST_ACTION)]);
 });
 
-db_test!(async fn a_refused_jwt_records_its_kid_and_no_issuer(app: spawn_jwt) {
-    let other = tests::repo_root().join("tests/fixtures/keys/other2048.pem");
-    let other = jsonwebtoken::EncodingKey::from_rsa_pem(&std::fs::read(other).expect("fixture")).expect("key");
-    let forged = raw_signed(&standard_header(), &claims(&app, Some("d1")), Algorithm::RS256, &other);
-    let answer = get_as(&app, D1_RESPONSES, &bearer(&forged)).await;
-    assert_eq!(answer.status, 401);
-    // An unreadable header names nobody.
-    let none = unsigned(&json!({"typ": "JWT", "alg": "none", "kid": JWT_KEY}), &claims(&app, Some("d1")));
-    let anonymous = get_as(&app, D1_RESPONSES, &bearer(&none)).await;
-    assert_eq!(anonymous.status, 401);
-    assert_eq!(
-        log_of(&app, "d1").await,
-        vec![row(&app, &answer, Some(JWT_KEY), "d1", LIST_ACTION), row(&app, &anonymous, None, "d1", LIST_ACTION)]
-    );
-});
+db_test!(
+    async fn a_refused_jwt_records_its_kid_and_no_issuer(app: spawn_jwt) {
+        let other = tests::repo_root().join("tests/fixtures/keys/other2048.pem");
+        let other =
+            jsonwebtoken::EncodingKey::from_rsa_pem(&std::fs::read(other).expect("fixture"))
+                .expect("key");
+        let forged = raw_signed(
+            &standard_header(),
+            &claims(&app, Some("d1")),
+            Algorithm::RS256,
+            &other,
+        );
+        let answer = get_as(&app, D1_RESPONSES, &bearer(&forged)).await;
+        assert_eq!(answer.status, 401);
+        // An unreadable header names nobody.
+        let none = unsigned(
+            &json!({"typ": "JWT", "alg": "none", "kid": JWT_KEY}),
+            &claims(&app, Some("d1")),
+        );
+        let anonymous = get_as(&app, D1_RESPONSES, &bearer(&none)).await;
+        assert_eq!(anonymous.status, 401);
+        assert_eq!(
+            log_of(&app, "d1").await,
+            vec![
+                row(&app, &answer, Some(JWT_KEY), "d1", LIST_ACTION),
+                row(&app, &anonymous, None, "d1", LIST_ACTION)
+            ]
+        );
+    }
+);
 
-db_test!(async fn forbidden_calls_are_recorded(app: spawn_jwt) {
-    let secret = create_token(&app.state, "protocols-only", "protocols").await;
-    let right_missing = get_as(&app, D1_RESPONSES, &basic("protocols-only", &secret)).await;
-    assert_forbidden(&right_missing, "right_missing");
-    let secret = create_token_with(&app.state, "remote", "all", "192.0.2.0/24", "").await;
-    let ip_refused = get_as(&app, D1_RESPONSES, &basic("remote", &secret)).await;
-    assert_forbidden(&ip_refused, "ip_not_allowed");
-    let no_sub = get_as(&app, D1_RESPONSES, &bearer(&jwt(&claims(&app, None)))).await;
-    assert_forbidden(&no_sub, "sub_missing");
-    let other_sub = get_as(&app, D1_RESPONSES, &bearer(&jwt(&claims(&app, Some("d2"))))).await;
-    assert_forbidden(&other_sub, "sub_mismatch");
+db_test!(
+    async fn forbidden_calls_are_recorded(app: spawn_jwt) {
+        let secret = create_token(&app.state, "protocols-only", "protocols").await;
+        let right_missing = get_as(&app, D1_RESPONSES, &basic("protocols-only", &secret)).await;
+        assert_forbidden(&right_missing, "right_missing");
+        let secret = create_token_with(&app.state, "remote", "all", "192.0.2.0/24", "").await;
+        let ip_refused = get_as(&app, D1_RESPONSES, &basic("remote", &secret)).await;
+        assert_forbidden(&ip_refused, "ip_not_allowed");
+        let no_sub = get_as(&app, D1_RESPONSES, &bearer(&jwt(&claims(&app, None)))).await;
+        assert_forbidden(&no_sub, "sub_missing");
+        let other_sub = get_as(&app, D1_RESPONSES, &bearer(&jwt(&claims(&app, Some("d2"))))).await;
+        assert_forbidden(&other_sub, "sub_mismatch");
 
-    let with_issuer = |mut e: AccessEntry| {
-        e.jwt_issuer = Some(ISSUER.to_owned());
-        e
-    };
-    assert_eq!(
-        log_of(&app, "d1").await,
-        vec![
-            row(&app, &right_missing, Some("protocols-only"), "d1", LIST_ACTION),
-            row(&app, &ip_refused, Some("remote"), "d1", LIST_ACTION),
-            with_issuer(row(&app, &no_sub, Some(JWT_KEY), "d1", LIST_ACTION)),
-            with_issuer(row(&app, &other_sub, Some(JWT_KEY), "d1", LIST_ACTION)),
-        ]
-    );
-    assert_eq!(log_of(&app, "d2").await, vec![], "the row names the dossier asked for, not the JWT's");
-});
+        let with_issuer = |mut e: AccessEntry| {
+            e.jwt_issuer = Some(ISSUER.to_owned());
+            e
+        };
+        assert_eq!(
+            log_of(&app, "d1").await,
+            vec![
+                row(
+                    &app,
+                    &right_missing,
+                    Some("protocols-only"),
+                    "d1",
+                    LIST_ACTION
+                ),
+                row(&app, &ip_refused, Some("remote"), "d1", LIST_ACTION),
+                with_issuer(row(&app, &no_sub, Some(JWT_KEY), "d1", LIST_ACTION)),
+                with_issuer(row(&app, &other_sub, Some(JWT_KEY), "d1", LIST_ACTION)),
+            ]
+        );
+        assert_eq!(
+            log_of(&app, "d2").await,
+            vec![],
+            "the row names the dossier asked for, not the JWT's"
+        );
+    }
+);
 
 db_test!(async fn a_miss_inside_a_dossier_is_recorded(app) {
     posted(&app, "a", "ext-a").await;
@@ -273,53 +332,110 @@ db_test!(async fn a_spoofed_forwarded_address_is_not_recorded(app) {
 });
 
 async fn spawn_behind_loopback_proxy(db: tests::Db) -> TestApp {
-    TestApp::spawn_with(db, |config| config.trusted_proxies = vec!["127.0.0.1/32".parse().expect("net")]).await
+    TestApp::spawn_with(db, |config| {
+        config.trusted_proxies = vec!["127.0.0.1/32".parse().expect("net")]
+    })
+    .await
 }
 
-db_test!(async fn behind_a_trusted_proxy_the_forwarded_address_is_recorded(app: spawn_behind_loopback_proxy) {
-    let auth = app.basic_header();
-    let answer = get_with(&app, D1_RESPONSES, &[("authorization", &auth), ("x-forwarded-for", "198.51.100.1, 192.0.2.7")]).await;
-    assert_eq!(answer.status, 200);
-    let direct = app.get(D1_RESPONSES).await;
-    let mut forwarded = row(&app, &answer, Some(tests::TEST_KEY), "d1", LIST_ACTION);
-    forwarded.client = "192.0.2.7".to_owned();
-    assert_eq!(log_of(&app, "d1").await, vec![forwarded, row(&app, &direct, Some(tests::TEST_KEY), "d1", LIST_ACTION)]);
-});
+db_test!(
+    async fn behind_a_trusted_proxy_the_forwarded_address_is_recorded(
+        app: spawn_behind_loopback_proxy,
+    ) {
+        let auth = app.basic_header();
+        let answer = get_with(
+            &app,
+            D1_RESPONSES,
+            &[
+                ("authorization", &auth),
+                ("x-forwarded-for", "198.51.100.1, 192.0.2.7"),
+            ],
+        )
+        .await;
+        assert_eq!(answer.status, 200);
+        let direct = app.get(D1_RESPONSES).await;
+        let mut forwarded = row(&app, &answer, Some(tests::TEST_KEY), "d1", LIST_ACTION);
+        forwarded.client = "192.0.2.7".to_owned();
+        assert_eq!(
+            log_of(&app, "d1").await,
+            vec![
+                forwarded,
+                row(&app, &direct, Some(tests::TEST_KEY), "d1", LIST_ACTION)
+            ]
+        );
+    }
+);
 
-db_test!(async fn a_refusal_for_plain_http_is_recorded_with_the_remote_address(app: spawn_on_all_interfaces_untrusted) {
-    let ip = non_loopback_ipv4();
-    let url = format!("http://{ip}:{}{D1_RESPONSES}", port_of(&app));
-    let answer = send_raw(&client_from(ip), Method::GET, &url, &[("authorization", &app.basic_header())], None).await;
-    assert_forbidden(&answer, "https_required");
-    let log = log_of(&app, "d1").await;
-    assert_eq!(log.len(), 1);
-    assert_eq!(log[0].client, ip.to_string());
-    assert_eq!(log[0].status, 403);
-    assert_eq!(log[0].action, LIST_ACTION);
-    assert_eq!(log[0].at, start_time());
-});
+db_test!(
+    async fn a_refusal_for_plain_http_is_recorded_with_the_remote_address(
+        app: spawn_on_all_interfaces_untrusted,
+    ) {
+        let ip = non_loopback_ipv4();
+        let url = format!("http://{ip}:{}{D1_RESPONSES}", port_of(&app));
+        let answer = send_raw(
+            &client_from(ip),
+            Method::GET,
+            &url,
+            &[("authorization", &app.basic_header())],
+            None,
+        )
+        .await;
+        assert_forbidden(&answer, "https_required");
+        let log = log_of(&app, "d1").await;
+        assert_eq!(log.len(), 1);
+        assert_eq!(log[0].client, ip.to_string());
+        assert_eq!(log[0].status, 403);
+        assert_eq!(log[0].action, LIST_ACTION);
+        assert_eq!(log[0].at, start_time());
+    }
+);
 
 // ---------------------------------------------------------------------------
 // What is not recorded
 // ---------------------------------------------------------------------------
 
-db_test!(async fn routes_outside_dossiers_write_no_rows(app: spawn_jwt) {
-    for path in [PROTOCOLS, "/api/v1/protocols.json", "/api/v1/questionnaires", "/api/v1/questionnaires/phq9", "/health", "/api/v1/openapi.json"] {
-        assert_eq!(app.get(path).await.status, 200, "{path}");
+db_test!(
+    async fn routes_outside_dossiers_write_no_rows(app: spawn_jwt) {
+        for path in [
+            PROTOCOLS,
+            "/api/v1/protocols.json",
+            "/api/v1/questionnaires",
+            "/api/v1/questionnaires/phq9",
+            "/health",
+            "/api/v1/openapi.json",
+        ] {
+            assert_eq!(app.get(path).await.status, 200, "{path}");
+        }
+        let protocols = app.get(PROTOCOLS).await.body;
+        if let Some(id) = protocols[0]["id"].as_i64() {
+            assert_eq!(
+                app.get(&format!("/api/v1/protocols/{id}")).await.status,
+                200
+            );
+        }
+        assert_eq!(
+            get_as(&app, PROTOCOLS, &bearer(&jwt(&claims(&app, None))))
+                .await
+                .status,
+            200
+        );
+        // Refusals outside dossiers are not dossier accesses either.
+        assert_eq!(
+            app.send_as(Method::GET, PROTOCOLS, None, None).await.status,
+            401
+        );
+        let secret = create_token(&app.state, "responses-only", "responses").await;
+        assert_eq!(
+            get_as(&app, PROTOCOLS, &basic("responses-only", &secret))
+                .await
+                .status,
+            403
+        );
+        // Nor are unknown paths.
+        assert_eq!(app.get("/api/v1/nothing").await.status, 404);
+        assert_eq!(whole_log(&app).await, vec![]);
     }
-    let protocols = app.get(PROTOCOLS).await.body;
-    if let Some(id) = protocols[0]["id"].as_i64() {
-        assert_eq!(app.get(&format!("/api/v1/protocols/{id}")).await.status, 200);
-    }
-    assert_eq!(get_as(&app, PROTOCOLS, &bearer(&jwt(&claims(&app, None)))).await.status, 200);
-    // Refusals outside dossiers are not dossier accesses either.
-    assert_eq!(app.send_as(Method::GET, PROTOCOLS, None, None).await.status, 401);
-    let secret = create_token(&app.state, "responses-only", "responses").await;
-    assert_eq!(get_as(&app, PROTOCOLS, &basic("responses-only", &secret)).await.status, 403);
-    // Nor are unknown paths.
-    assert_eq!(app.get("/api/v1/nothing").await.status, 404);
-    assert_eq!(whole_log(&app).await, vec![]);
-});
+);
 
 // ---------------------------------------------------------------------------
 // Append-only at the database level

@@ -52,8 +52,14 @@ pub const PROTOCOLS: &str = "/api/v1/protocols";
 /// Registers `pem` as a JWT key on the token `key`, the way the admin
 /// command does, and makes the host see it.
 pub async fn register_key(app: &TestApp, key: &str, pem: &str) {
-    let fingerprint = RsaPublicKey::from_pem(pem).expect("fixture public key").fingerprint();
-    let added = app.state.store().add_token_key(key.to_owned(), pem.to_owned(), fingerprint, app.state.now()).await;
+    let fingerprint = RsaPublicKey::from_pem(pem)
+        .expect("fixture public key")
+        .fingerprint();
+    let added = app
+        .state
+        .store()
+        .add_token_key(key.to_owned(), pem.to_owned(), fingerprint, app.state.now())
+        .await;
     assert!(added.expect("store"), "token {key} exists");
     app.state.reload_tokens().await.expect("reload tokens");
 }
@@ -147,24 +153,38 @@ pub fn bearer(token: &str) -> String {
 
 /// GET with this Authorization header.
 pub async fn get_as(app: &TestApp, path: &str, authorization: &str) -> Answer {
-    app.send_as(Method::GET, path, None, Some(authorization)).await
+    app.send_as(Method::GET, path, None, Some(authorization))
+        .await
 }
 
 /// Sends a request with any headers, through `client`, to `url`.
-pub async fn send_raw(client: &reqwest::Client, method: Method, url: &str, headers: &[(&str, &str)], body: Option<&Value>) -> Answer {
+pub async fn send_raw(
+    client: &reqwest::Client,
+    method: Method,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+) -> Answer {
     let mut req = client.request(method, url);
     for (name, value) in headers {
         req = req.header(*name, *value);
     }
     if let Some(body) = body {
-        req = req.header("content-type", "application/json").body(body.to_string());
+        req = req
+            .header("content-type", "application/json")
+            .body(body.to_string());
     }
     let res = req.send().await.expect("the host answers");
     let status = res.status();
     let headers = res.headers().clone();
     let text = res.text().await.unwrap_or_default();
     let body = serde_json::from_str(&text).unwrap_or(Value::Null);
-    Answer { status, headers, body, text }
+    Answer {
+        status,
+        headers,
+        body,
+        text,
+    }
 }
 
 /// GET on the app with extra headers.
@@ -173,15 +193,27 @@ pub async fn get_with(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> An
 }
 
 fn challenge(answer: &Answer) -> Option<&str> {
-    answer.headers.get("www-authenticate").and_then(|v| v.to_str().ok())
+    answer
+        .headers
+        .get("www-authenticate")
+        .and_then(|v| v.to_str().ok())
 }
 
 /// 401 `unauthorized` with exactly this challenge.
 #[track_caller]
 pub fn assert_unauthorized(answer: &Answer, expected_challenge: &str) {
     assert_error(answer, 401, error("base", "unauthorized"));
-    assert_eq!(challenge(answer), Some(expected_challenge), "WWW-Authenticate of {}", answer.text);
-    assert_eq!(answer.headers.get_all("www-authenticate").iter().count(), 1, "one challenge");
+    assert_eq!(
+        challenge(answer),
+        Some(expected_challenge),
+        "WWW-Authenticate of {}",
+        answer.text
+    );
+    assert_eq!(
+        answer.headers.get_all("www-authenticate").iter().count(),
+        1,
+        "one challenge"
+    );
 }
 
 /// A refused JWT: 401 with the Bearer challenge.
@@ -194,7 +226,11 @@ pub fn assert_bad_jwt(answer: &Answer) {
 #[track_caller]
 pub fn assert_forbidden(answer: &Answer, reason: &str) {
     assert_error(answer, 403, error("base", reason));
-    assert_eq!(challenge(answer), None, "a 403 asks for no other credentials");
+    assert_eq!(
+        challenge(answer),
+        None,
+        "a 403 asks for no other credentials"
+    );
 }
 
 /// The JWT, sent as a bearer token to d1's responses.
@@ -208,8 +244,15 @@ async fn d1_with(app: &TestApp, token: &str) -> Answer {
 /// non-loopback address `ip -4 -o addr` lists.
 pub fn non_loopback_ipv4() -> Ipv4Addr {
     let usable = |ip: &Ipv4Addr| !ip.is_loopback() && !ip.is_unspecified() && !ip.is_link_local();
-    for target in ["192.0.2.1:9", "198.51.100.1:9", "10.255.255.254:9", "8.8.8.8:53"] {
-        let Ok(socket) = std::net::UdpSocket::bind("0.0.0.0:0") else { continue };
+    for target in [
+        "192.0.2.1:9",
+        "198.51.100.1:9",
+        "10.255.255.254:9",
+        "8.8.8.8:53",
+    ] {
+        let Ok(socket) = std::net::UdpSocket::bind("0.0.0.0:0") else {
+            continue;
+        };
         if socket.connect(target).is_err() {
             continue;
         }
@@ -219,11 +262,16 @@ pub fn non_loopback_ipv4() -> Ipv4Addr {
             return *local.ip();
         }
     }
-    let listed = std::process::Command::new("ip").args(["-4", "-o", "addr"]).output();
+    let listed = std::process::Command::new("ip")
+        .args(["-4", "-o", "addr"])
+        .output();
     if let Ok(out) = listed {
         let text = String::from_utf8_lossy(&out.stdout);
         for word in text.split_whitespace() {
-            if let Some(ip) = word.split('/').next().and_then(|a| a.parse::<Ipv4Addr>().ok())
+            if let Some(ip) = word
+                .split('/')
+                .next()
+                .and_then(|a| a.parse::<Ipv4Addr>().ok())
                 && word.contains('/')
                 && usable(&ip)
             {
@@ -239,7 +287,11 @@ pub fn non_loopback_ipv4() -> Ipv4Addr {
 
 /// A client whose requests leave from `ip`, with no proxy in between.
 pub fn client_from(ip: Ipv4Addr) -> reqwest::Client {
-    reqwest::Client::builder().local_address(IpAddr::V4(ip)).no_proxy().build().expect("client")
+    reqwest::Client::builder()
+        .local_address(IpAddr::V4(ip))
+        .no_proxy()
+        .build()
+        .expect("client")
 }
 
 /// The host listening on every interface (its `base` then names 0.0.0.0),
@@ -255,340 +307,573 @@ pub async fn spawn_on_all_interfaces(db: Db, proxy: Option<Ipv4Addr>) -> TestApp
 }
 
 async fn spawn_behind_proxy(db: Db) -> TestApp {
-    TestApp::spawn_with(db, |config| config.trusted_proxies = vec!["127.0.0.1/32".parse().expect("net")]).await
+    TestApp::spawn_with(db, |config| {
+        config.trusted_proxies = vec!["127.0.0.1/32".parse().expect("net")]
+    })
+    .await
 }
 
 // ---------------------------------------------------------------------------
 // Valid JWTs
 // ---------------------------------------------------------------------------
 
-db_test!(async fn a_valid_rs256_jwt_reaches_the_handler(app: spawn_jwt) {
-    let stored = posted(&app, "d1", "ext-1").await;
-    let answer = d1_with(&app, &jwt(&claims(&app, Some("d1")))).await;
-    assert_eq!(answer.status, 200, "{}", answer.text);
-    assert_eq!(ids(&answer.body), vec![id_of(&stored)]);
-});
-
-db_test!(async fn a_valid_rs512_jwt_reaches_the_handler(app: spawn_jwt) {
-    let token = sign(Algorithm::RS512, JWT_KEY, &claims(&app, Some("d1")));
-    let body = json!({"questionnaire_key": "phq9", "external_id": "ext-1", "answer_data": phq9_all_answered()});
-    let created = app.send_as(Method::POST, D1_RESPONSES, Some((body.to_string().into_bytes(), "application/json")), Some(&bearer(&token))).await;
-    assert_eq!(created.status, 201, "{}", created.text);
-    let list = d1_with(&app, &token).await;
-    assert_eq!(list.status, 200, "{}", list.text);
-    assert_eq!(ids(&list.body), vec![id_of(&created.body)]);
-});
-
-db_test!(async fn a_jwt_without_sub_works_on_a_non_dossier_route(app: spawn_jwt) {
-    let answer = get_as(&app, PROTOCOLS, &bearer(&jwt(&claims(&app, None)))).await;
-    assert_eq!(answer.status, 200, "{}", answer.text);
-    assert_eq!(answer.body, app.get(PROTOCOLS).await.body);
-    let questionnaire = get_as(&app, "/api/v1/questionnaires/phq9", &bearer(&jwt(&claims(&app, None)))).await;
-    assert_eq!(questionnaire.status, 200, "{}", questionnaire.text);
-});
-
-db_test!(async fn a_jwt_sub_matches_the_dossier_under_every_path_form(app: spawn_jwt) {
-    let token = jwt(&claims(&app, Some("d1")));
-    for path in ["/api/v1/dossier/d1/responses", "/api/v1/dossiers/d1/responses.json", "/api/v1/dossiers/d1/responses/"] {
-        let answer = get_as(&app, path, &bearer(&token)).await;
-        assert_eq!(answer.status, 200, "{path}: {}", answer.text);
+db_test!(
+    async fn a_valid_rs256_jwt_reaches_the_handler(app: spawn_jwt) {
+        let stored = posted(&app, "d1", "ext-1").await;
+        let answer = d1_with(&app, &jwt(&claims(&app, Some("d1")))).await;
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        assert_eq!(ids(&answer.body), vec![id_of(&stored)]);
     }
-    // The path is compared percent-decoded.
-    let spaced = jwt(&claims(&app, Some("a b")));
-    let answer = get_as(&app, "/api/v1/dossiers/a%20b/responses", &bearer(&spaced)).await;
-    assert_eq!(answer.status, 200, "{}", answer.text);
-});
+);
 
-db_test!(async fn a_jwt_lifetime_of_exactly_one_hour_is_accepted(app: spawn_jwt) {
-    let now = app.state.now().timestamp();
-    let answer = d1_with(&app, &jwt(&with(claims(&app, Some("d1")), "exp", json!(now + 3600)))).await;
-    assert_eq!(answer.status, 200, "{}", answer.text);
-});
+db_test!(
+    async fn a_valid_rs512_jwt_reaches_the_handler(app: spawn_jwt) {
+        let token = sign(Algorithm::RS512, JWT_KEY, &claims(&app, Some("d1")));
+        let body = json!({"questionnaire_key": "phq9", "external_id": "ext-1", "answer_data": phq9_all_answered()});
+        let created = app
+            .send_as(
+                Method::POST,
+                D1_RESPONSES,
+                Some((body.to_string().into_bytes(), "application/json")),
+                Some(&bearer(&token)),
+            )
+            .await;
+        assert_eq!(created.status, 201, "{}", created.text);
+        let list = d1_with(&app, &token).await;
+        assert_eq!(list.status, 200, "{}", list.text);
+        assert_eq!(ids(&list.body), vec![id_of(&created.body)]);
+    }
+);
+
+db_test!(
+    async fn a_jwt_without_sub_works_on_a_non_dossier_route(app: spawn_jwt) {
+        let answer = get_as(&app, PROTOCOLS, &bearer(&jwt(&claims(&app, None)))).await;
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        assert_eq!(answer.body, app.get(PROTOCOLS).await.body);
+        let questionnaire = get_as(
+            &app,
+            "/api/v1/questionnaires/phq9",
+            &bearer(&jwt(&claims(&app, None))),
+        )
+        .await;
+        assert_eq!(questionnaire.status, 200, "{}", questionnaire.text);
+    }
+);
+
+db_test!(
+    async fn a_jwt_sub_matches_the_dossier_under_every_path_form(app: spawn_jwt) {
+        let token = jwt(&claims(&app, Some("d1")));
+        for path in [
+            "/api/v1/dossier/d1/responses",
+            "/api/v1/dossiers/d1/responses.json",
+            "/api/v1/dossiers/d1/responses/",
+        ] {
+            let answer = get_as(&app, path, &bearer(&token)).await;
+            assert_eq!(answer.status, 200, "{path}: {}", answer.text);
+        }
+        // The path is compared percent-decoded.
+        let spaced = jwt(&claims(&app, Some("a b")));
+        let answer = get_as(&app, "/api/v1/dossiers/a%20b/responses", &bearer(&spaced)).await;
+        assert_eq!(answer.status, 200, "{}", answer.text);
+    }
+);
+
+db_test!(
+    async fn a_jwt_lifetime_of_exactly_one_hour_is_accepted(app: spawn_jwt) {
+        let now = app.state.now().timestamp();
+        let answer = d1_with(
+            &app,
+            &jwt(&with(claims(&app, Some("d1")), "exp", json!(now + 3600))),
+        )
+        .await;
+        assert_eq!(answer.status, 200, "{}", answer.text);
+    }
+);
 
 // ---------------------------------------------------------------------------
 // Forged and unacceptable JWTs: every one a 401 with the Bearer challenge
 // ---------------------------------------------------------------------------
 
-db_test!(async fn alg_none_is_refused_in_every_spelling(app: spawn_jwt) {
-    let claims = claims(&app, Some("d1"));
-    let real_signature = jwt(&claims).rsplit('.').next().map(str::to_owned).expect("signature");
-    for alg in ["none", "None", "NONE", "nOnE", " none", "none "] {
-        let header = json!({"typ": "JWT", "alg": alg, "kid": JWT_KEY});
-        let bare = unsigned(&header, &claims);
-        assert_bad_jwt(&d1_with(&app, &bare).await);
-        // With a signature that is valid for RS256 over other bytes.
-        assert_bad_jwt(&d1_with(&app, &format!("{bare}{real_signature}")).await);
+db_test!(
+    async fn alg_none_is_refused_in_every_spelling(app: spawn_jwt) {
+        let claims = claims(&app, Some("d1"));
+        let real_signature = jwt(&claims)
+            .rsplit('.')
+            .next()
+            .map(str::to_owned)
+            .expect("signature");
+        for alg in ["none", "None", "NONE", "nOnE", " none", "none "] {
+            let header = json!({"typ": "JWT", "alg": alg, "kid": JWT_KEY});
+            let bare = unsigned(&header, &claims);
+            assert_bad_jwt(&d1_with(&app, &bare).await);
+            // With a signature that is valid for RS256 over other bytes.
+            assert_bad_jwt(&d1_with(&app, &format!("{bare}{real_signature}")).await);
+        }
+        // No alg at all, or not a string.
+        for header in [
+            json!({"typ": "JWT", "kid": JWT_KEY}),
+            json!({"typ": "JWT", "alg": null, "kid": JWT_KEY}),
+        ] {
+            assert_bad_jwt(&d1_with(&app, &unsigned(&header, &claims)).await);
+        }
     }
-    // No alg at all, or not a string.
-    for header in [json!({"typ": "JWT", "kid": JWT_KEY}), json!({"typ": "JWT", "alg": null, "kid": JWT_KEY})] {
-        assert_bad_jwt(&d1_with(&app, &unsigned(&header, &claims)).await);
-    }
-});
+);
 
-db_test!(async fn hmac_signed_with_the_registered_public_key_pem_is_refused(app: spawn_jwt) {
-    // The classic key-confusion attack: the public key is public, so an
-    // HMAC "signed" with it proves nothing.
-    let claims = claims(&app, Some("d1"));
-    for secret in [PUBLIC_PEM, PUBLIC_PEM.trim()] {
-        let key = EncodingKey::from_secret(secret.as_bytes());
-        for alg in [Algorithm::HS256, Algorithm::HS384, Algorithm::HS512] {
-            let mut header = Header::new(alg);
-            header.kid = Some(JWT_KEY.to_owned());
-            let token = jsonwebtoken::encode(&header, &claims, &key).expect("sign");
+db_test!(
+    async fn hmac_signed_with_the_registered_public_key_pem_is_refused(app: spawn_jwt) {
+        // The classic key-confusion attack: the public key is public, so an
+        // HMAC "signed" with it proves nothing.
+        let claims = claims(&app, Some("d1"));
+        for secret in [PUBLIC_PEM, PUBLIC_PEM.trim()] {
+            let key = EncodingKey::from_secret(secret.as_bytes());
+            for alg in [Algorithm::HS256, Algorithm::HS384, Algorithm::HS512] {
+                let mut header = Header::new(alg);
+                header.kid = Some(JWT_KEY.to_owned());
+                let token = jsonwebtoken::encode(&header, &claims, &key).expect("sign");
+                assert_bad_jwt(&d1_with(&app, &token).await);
+            }
+        }
+    }
+);
+
+db_test!(
+    async fn rs384_signed_with_the_registered_key_is_refused(app: spawn_jwt) {
+        let token = sign(Algorithm::RS384, JWT_KEY, &claims(&app, Some("d1")));
+        assert_bad_jwt(&d1_with(&app, &token).await);
+    }
+);
+
+db_test!(
+    async fn pss_signed_with_the_registered_key_is_refused(app: spawn_jwt) {
+        for alg in [Algorithm::PS256, Algorithm::PS512] {
+            let token = sign(alg, JWT_KEY, &claims(&app, Some("d1")));
             assert_bad_jwt(&d1_with(&app, &token).await);
         }
     }
-});
+);
 
-db_test!(async fn rs384_signed_with_the_registered_key_is_refused(app: spawn_jwt) {
-    let token = sign(Algorithm::RS384, JWT_KEY, &claims(&app, Some("d1")));
-    assert_bad_jwt(&d1_with(&app, &token).await);
-});
+db_test!(
+    async fn a_jwt_with_its_signature_stripped_is_refused(app: spawn_jwt) {
+        let token = jwt(&claims(&app, Some("d1")));
+        let (unsigned_part, _) = token.rsplit_once('.').expect("three segments");
+        assert_bad_jwt(&d1_with(&app, &format!("{unsigned_part}.")).await);
+        assert_bad_jwt(&d1_with(&app, unsigned_part).await);
+        assert_bad_jwt(&d1_with(&app, &format!("{unsigned_part}.AAAA")).await);
+    }
+);
 
-db_test!(async fn pss_signed_with_the_registered_key_is_refused(app: spawn_jwt) {
-    for alg in [Algorithm::PS256, Algorithm::PS512] {
-        let token = sign(alg, JWT_KEY, &claims(&app, Some("d1")));
+db_test!(
+    async fn a_jwt_signed_with_an_unregistered_key_is_refused(app: spawn_jwt) {
+        let token = raw_signed(
+            &standard_header(),
+            &claims(&app, Some("d1")),
+            Algorithm::RS256,
+            &other_private_key(),
+        );
         assert_bad_jwt(&d1_with(&app, &token).await);
     }
-});
+);
 
-db_test!(async fn a_jwt_with_its_signature_stripped_is_refused(app: spawn_jwt) {
-    let token = jwt(&claims(&app, Some("d1")));
-    let (unsigned_part, _) = token.rsplit_once('.').expect("three segments");
-    assert_bad_jwt(&d1_with(&app, &format!("{unsigned_part}.")).await);
-    assert_bad_jwt(&d1_with(&app, unsigned_part).await);
-    assert_bad_jwt(&d1_with(&app, &format!("{unsigned_part}.AAAA")).await);
-});
-
-db_test!(async fn a_jwt_signed_with_an_unregistered_key_is_refused(app: spawn_jwt) {
-    let token = raw_signed(&standard_header(), &claims(&app, Some("d1")), Algorithm::RS256, &other_private_key());
-    assert_bad_jwt(&d1_with(&app, &token).await);
-});
-
-db_test!(async fn a_jwt_whose_payload_was_altered_after_signing_is_refused(app: spawn_jwt) {
-    let token = jwt(&claims(&app, Some("d1")));
-    let parts: Vec<&str> = token.split('.').collect();
-    let forged_payload = b64(claims(&app, Some("d2")).to_string());
-    let forged = format!("{}.{forged_payload}.{}", parts[0], parts[2]);
-    assert_bad_jwt(&get_as(&app, "/api/v1/dossiers/d2/responses", &bearer(&forged)).await);
-});
-
-db_test!(async fn a_jwt_without_kid_is_refused(app: spawn_jwt) {
-    let header = json!({"typ": "JWT", "alg": "RS256"});
-    let token = raw_signed(&header, &claims(&app, Some("d1")), Algorithm::RS256, &private_key());
-    assert_bad_jwt(&d1_with(&app, &token).await);
-    for kid in [json!(""), json!(null), json!(1), json!([JWT_KEY])] {
-        let header = json!({"typ": "JWT", "alg": "RS256", "kid": kid});
-        let token = raw_signed(&header, &claims(&app, Some("d1")), Algorithm::RS256, &private_key());
-        assert_bad_jwt(&d1_with(&app, &token).await);
+db_test!(
+    async fn a_jwt_whose_payload_was_altered_after_signing_is_refused(app: spawn_jwt) {
+        let token = jwt(&claims(&app, Some("d1")));
+        let parts: Vec<&str> = token.split('.').collect();
+        let forged_payload = b64(claims(&app, Some("d2")).to_string());
+        let forged = format!("{}.{forged_payload}.{}", parts[0], parts[2]);
+        assert_bad_jwt(&get_as(&app, "/api/v1/dossiers/d2/responses", &bearer(&forged)).await);
     }
-});
+);
 
-db_test!(async fn a_jwt_with_an_unknown_kid_is_refused(app: spawn_jwt) {
-    for kid in ["nobody", "EPD-JWT", "epd-jwt ", " epd-jwt"] {
-        let token = sign(Algorithm::RS256, kid, &claims(&app, Some("d1")));
+db_test!(
+    async fn a_jwt_without_kid_is_refused(app: spawn_jwt) {
+        let header = json!({"typ": "JWT", "alg": "RS256"});
+        let token = raw_signed(
+            &header,
+            &claims(&app, Some("d1")),
+            Algorithm::RS256,
+            &private_key(),
+        );
         assert_bad_jwt(&d1_with(&app, &token).await);
-    }
-});
-
-db_test!(async fn a_kid_with_path_characters_is_refused(app: spawn_jwt) {
-    for kid in ["../epd-jwt", "./epd-jwt", "epd-jwt/../epd-jwt", "../../../../etc/passwd", "/dev/null", "..%2Fepd-jwt", "..\\epd-jwt"] {
-        let token = sign(Algorithm::RS256, kid, &claims(&app, Some("d1")));
-        assert_bad_jwt(&d1_with(&app, &token).await);
-    }
-    // The real kid still works: nothing was consumed or broken.
-    assert_eq!(d1_with(&app, &jwt(&claims(&app, Some("d1")))).await.status, 200);
-});
-
-db_test!(async fn a_kid_with_sql_characters_is_refused(app: spawn_jwt) {
-    for kid in [
-        "epd-jwt' OR '1'='1",
-        "' OR 1=1 --",
-        "x'; DELETE FROM api_tokens; --",
-        "x\"; DROP TABLE api_token_keys; --",
-        "epd-jwt%",
-        "%",
-        "_______",
-    ] {
-        let token = sign(Algorithm::RS256, kid, &claims(&app, Some("d1")));
-        assert_bad_jwt(&d1_with(&app, &token).await);
-    }
-    app.state.reload_tokens().await.expect("token tables still readable");
-    assert_eq!(d1_with(&app, &jwt(&claims(&app, Some("d1")))).await.status, 200);
-    assert_eq!(app.get(D1_RESPONSES).await.status, 200);
-});
-
-db_test!(async fn a_kid_naming_a_token_without_a_registered_key_is_refused(app: spawn_jwt) {
-    // "test" is a real Basic token, but no public key was ever registered on it.
-    let token = sign(Algorithm::RS256, tests::TEST_KEY, &claims(&app, Some("d1")));
-    assert_bad_jwt(&d1_with(&app, &token).await);
-});
-
-db_test!(async fn a_key_embedded_as_jwk_in_the_header_is_refused(app: spawn_jwt) {
-    // Signed with the attacker's key, which the header offers as a JWK.
-    let header = json!({
-        "typ": "JWT", "alg": "RS256", "kid": JWT_KEY,
-        "jwk": {"kty": "RSA", "e": "AQAB", "n": OTHER_MODULUS_B64URL, "kid": JWT_KEY},
-    });
-    let token = raw_signed(&header, &claims(&app, Some("d1")), Algorithm::RS256, &other_private_key());
-    assert_bad_jwt(&d1_with(&app, &token).await);
-    // Even when signed with the registered key: a token never brings keys.
-    let token = raw_signed(&header, &claims(&app, Some("d1")), Algorithm::RS256, &private_key());
-    assert_bad_jwt(&d1_with(&app, &token).await);
-});
-
-db_test!(async fn a_key_url_as_jku_in_the_header_is_refused(app: spawn_jwt) {
-    for (param, value) in [
-        ("jku", json!("https://attacker.example/.well-known/jwks.json")),
-        ("x5u", json!("https://attacker.example/cert.pem")),
-        ("x5c", json!(["MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA"])),
-    ] {
-        let mut header = standard_header();
-        header[param] = value;
-        for key in [other_private_key(), private_key()] {
-            let token = raw_signed(&header, &claims(&app, Some("d1")), Algorithm::RS256, &key);
+        for kid in [json!(""), json!(null), json!(1), json!([JWT_KEY])] {
+            let header = json!({"typ": "JWT", "alg": "RS256", "kid": kid});
+            let token = raw_signed(
+                &header,
+                &claims(&app, Some("d1")),
+                Algorithm::RS256,
+                &private_key(),
+            );
             assert_bad_jwt(&d1_with(&app, &token).await);
         }
     }
-});
+);
 
-db_test!(async fn a_jwt_whose_typ_is_missing_or_not_jwt_is_refused(app: spawn_jwt) {
-    for typ in [None, Some(json!("at+jwt")), Some(json!("jwt ")), Some(json!("JWS")), Some(json!(null))] {
-        let mut header = json!({"alg": "RS256", "kid": JWT_KEY});
-        if let Some(typ) = typ {
-            header["typ"] = typ;
+db_test!(
+    async fn a_jwt_with_an_unknown_kid_is_refused(app: spawn_jwt) {
+        for kid in ["nobody", "EPD-JWT", "epd-jwt ", " epd-jwt"] {
+            let token = sign(Algorithm::RS256, kid, &claims(&app, Some("d1")));
+            assert_bad_jwt(&d1_with(&app, &token).await);
         }
-        let token = raw_signed(&header, &claims(&app, Some("d1")), Algorithm::RS256, &private_key());
+    }
+);
+
+db_test!(
+    async fn a_kid_with_path_characters_is_refused(app: spawn_jwt) {
+        for kid in [
+            "../epd-jwt",
+            "./epd-jwt",
+            "epd-jwt/../epd-jwt",
+            "../../../../etc/passwd",
+            "/dev/null",
+            "..%2Fepd-jwt",
+            "..\\epd-jwt",
+        ] {
+            let token = sign(Algorithm::RS256, kid, &claims(&app, Some("d1")));
+            assert_bad_jwt(&d1_with(&app, &token).await);
+        }
+        // The real kid still works: nothing was consumed or broken.
+        assert_eq!(
+            d1_with(&app, &jwt(&claims(&app, Some("d1")))).await.status,
+            200
+        );
+    }
+);
+
+db_test!(
+    async fn a_kid_with_sql_characters_is_refused(app: spawn_jwt) {
+        for kid in [
+            "epd-jwt' OR '1'='1",
+            "' OR 1=1 --",
+            "x'; DELETE FROM api_tokens; --",
+            "x\"; DROP TABLE api_token_keys; --",
+            "epd-jwt%",
+            "%",
+            "_______",
+        ] {
+            let token = sign(Algorithm::RS256, kid, &claims(&app, Some("d1")));
+            assert_bad_jwt(&d1_with(&app, &token).await);
+        }
+        app.state
+            .reload_tokens()
+            .await
+            .expect("token tables still readable");
+        assert_eq!(
+            d1_with(&app, &jwt(&claims(&app, Some("d1")))).await.status,
+            200
+        );
+        assert_eq!(app.get(D1_RESPONSES).await.status, 200);
+    }
+);
+
+db_test!(
+    async fn a_kid_naming_a_token_without_a_registered_key_is_refused(app: spawn_jwt) {
+        // "test" is a real Basic token, but no public key was ever registered on it.
+        let token = sign(Algorithm::RS256, tests::TEST_KEY, &claims(&app, Some("d1")));
         assert_bad_jwt(&d1_with(&app, &token).await);
     }
-});
+);
 
-db_test!(async fn a_jwt_without_aud_is_refused(app: spawn_jwt) {
-    assert_bad_jwt(&d1_with(&app, &jwt(&without(claims(&app, Some("d1")), "aud"))).await);
-});
-
-db_test!(async fn a_jwt_for_another_audience_is_refused(app: spawn_jwt) {
-    for aud in [json!("API"), json!("apis"), json!("https://api"), json!(" api"), json!(""), json!(null), json!(1)] {
-        let token = jwt(&with(claims(&app, Some("d1")), "aud", aud.clone()));
+db_test!(
+    async fn a_key_embedded_as_jwk_in_the_header_is_refused(app: spawn_jwt) {
+        // Signed with the attacker's key, which the header offers as a JWK.
+        let header = json!({
+            "typ": "JWT", "alg": "RS256", "kid": JWT_KEY,
+            "jwk": {"kty": "RSA", "e": "AQAB", "n": OTHER_MODULUS_B64URL, "kid": JWT_KEY},
+        });
+        let token = raw_signed(
+            &header,
+            &claims(&app, Some("d1")),
+            Algorithm::RS256,
+            &other_private_key(),
+        );
+        assert_bad_jwt(&d1_with(&app, &token).await);
+        // Even when signed with the registered key: a token never brings keys.
+        let token = raw_signed(
+            &header,
+            &claims(&app, Some("d1")),
+            Algorithm::RS256,
+            &private_key(),
+        );
         assert_bad_jwt(&d1_with(&app, &token).await);
     }
-});
+);
 
-db_test!(async fn a_jwt_whose_aud_array_lacks_api_is_refused(app: spawn_jwt) {
-    for aud in [json!([]), json!(["other"]), json!(["API", "apis"]), json!([["api"]])] {
-        let token = jwt(&with(claims(&app, Some("d1")), "aud", aud.clone()));
+db_test!(
+    async fn a_key_url_as_jku_in_the_header_is_refused(app: spawn_jwt) {
+        for (param, value) in [
+            (
+                "jku",
+                json!("https://attacker.example/.well-known/jwks.json"),
+            ),
+            ("x5u", json!("https://attacker.example/cert.pem")),
+            (
+                "x5c",
+                json!(["MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA"]),
+            ),
+        ] {
+            let mut header = standard_header();
+            header[param] = value;
+            for key in [other_private_key(), private_key()] {
+                let token = raw_signed(&header, &claims(&app, Some("d1")), Algorithm::RS256, &key);
+                assert_bad_jwt(&d1_with(&app, &token).await);
+            }
+        }
+    }
+);
+
+db_test!(
+    async fn a_jwt_whose_typ_is_missing_or_not_jwt_is_refused(app: spawn_jwt) {
+        for typ in [
+            None,
+            Some(json!("at+jwt")),
+            Some(json!("jwt ")),
+            Some(json!("JWS")),
+            Some(json!(null)),
+        ] {
+            let mut header = json!({"alg": "RS256", "kid": JWT_KEY});
+            if let Some(typ) = typ {
+                header["typ"] = typ;
+            }
+            let token = raw_signed(
+                &header,
+                &claims(&app, Some("d1")),
+                Algorithm::RS256,
+                &private_key(),
+            );
+            assert_bad_jwt(&d1_with(&app, &token).await);
+        }
+    }
+);
+
+db_test!(
+    async fn a_jwt_without_aud_is_refused(app: spawn_jwt) {
+        assert_bad_jwt(&d1_with(&app, &jwt(&without(claims(&app, Some("d1")), "aud"))).await);
+    }
+);
+
+db_test!(
+    async fn a_jwt_for_another_audience_is_refused(app: spawn_jwt) {
+        for aud in [
+            json!("API"),
+            json!("apis"),
+            json!("https://api"),
+            json!(" api"),
+            json!(""),
+            json!(null),
+            json!(1),
+        ] {
+            let token = jwt(&with(claims(&app, Some("d1")), "aud", aud.clone()));
+            assert_bad_jwt(&d1_with(&app, &token).await);
+        }
+    }
+);
+
+db_test!(
+    async fn a_jwt_whose_aud_array_lacks_api_is_refused(app: spawn_jwt) {
+        for aud in [
+            json!([]),
+            json!(["other"]),
+            json!(["API", "apis"]),
+            json!([["api"]]),
+        ] {
+            let token = jwt(&with(claims(&app, Some("d1")), "aud", aud.clone()));
+            assert_bad_jwt(&d1_with(&app, &token).await);
+        }
+    }
+);
+
+db_test!(
+    async fn a_jwt_without_exp_is_refused(app: spawn_jwt) {
+        assert_bad_jwt(&d1_with(&app, &jwt(&without(claims(&app, Some("d1")), "exp"))).await);
+    }
+);
+
+db_test!(
+    async fn a_jwt_without_iat_or_iss_is_refused(app: spawn_jwt) {
+        assert_bad_jwt(&d1_with(&app, &jwt(&without(claims(&app, Some("d1")), "iat"))).await);
+        assert_bad_jwt(&d1_with(&app, &jwt(&without(claims(&app, Some("d1")), "iss"))).await);
+        assert_bad_jwt(
+            &d1_with(
+                &app,
+                &jwt(&with(claims(&app, Some("d1")), "iss", json!(""))),
+            )
+            .await,
+        );
+    }
+);
+
+db_test!(
+    async fn a_jwt_whose_times_are_not_integers_is_refused(app: spawn_jwt) {
+        let now = app.state.now().timestamp();
+        for (name, value) in [
+            ("exp", json!((now + 600).to_string())),
+            ("exp", json!(now as f64 + 600.5)),
+            ("iat", json!(now.to_string())),
+            ("nbf", json!("0")),
+            ("exp", json!(null)),
+        ] {
+            let token = jwt(&with(claims(&app, Some("d1")), name, value.clone()));
+            assert_bad_jwt(&d1_with(&app, &token).await);
+        }
+    }
+);
+
+db_test!(
+    async fn a_jwt_living_longer_than_an_hour_is_refused(app: spawn_jwt) {
+        let now = app.state.now().timestamp();
+        for (iat, exp) in [
+            (now, now + 3601),
+            (now - 3000, now + 3000),
+            (now, now + 86_400 * 365),
+        ] {
+            let mut c = with(claims(&app, Some("d1")), "iat", json!(iat));
+            c["exp"] = json!(exp);
+            assert_bad_jwt(&d1_with(&app, &jwt(&c)).await);
+        }
+    }
+);
+
+db_test!(
+    async fn a_jwt_issued_more_than_a_minute_in_the_future_is_refused(app: spawn_jwt) {
+        let now = app.state.now().timestamp();
+        let mut c = with(claims(&app, Some("d1")), "iat", json!(now + 120));
+        c["exp"] = json!(now + 600);
+        let token = jwt(&c);
         assert_bad_jwt(&d1_with(&app, &token).await);
+        // Once the host's clock reaches iat, the same token is good.
+        app.clock.advance(Duration::seconds(120));
+        assert_eq!(d1_with(&app, &token).await.status, 200);
     }
-});
+);
 
-db_test!(async fn a_jwt_without_exp_is_refused(app: spawn_jwt) {
-    assert_bad_jwt(&d1_with(&app, &jwt(&without(claims(&app, Some("d1")), "exp"))).await);
-});
-
-db_test!(async fn a_jwt_without_iat_or_iss_is_refused(app: spawn_jwt) {
-    assert_bad_jwt(&d1_with(&app, &jwt(&without(claims(&app, Some("d1")), "iat"))).await);
-    assert_bad_jwt(&d1_with(&app, &jwt(&without(claims(&app, Some("d1")), "iss"))).await);
-    assert_bad_jwt(&d1_with(&app, &jwt(&with(claims(&app, Some("d1")), "iss", json!("")))).await);
-});
-
-db_test!(async fn a_jwt_whose_times_are_not_integers_is_refused(app: spawn_jwt) {
-    let now = app.state.now().timestamp();
-    for (name, value) in [
-        ("exp", json!((now + 600).to_string())),
-        ("exp", json!(now as f64 + 600.5)),
-        ("iat", json!(now.to_string())),
-        ("nbf", json!("0")),
-        ("exp", json!(null)),
-    ] {
-        let token = jwt(&with(claims(&app, Some("d1")), name, value.clone()));
+db_test!(
+    async fn a_jwt_not_valid_before_a_future_nbf_is_refused(app: spawn_jwt) {
+        let now = app.state.now().timestamp();
+        let token = jwt(&with(claims(&app, Some("d1")), "nbf", json!(now + 300)));
         assert_bad_jwt(&d1_with(&app, &token).await);
+        app.clock.advance(Duration::seconds(300));
+        assert_eq!(d1_with(&app, &token).await.status, 200);
     }
-});
+);
 
-db_test!(async fn a_jwt_living_longer_than_an_hour_is_refused(app: spawn_jwt) {
-    let now = app.state.now().timestamp();
-    for (iat, exp) in [(now, now + 3601), (now - 3000, now + 3000), (now, now + 86_400 * 365)] {
-        let mut c = with(claims(&app, Some("d1")), "iat", json!(iat));
-        c["exp"] = json!(exp);
-        assert_bad_jwt(&d1_with(&app, &jwt(&c)).await);
+db_test!(
+    async fn an_expired_jwt_is_refused(app: spawn_jwt) {
+        let token = jwt(&claims(&app, Some("d1")));
+        assert_eq!(d1_with(&app, &token).await.status, 200);
+        // exp is now + 600; past it by more than the 60 s leeway.
+        app.clock.advance(Duration::seconds(600 + 61));
+        assert_bad_jwt(&d1_with(&app, &token).await);
+        // Issued long ago and expired long ago.
+        let now = app.state.now().timestamp();
+        let mut old = with(claims(&app, Some("d1")), "iat", json!(now - 4000));
+        old["exp"] = json!(now - 3600);
+        assert_bad_jwt(&d1_with(&app, &jwt(&old)).await);
     }
-});
+);
 
-db_test!(async fn a_jwt_issued_more_than_a_minute_in_the_future_is_refused(app: spawn_jwt) {
-    let now = app.state.now().timestamp();
-    let mut c = with(claims(&app, Some("d1")), "iat", json!(now + 120));
-    c["exp"] = json!(now + 600);
-    let token = jwt(&c);
-    assert_bad_jwt(&d1_with(&app, &token).await);
-    // Once the host's clock reaches iat, the same token is good.
-    app.clock.advance(Duration::seconds(120));
-    assert_eq!(d1_with(&app, &token).await.status, 200);
-});
-
-db_test!(async fn a_jwt_not_valid_before_a_future_nbf_is_refused(app: spawn_jwt) {
-    let now = app.state.now().timestamp();
-    let token = jwt(&with(claims(&app, Some("d1")), "nbf", json!(now + 300)));
-    assert_bad_jwt(&d1_with(&app, &token).await);
-    app.clock.advance(Duration::seconds(300));
-    assert_eq!(d1_with(&app, &token).await.status, 200);
-});
-
-db_test!(async fn an_expired_jwt_is_refused(app: spawn_jwt) {
-    let token = jwt(&claims(&app, Some("d1")));
-    assert_eq!(d1_with(&app, &token).await.status, 200);
-    // exp is now + 600; past it by more than the 60 s leeway.
-    app.clock.advance(Duration::seconds(600 + 61));
-    assert_bad_jwt(&d1_with(&app, &token).await);
-    // Issued long ago and expired long ago.
-    let now = app.state.now().timestamp();
-    let mut old = with(claims(&app, Some("d1")), "iat", json!(now - 4000));
-    old["exp"] = json!(now - 3600);
-    assert_bad_jwt(&d1_with(&app, &jwt(&old)).await);
-});
-
-db_test!(async fn a_jwt_larger_than_8_kib_is_refused(app: spawn_jwt) {
-    let padded = with(claims(&app, Some("d1")), "pad", json!("x".repeat(9 * 1024)));
-    assert_bad_jwt(&d1_with(&app, &jwt(&padded)).await);
-});
+db_test!(
+    async fn a_jwt_larger_than_8_kib_is_refused(app: spawn_jwt) {
+        let padded = with(claims(&app, Some("d1")), "pad", json!("x".repeat(9 * 1024)));
+        assert_bad_jwt(&d1_with(&app, &jwt(&padded)).await);
+    }
+);
 
 // ---------------------------------------------------------------------------
 // The JWT subject
 // ---------------------------------------------------------------------------
 
-db_test!(async fn a_jwt_without_sub_is_refused_on_a_dossier_route(app: spawn_jwt) {
-    let token = jwt(&claims(&app, None));
-    assert_forbidden(&d1_with(&app, &token).await, "sub_missing");
-    assert_forbidden(&get_as(&app, "/api/v1/dossiers/d1/respondents", &bearer(&token)).await, "sub_missing");
-    // Nothing is written either.
-    let body = json!({"questionnaire_key": "phq9", "external_id": "ext-1", "answer_data": phq9_all_answered()});
-    let answer = app.send_as(Method::POST, D1_RESPONSES, Some((body.to_string().into_bytes(), "application/json")), Some(&bearer(&token))).await;
-    assert_forbidden(&answer, "sub_missing");
-    assert_eq!(app.get(D1_RESPONSES).await.body, json!([]));
-});
-
-db_test!(async fn a_jwt_whose_sub_differs_from_the_path_dossier_is_refused(app: spawn_jwt) {
-    let token = jwt(&claims(&app, Some("d1")));
-    for path in ["/api/v1/dossiers/d2/responses", "/api/v1/dossier/d2/responses", "/api/v1/dossiers/D1/responses", "/api/v1/dossiers/d1x/responses"] {
-        assert_forbidden(&get_as(&app, path, &bearer(&token)).await, "sub_mismatch");
+db_test!(
+    async fn a_jwt_without_sub_is_refused_on_a_dossier_route(app: spawn_jwt) {
+        let token = jwt(&claims(&app, None));
+        assert_forbidden(&d1_with(&app, &token).await, "sub_missing");
+        assert_forbidden(
+            &get_as(&app, "/api/v1/dossiers/d1/respondents", &bearer(&token)).await,
+            "sub_missing",
+        );
+        // Nothing is written either.
+        let body = json!({"questionnaire_key": "phq9", "external_id": "ext-1", "answer_data": phq9_all_answered()});
+        let answer = app
+            .send_as(
+                Method::POST,
+                D1_RESPONSES,
+                Some((body.to_string().into_bytes(), "application/json")),
+                Some(&bearer(&token)),
+            )
+            .await;
+        assert_forbidden(&answer, "sub_missing");
+        assert_eq!(app.get(D1_RESPONSES).await.body, json!([]));
     }
-});
+);
 
-db_test!(async fn a_jwt_for_dossier_a_cannot_read_or_write_dossier_b(app: spawn_jwt) {
-    posted(&app, "b", "ext-b").await;
-    let respondent = app.get("/api/v1/dossiers/b/respondents").await.body[0]["id"].as_i64().expect("respondent of b");
-    let token = bearer(&jwt(&claims(&app, Some("a"))));
-    assert_forbidden(&get_as(&app, "/api/v1/dossiers/b/responses", &token).await, "sub_mismatch");
-    assert_forbidden(&get_as(&app, "/api/v1/dossiers/b/respondents", &token).await, "sub_mismatch");
-    assert_forbidden(&get_as(&app, &format!("/api/v1/dossiers/b/respondents/{respondent}"), &token).await, "sub_mismatch");
-    let delete = app.send_as(Method::DELETE, "/api/v1/dossiers/b/responses/ext-b", None, Some(&token)).await;
-    assert_forbidden(&delete, "sub_mismatch");
-    // And under its own dossier, b's ids name nothing.
-    let own = get_as(&app, &format!("/api/v1/dossiers/a/respondents/{respondent}"), &token).await;
-    assert_error(&own, 404, error("respondent", "not_found"));
-    let own_delete = app.send_as(Method::DELETE, "/api/v1/dossiers/a/responses/ext-b", None, Some(&token)).await;
-    assert_error(&own_delete, 404, error("external_id", "not_found"));
-    assert_eq!(ids(&app.get("/api/v1/dossiers/b/responses").await.body).len(), 1);
-});
+db_test!(
+    async fn a_jwt_whose_sub_differs_from_the_path_dossier_is_refused(app: spawn_jwt) {
+        let token = jwt(&claims(&app, Some("d1")));
+        for path in [
+            "/api/v1/dossiers/d2/responses",
+            "/api/v1/dossier/d2/responses",
+            "/api/v1/dossiers/D1/responses",
+            "/api/v1/dossiers/d1x/responses",
+        ] {
+            assert_forbidden(&get_as(&app, path, &bearer(&token)).await, "sub_mismatch");
+        }
+    }
+);
+
+db_test!(
+    async fn a_jwt_for_dossier_a_cannot_read_or_write_dossier_b(app: spawn_jwt) {
+        posted(&app, "b", "ext-b").await;
+        let respondent = app.get("/api/v1/dossiers/b/respondents").await.body[0]["id"]
+            .as_i64()
+            .expect("respondent of b");
+        let token = bearer(&jwt(&claims(&app, Some("a"))));
+        assert_forbidden(
+            &get_as(&app, "/api/v1/dossiers/b/responses", &token).await,
+            "sub_mismatch",
+        );
+        assert_forbidden(
+            &get_as(&app, "/api/v1/dossiers/b/respondents", &token).await,
+            "sub_mismatch",
+        );
+        assert_forbidden(
+            &get_as(
+                &app,
+                &format!("/api/v1/dossiers/b/respondents/{respondent}"),
+                &token,
+            )
+            .await,
+            "sub_mismatch",
+        );
+        let delete = app
+            .send_as(
+                Method::DELETE,
+                "/api/v1/dossiers/b/responses/ext-b",
+                None,
+                Some(&token),
+            )
+            .await;
+        assert_forbidden(&delete, "sub_mismatch");
+        // And under its own dossier, b's ids name nothing.
+        let own = get_as(
+            &app,
+            &format!("/api/v1/dossiers/a/respondents/{respondent}"),
+            &token,
+        )
+        .await;
+        assert_error(&own, 404, error("respondent", "not_found"));
+        let own_delete = app
+            .send_as(
+                Method::DELETE,
+                "/api/v1/dossiers/a/responses/ext-b",
+                None,
+                Some(&token),
+            )
+            .await;
+        assert_error(&own_delete, 404, error("external_id", "not_found"));
+        assert_eq!(
+            ids(&app.get("/api/v1/dossiers/b/responses").await.body).len(),
+            1
+        );
+    }
+);
 
 // ---------------------------------------------------------------------------
 // Basic credentials and revocation
@@ -630,15 +915,23 @@ db_test!(async fn a_revoked_token_is_refused_with_basic(app) {
     assert_unauthorized(&get_as(&app, PROTOCOLS, &basic("old-epd", &secret)).await, BASIC_CHALLENGE);
 });
 
-db_test!(async fn a_revoked_token_is_refused_with_jwt(app: spawn_jwt) {
-    let token = jwt(&claims(&app, Some("d1")));
-    assert_eq!(d1_with(&app, &token).await.status, 200);
-    assert!(app.state.store().revoke_token(JWT_KEY.to_owned(), app.state.now()).await.expect("store"));
-    app.state.reload_tokens().await.expect("reload");
-    assert_bad_jwt(&d1_with(&app, &token).await);
-    assert_bad_jwt(&d1_with(&app, &jwt(&claims(&app, Some("d1")))).await);
-    assert_bad_jwt(&get_as(&app, PROTOCOLS, &bearer(&jwt(&claims(&app, None)))).await);
-});
+db_test!(
+    async fn a_revoked_token_is_refused_with_jwt(app: spawn_jwt) {
+        let token = jwt(&claims(&app, Some("d1")));
+        assert_eq!(d1_with(&app, &token).await.status, 200);
+        assert!(
+            app.state
+                .store()
+                .revoke_token(JWT_KEY.to_owned(), app.state.now())
+                .await
+                .expect("store")
+        );
+        app.state.reload_tokens().await.expect("reload");
+        assert_bad_jwt(&d1_with(&app, &token).await);
+        assert_bad_jwt(&d1_with(&app, &jwt(&claims(&app, Some("d1")))).await);
+        assert_bad_jwt(&get_as(&app, PROTOCOLS, &bearer(&jwt(&claims(&app, None)))).await);
+    }
+);
 
 db_test!(async fn no_credentials_are_refused_on_every_endpoint_group(app) {
     let respondent_path = "/api/v1/dossiers/d1/respondents";
@@ -758,28 +1051,59 @@ db_test!(async fn x_forwarded_for_is_ignored_without_a_trusted_proxy(app) {
     assert_forbidden(&answer, "ip_not_allowed");
 });
 
-db_test!(async fn x_forwarded_for_is_honoured_behind_a_trusted_proxy(app: spawn_behind_proxy) {
-    let secret = create_token_with(&app.state, "proxied", "all", "192.0.2.7", "").await;
-    let auth = basic("proxied", &secret);
-    let answer = get_with(&app, D1_RESPONSES, &[("authorization", &auth), ("x-forwarded-for", "192.0.2.7")]).await;
-    assert_eq!(answer.status, 200, "{}", answer.text);
-    // The proxy itself is not the allowed client.
-    assert_forbidden(&get_with(&app, D1_RESPONSES, &[("authorization", &auth)]).await, "ip_not_allowed");
-    // The client may prepend anything; the proxy appends what it saw.
-    let prepended = get_with(&app, D1_RESPONSES, &[("authorization", &auth), ("x-forwarded-for", "192.0.2.7, 198.51.100.3")]).await;
-    assert_forbidden(&prepended, "ip_not_allowed");
-    let garbled = get_with(&app, D1_RESPONSES, &[("authorization", &auth), ("x-forwarded-for", "192.0.2.7, garbage")]).await;
-    assert_forbidden(&garbled, "ip_not_allowed");
-});
+db_test!(
+    async fn x_forwarded_for_is_honoured_behind_a_trusted_proxy(app: spawn_behind_proxy) {
+        let secret = create_token_with(&app.state, "proxied", "all", "192.0.2.7", "").await;
+        let auth = basic("proxied", &secret);
+        let answer = get_with(
+            &app,
+            D1_RESPONSES,
+            &[("authorization", &auth), ("x-forwarded-for", "192.0.2.7")],
+        )
+        .await;
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        // The proxy itself is not the allowed client.
+        assert_forbidden(
+            &get_with(&app, D1_RESPONSES, &[("authorization", &auth)]).await,
+            "ip_not_allowed",
+        );
+        // The client may prepend anything; the proxy appends what it saw.
+        let prepended = get_with(
+            &app,
+            D1_RESPONSES,
+            &[
+                ("authorization", &auth),
+                ("x-forwarded-for", "192.0.2.7, 198.51.100.3"),
+            ],
+        )
+        .await;
+        assert_forbidden(&prepended, "ip_not_allowed");
+        let garbled = get_with(
+            &app,
+            D1_RESPONSES,
+            &[
+                ("authorization", &auth),
+                ("x-forwarded-for", "192.0.2.7, garbage"),
+            ],
+        )
+        .await;
+        assert_forbidden(&garbled, "ip_not_allowed");
+    }
+);
 
-db_test!(async fn the_ip_check_comes_before_the_right_and_subject_checks(app: spawn_jwt) {
-    // A caller at a refused address learns nothing about what the token may do.
-    let secret = create_token_with(&app.state, "narrow", "protocols", "192.0.2.0/24", "").await;
-    assert_forbidden(&get_as(&app, D1_RESPONSES, &basic("narrow", &secret)).await, "ip_not_allowed");
-    register_key(&app, "narrow", PUBLIC_PEM).await;
-    let no_sub = sign(Algorithm::RS256, "narrow", &claims(&app, None));
-    assert_forbidden(&d1_with(&app, &no_sub).await, "ip_not_allowed");
-});
+db_test!(
+    async fn the_ip_check_comes_before_the_right_and_subject_checks(app: spawn_jwt) {
+        // A caller at a refused address learns nothing about what the token may do.
+        let secret = create_token_with(&app.state, "narrow", "protocols", "192.0.2.0/24", "").await;
+        assert_forbidden(
+            &get_as(&app, D1_RESPONSES, &basic("narrow", &secret)).await,
+            "ip_not_allowed",
+        );
+        register_key(&app, "narrow", PUBLIC_PEM).await;
+        let no_sub = sign(Algorithm::RS256, "narrow", &claims(&app, None));
+        assert_forbidden(&d1_with(&app, &no_sub).await, "ip_not_allowed");
+    }
+);
 
 // ---------------------------------------------------------------------------
 // Transport
@@ -798,44 +1122,119 @@ async fn spawn_on_all_interfaces_behind_own_proxy(db: Db) -> TestApp {
 
 /// The port of an app started by [`spawn_on_all_interfaces`].
 pub fn port_of(app: &TestApp) -> u16 {
-    app.base.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port in the base URL")
+    app.base
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("port in the base URL")
 }
 
-db_test!(async fn credentials_over_plain_http_from_a_non_loopback_address_are_refused(app: spawn_on_all_interfaces_untrusted) {
-    let ip = non_loopback_ipv4();
-    let port = port_of(&app);
-    jwt_consumer(&app, JWT_KEY, "all").await;
-    let client = client_from(ip);
-    let url = |path: &str| format!("http://{ip}:{port}{path}");
-    let basic_header = app.basic_header();
-    let answer = send_raw(&client, Method::GET, &url(D1_RESPONSES), &[("authorization", &basic_header)], None).await;
-    assert_forbidden(&answer, "https_required");
-    let token = bearer(&jwt(&claims(&app, Some("d1"))));
-    assert_forbidden(&send_raw(&client, Method::GET, &url(D1_RESPONSES), &[("authorization", &token)], None).await, "https_required");
-    assert_forbidden(&send_raw(&client, Method::GET, &url(PROTOCOLS), &[("authorization", &token)], None).await, "https_required");
-    // Wrong credentials too: the refusal does not depend on their validity.
-    let wrong = send_raw(&client, Method::GET, &url(D1_RESPONSES), &[("authorization", "Basic Zm9vOmJhcg==")], None).await;
-    assert_forbidden(&wrong, "https_required");
-    // Forwarding headers do not make a stranger a proxy.
-    let headers = [("authorization", basic_header.as_str()), ("x-forwarded-for", "127.0.0.1"), ("x-forwarded-proto", "https")];
-    assert_forbidden(&send_raw(&client, Method::GET, &url(D1_RESPONSES), &headers, None).await, "https_required");
-    // Without credentials there is nothing to protect: the usual 401, and
-    // the public routes answer.
-    assert_unauthorized(&send_raw(&client, Method::GET, &url(D1_RESPONSES), &[], None).await, BASIC_CHALLENGE);
-    assert_eq!(send_raw(&client, Method::GET, &url("/health"), &[], None).await.status, 200);
-    // Loopback on the same listener is fine.
-    let local_url = format!("http://127.0.0.1:{port}{D1_RESPONSES}");
-    let local = send_raw(&client_from(Ipv4Addr::LOCALHOST), Method::GET, &local_url, &[("authorization", &basic_header)], None).await;
-    assert_eq!(local.status, 200, "{}", local.text);
-});
+db_test!(
+    async fn credentials_over_plain_http_from_a_non_loopback_address_are_refused(
+        app: spawn_on_all_interfaces_untrusted,
+    ) {
+        let ip = non_loopback_ipv4();
+        let port = port_of(&app);
+        jwt_consumer(&app, JWT_KEY, "all").await;
+        let client = client_from(ip);
+        let url = |path: &str| format!("http://{ip}:{port}{path}");
+        let basic_header = app.basic_header();
+        let answer = send_raw(
+            &client,
+            Method::GET,
+            &url(D1_RESPONSES),
+            &[("authorization", &basic_header)],
+            None,
+        )
+        .await;
+        assert_forbidden(&answer, "https_required");
+        let token = bearer(&jwt(&claims(&app, Some("d1"))));
+        assert_forbidden(
+            &send_raw(
+                &client,
+                Method::GET,
+                &url(D1_RESPONSES),
+                &[("authorization", &token)],
+                None,
+            )
+            .await,
+            "https_required",
+        );
+        assert_forbidden(
+            &send_raw(
+                &client,
+                Method::GET,
+                &url(PROTOCOLS),
+                &[("authorization", &token)],
+                None,
+            )
+            .await,
+            "https_required",
+        );
+        // Wrong credentials too: the refusal does not depend on their validity.
+        let wrong = send_raw(
+            &client,
+            Method::GET,
+            &url(D1_RESPONSES),
+            &[("authorization", "Basic Zm9vOmJhcg==")],
+            None,
+        )
+        .await;
+        assert_forbidden(&wrong, "https_required");
+        // Forwarding headers do not make a stranger a proxy.
+        let headers = [
+            ("authorization", basic_header.as_str()),
+            ("x-forwarded-for", "127.0.0.1"),
+            ("x-forwarded-proto", "https"),
+        ];
+        assert_forbidden(
+            &send_raw(&client, Method::GET, &url(D1_RESPONSES), &headers, None).await,
+            "https_required",
+        );
+        // Without credentials there is nothing to protect: the usual 401, and
+        // the public routes answer.
+        assert_unauthorized(
+            &send_raw(&client, Method::GET, &url(D1_RESPONSES), &[], None).await,
+            BASIC_CHALLENGE,
+        );
+        assert_eq!(
+            send_raw(&client, Method::GET, &url("/health"), &[], None)
+                .await
+                .status,
+            200
+        );
+        // Loopback on the same listener is fine.
+        let local_url = format!("http://127.0.0.1:{port}{D1_RESPONSES}");
+        let local = send_raw(
+            &client_from(Ipv4Addr::LOCALHOST),
+            Method::GET,
+            &local_url,
+            &[("authorization", &basic_header)],
+            None,
+        )
+        .await;
+        assert_eq!(local.status, 200, "{}", local.text);
+    }
+);
 
-db_test!(async fn credentials_over_plain_http_from_a_trusted_proxy_are_accepted(app: spawn_on_all_interfaces_behind_own_proxy) {
-    let ip = non_loopback_ipv4();
-    let url = format!("http://{ip}:{}{D1_RESPONSES}", port_of(&app));
-    let answer = send_raw(&client_from(ip), Method::GET, &url, &[("authorization", &app.basic_header())], None).await;
-    assert_eq!(answer.status, 200, "{}", answer.text);
-    assert_eq!(answer.body, json!([]));
-});
+db_test!(
+    async fn credentials_over_plain_http_from_a_trusted_proxy_are_accepted(
+        app: spawn_on_all_interfaces_behind_own_proxy,
+    ) {
+        let ip = non_loopback_ipv4();
+        let url = format!("http://{ip}:{}{D1_RESPONSES}", port_of(&app));
+        let answer = send_raw(
+            &client_from(ip),
+            Method::GET,
+            &url,
+            &[("authorization", &app.basic_header())],
+            None,
+        )
+        .await;
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        assert_eq!(answer.body, json!([]));
+    }
+);
 
 // ---------------------------------------------------------------------------
 // Other dossiers' ids

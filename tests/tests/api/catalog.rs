@@ -29,13 +29,34 @@ fn phq9(app: &TestApp, legacy: bool) -> Value {
         }
         Value::Object(m)
     };
-    let frequency = options(["Not at all", "Several days", "More than half the days", "Nearly every day"]);
-    let difficulty = options(["Not difficult at all", "Somewhat difficult", "Very difficult", "Extremely difficult"]);
+    let frequency = options([
+        "Not at all",
+        "Several days",
+        "More than half the days",
+        "Nearly every day",
+    ]);
+    let difficulty = options([
+        "Not difficult at all",
+        "Somewhat difficult",
+        "Very difficult",
+        "Extremely difficult",
+    ]);
     let mut questions = Map::new();
     for (i, title) in PHQ9_TITLES.iter().enumerate() {
-        let key = if legacy { format!("phq9_{}", i + 1) } else { format!("v_{}", i + 1) };
-        let options = if i == 9 { difficulty.clone() } else { frequency.clone() };
-        questions.insert(key, json!({"title": title, "type": "radio", "options": options}));
+        let key = if legacy {
+            format!("phq9_{}", i + 1)
+        } else {
+            format!("v_{}", i + 1)
+        };
+        let options = if i == 9 {
+            difficulty.clone()
+        } else {
+            frequency.clone()
+        };
+        questions.insert(
+            key,
+            json!({"title": title, "type": "radio", "options": options}),
+        );
     }
     json!({
         "id": questionnaire_id(app, "phq9").0,
@@ -50,7 +71,9 @@ fn phq9(app: &TestApp, legacy: bool) -> Value {
 }
 
 fn keys(v: &Value) -> Vec<String> {
-    v.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default()
+    v.as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default()
 }
 
 db_test!(async fn questionnaire_is_wrapped_with_legacy_keys_by_default(app) {
@@ -89,27 +112,46 @@ db_test!(async fn unknown_questionnaire_is_not_found(app) {
     }
 });
 
-db_test!(async fn questionnaires_are_listed_unwrapped_by_id(app: spawn_with_mini) {
-    let answer = app.get("/api/v1/questionnaires").await;
-    assert_eq!(answer.status, 200, "{}", answer.text);
-    let list = answer.body.as_array().cloned().unwrap_or_default();
-    assert_eq!(list.len(), 2);
-    let keys: Vec<&str> = list.iter().filter_map(|q| q["key"].as_str()).collect();
-    let mut by_id = list.clone();
-    by_id.sort_by_key(|q| q["id"].as_i64());
-    assert_eq!(list, by_id);
-    assert!(keys.contains(&"mini") && keys.contains(&"phq9"), "{keys:?}");
-    let phq9_entry = list.iter().find(|q| q["key"] == "phq9").cloned().unwrap_or_default();
-    assert_eq!(phq9_entry, phq9(&app, true));
-    let plain = app.get("/api/v1/questionnaires?use_legacy_keys=false").await.body;
-    let phq9_plain = plain.as_array().into_iter().flatten().find(|q| q["key"] == "phq9").cloned().unwrap_or_default();
-    assert_eq!(phq9_plain, phq9(&app, false));
-});
+db_test!(
+    async fn questionnaires_are_listed_unwrapped_by_id(app: spawn_with_mini) {
+        let answer = app.get("/api/v1/questionnaires").await;
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        let list = answer.body.as_array().cloned().unwrap_or_default();
+        assert_eq!(list.len(), 2);
+        let keys: Vec<&str> = list.iter().filter_map(|q| q["key"].as_str()).collect();
+        let mut by_id = list.clone();
+        by_id.sort_by_key(|q| q["id"].as_i64());
+        assert_eq!(list, by_id);
+        assert!(keys.contains(&"mini") && keys.contains(&"phq9"), "{keys:?}");
+        let phq9_entry = list
+            .iter()
+            .find(|q| q["key"] == "phq9")
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(phq9_entry, phq9(&app, true));
+        let plain = app
+            .get("/api/v1/questionnaires?use_legacy_keys=false")
+            .await
+            .body;
+        let phq9_plain = plain
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|q| q["key"] == "phq9")
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(phq9_plain, phq9(&app, false));
+    }
+);
 
 /// The protocol with this key as api.md shapes it.
 fn protocol(app: &TestApp, key: &str) -> Value {
     let catalog = app.state.catalog();
-    let p = catalog.protocols().iter().find(|p| p.def.key == key).unwrap_or_else(|| panic!("protocol {key}"));
+    let p = catalog
+        .protocols()
+        .iter()
+        .find(|p| p.def.key == key)
+        .unwrap_or_else(|| panic!("protocol {key}"));
     let phq9 = json!({"id": questionnaire_id(app, "phq9").0, "key": "phq9", "vendor_key": "phq9", "quby_key": "phq9", "name": "PHQ-9"});
     let measurement = |key: &str, name: &str, label: &str, description: &str| {
         json!({"id": p.measurement_ids[0].0, "key": key, "name": name, "description": description, "active": true,

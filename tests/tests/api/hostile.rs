@@ -10,7 +10,12 @@ use crate::support::*;
 
 /// POSTs raw bytes as `content_type` to the response list of d1.
 async fn post_raw(app: &TestApp, bytes: impl Into<Vec<u8>>, content_type: &str) -> Answer {
-    app.send(Method::POST, &responses("d1"), Some((bytes.into(), content_type))).await
+    app.send(
+        Method::POST,
+        &responses("d1"),
+        Some((bytes.into(), content_type)),
+    )
+    .await
 }
 
 fn assert_malformed(answer: &Answer, what: &str) {

@@ -12,17 +12,45 @@ use crate::support::*;
 /// Every route the router serves (method, documented path) and the statuses
 /// its handler can answer. The tests of this suite exercise each of them.
 const ROUTES: &[(&str, &str, &[u16])] = &[
-    ("get", "/api/v1/dossiers/{dossier_id}/responses", &[200, 401, 403, 422]),
-    ("post", "/api/v1/dossiers/{dossier_id}/responses", &[200, 201, 400, 401, 403, 404, 413, 415, 422]),
-    ("put", "/api/v1/dossiers/{dossier_id}/responses/{external_id}", &[200, 400, 401, 403, 404, 413, 415, 422]),
-    ("delete", "/api/v1/dossiers/{dossier_id}/responses/{external_id}", &[204, 401, 403, 404, 422]),
-    ("get", "/api/v1/dossiers/{dossier_id}/respondents", &[200, 401, 403, 422]),
-    ("get", "/api/v1/dossiers/{dossier_id}/respondents/{id}", &[200, 401, 403, 404, 422]),
+    (
+        "get",
+        "/api/v1/dossiers/{dossier_id}/responses",
+        &[200, 401, 403, 422],
+    ),
+    (
+        "post",
+        "/api/v1/dossiers/{dossier_id}/responses",
+        &[200, 201, 400, 401, 403, 404, 413, 415, 422],
+    ),
+    (
+        "put",
+        "/api/v1/dossiers/{dossier_id}/responses/{external_id}",
+        &[200, 400, 401, 403, 404, 413, 415, 422],
+    ),
+    (
+        "delete",
+        "/api/v1/dossiers/{dossier_id}/responses/{external_id}",
+        &[204, 401, 403, 404, 422],
+    ),
+    (
+        "get",
+        "/api/v1/dossiers/{dossier_id}/respondents",
+        &[200, 401, 403, 422],
+    ),
+    (
+        "get",
+        "/api/v1/dossiers/{dossier_id}/respondents/{id}",
+        &[200, 401, 403, 404, 422],
+    ),
     ("get", "/api/v1/protocols", &[200, 401, 403]),
     ("get", "/api/v1/protocols/{id}", &[200, 401, 403, 404]),
     ("get", "/api/v1/measurements/{id}", &[200, 401, 403, 404]),
     ("get", "/api/v1/questionnaires", &[200, 401, 403, 422]),
-    ("get", "/api/v1/questionnaires/{key}", &[200, 401, 403, 404, 422]),
+    (
+        "get",
+        "/api/v1/questionnaires/{key}",
+        &[200, 401, 403, 404, 422],
+    ),
     ("get", "/api/v1/openapi.json", &[200]),
     ("get", "/health", &[200, 503]),
 ];
@@ -30,12 +58,17 @@ const ROUTES: &[(&str, &str, &[u16])] = &[
 /// Routes that answer without credentials.
 const OPEN: [&str; 2] = ["/api/v1/openapi.json", "/health"];
 
-const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+const METHODS: [&str; 8] = [
+    "get", "put", "post", "delete", "options", "head", "patch", "trace",
+];
 
 async fn document(app: &TestApp) -> Value {
     let answer = app.get("/api/v1/openapi.json").await;
     assert_eq!(answer.status, 200, "{}", answer.text);
-    assert_eq!(answer.headers["content-type"], "application/json; charset=utf-8");
+    assert_eq!(
+        answer.headers["content-type"],
+        "application/json; charset=utf-8"
+    );
     answer.body
 }
 

@@ -163,11 +163,17 @@ db_test!(async fn external_id_used_for_other_data_is_taken(app) {
     assert_eq!(ids(&app.get(&responses("d1")).await.body).len(), 1);
 });
 
-db_test!(async fn external_id_on_another_questionnaire_is_taken(app: spawn_with_mini) {
-    posted(&app, "d1", "ext-1").await;
-    let body = json!({"questionnaire_key": "mini", "external_id": "ext-1", "answer_data": {"v_1": "a1"}});
-    assert_error(&app.post(&responses("d1"), &body).await, 422, error("external_id", "taken"));
-});
+db_test!(
+    async fn external_id_on_another_questionnaire_is_taken(app: spawn_with_mini) {
+        posted(&app, "d1", "ext-1").await;
+        let body = json!({"questionnaire_key": "mini", "external_id": "ext-1", "answer_data": {"v_1": "a1"}});
+        assert_error(
+            &app.post(&responses("d1"), &body).await,
+            422,
+            error("external_id", "taken"),
+        );
+    }
+);
 
 db_test!(async fn missing_or_blank_external_id_is_blank(app) {
     for external_id in [None, Some(json!(null)), Some(json!("")), Some(json!("   "))] {
@@ -303,19 +309,21 @@ db_test!(async fn stored_response_is_listed_at_once(app) {
     assert_eq!(app.get(&responses("d1")).await.body, json!([body]));
 });
 
-db_test!(async fn times_are_written_in_the_configured_time_zone(app: spawn_in_amsterdam) {
-    let body = json!({"questionnaire_key": "phq9", "external_id": "winter", "answer_data": {"v_1": "a0"}, "started_at": START_UNIX - 600});
-    let winter = app.post(&responses("d1"), &body).await;
-    assert_eq!(winter.status, 201, "{}", winter.text);
-    assert_eq!(winter.body["started_at"], "2026-03-01T09:50:00.000+01:00");
-    assert_eq!(winter.body["completed_at"], "2026-03-01T10:00:00.000+01:00");
-    // 2026-07-01T08:00:00Z, in summer time.
-    let summer = json!({"questionnaire_key": "phq9", "external_id": "summer", "answer_data": {"v_1": "a0"}, "filled_out_at": 1_782_892_800});
-    app.clock.advance(Duration::days(200));
-    let summer = app.post(&responses("d1"), &summer).await;
-    assert_eq!(summer.status, 201, "{}", summer.text);
-    assert_eq!(summer.body["completed_at"], "2026-07-01T10:00:00.000+02:00");
-});
+db_test!(
+    async fn times_are_written_in_the_configured_time_zone(app: spawn_in_amsterdam) {
+        let body = json!({"questionnaire_key": "phq9", "external_id": "winter", "answer_data": {"v_1": "a0"}, "started_at": START_UNIX - 600});
+        let winter = app.post(&responses("d1"), &body).await;
+        assert_eq!(winter.status, 201, "{}", winter.text);
+        assert_eq!(winter.body["started_at"], "2026-03-01T09:50:00.000+01:00");
+        assert_eq!(winter.body["completed_at"], "2026-03-01T10:00:00.000+01:00");
+        // 2026-07-01T08:00:00Z, in summer time.
+        let summer = json!({"questionnaire_key": "phq9", "external_id": "summer", "answer_data": {"v_1": "a0"}, "filled_out_at": 1_782_892_800});
+        app.clock.advance(Duration::days(200));
+        let summer = app.post(&responses("d1"), &summer).await;
+        assert_eq!(summer.status, 201, "{}", summer.text);
+        assert_eq!(summer.body["completed_at"], "2026-07-01T10:00:00.000+02:00");
+    }
+);
 
 db_test!(async fn concurrent_first_writes_make_one_dossier_with_one_patient(app) {
     let (a, b, c) = tokio::join!(

@@ -43,19 +43,33 @@ db_test!(async fn responses_are_listed_by_id(app) {
     assert_eq!(listed(&app, "").await, [first, prepared, second, third]);
 });
 
-db_test!(async fn questionnaire_keys_filter_takes_both_array_spellings(app: spawn_with_mini) {
-    let phq9 = posted(&app, "d1", "p").await;
-    let mini = app.post(&responses("d1"), &json!({"questionnaire_key": "mini", "external_id": "m", "answer_data": {"v_1": "a0"}})).await;
-    assert_eq!(mini.status, 201, "{}", mini.text);
-    let (phq9, mini) = (id_of(&phq9), id_of(&mini.body));
-    assert_eq!(listed(&app, "questionnaire_keys[]=mini").await, [mini]);
-    assert_eq!(listed(&app, "questionnaire_keys%5B%5D=phq9").await, [phq9]);
-    assert_eq!(listed(&app, "questionnaire_keys[]=mini&questionnaire_keys[]=phq9").await, [phq9, mini]);
-    assert_eq!(listed(&app, "questionnaire_keys=mini").await, [mini]);
-    assert_eq!(listed(&app, "questionnaire_keys=phq9&questionnaire_keys=mini").await, [phq9, mini]);
-    assert_eq!(listed(&app, "questionnaire_keys[]=gad7").await, Vec::<i64>::new());
-    assert_eq!(listed(&app, "questionnaire_keys[]=gad7&questionnaire_keys[]=mini").await, [mini]);
-});
+db_test!(
+    async fn questionnaire_keys_filter_takes_both_array_spellings(app: spawn_with_mini) {
+        let phq9 = posted(&app, "d1", "p").await;
+        let mini = app.post(&responses("d1"), &json!({"questionnaire_key": "mini", "external_id": "m", "answer_data": {"v_1": "a0"}})).await;
+        assert_eq!(mini.status, 201, "{}", mini.text);
+        let (phq9, mini) = (id_of(&phq9), id_of(&mini.body));
+        assert_eq!(listed(&app, "questionnaire_keys[]=mini").await, [mini]);
+        assert_eq!(listed(&app, "questionnaire_keys%5B%5D=phq9").await, [phq9]);
+        assert_eq!(
+            listed(&app, "questionnaire_keys[]=mini&questionnaire_keys[]=phq9").await,
+            [phq9, mini]
+        );
+        assert_eq!(listed(&app, "questionnaire_keys=mini").await, [mini]);
+        assert_eq!(
+            listed(&app, "questionnaire_keys=phq9&questionnaire_keys=mini").await,
+            [phq9, mini]
+        );
+        assert_eq!(
+            listed(&app, "questionnaire_keys[]=gad7").await,
+            Vec::<i64>::new()
+        );
+        assert_eq!(
+            listed(&app, "questionnaire_keys[]=gad7&questionnaire_keys[]=mini").await,
+            [mini]
+        );
+    }
+);
 
 db_test!(async fn completed_before_and_after_take_unix_seconds(app) {
     let three = post_at(&app, "d1", "a", 3).await;
@@ -131,8 +145,18 @@ db_test!(async fn protocol_subscription_id_filter_selects_the_subscription(app) 
 async fn assert_statuses(app: &TestApp, expect: [(&str, Vec<i64>); 5]) {
     let all = app.get(&responses("d1")).await.body;
     for (name, wanted) in expect {
-        assert_eq!(listed(app, &format!("status={name}")).await, wanted, "status={name} at {}", app.state.now());
-        for r in all.as_array().into_iter().flatten().filter(|r| wanted.contains(&id_of(r))) {
+        assert_eq!(
+            listed(app, &format!("status={name}")).await,
+            wanted,
+            "status={name} at {}",
+            app.state.now()
+        );
+        for r in all
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| wanted.contains(&id_of(r)))
+        {
             assert_eq!(r["status"], name, "{r}");
         }
     }
@@ -241,27 +265,71 @@ db_test!(async fn responses_that_are_not_completed_have_an_empty_outcome_and_no_
     assert_eq!(list[1]["status"], "aborted");
 });
 
-db_test!(async fn filters_combine(app: spawn_with_mini) {
-    let phq9_early = post_at(&app, "d1", "a", 3).await;
-    let phq9_late = post_at(&app, "d1", "b", 1).await;
-    let mini = json!({"questionnaire_key": "mini", "external_id": "m", "answer_data": {"v_1": "a0"}, "filled_out_at": START_UNIX - 3600});
-    assert_eq!(app.post(&responses("d1"), &mini).await.status, 201);
-    prepare(&app, "d1", "phq9", None, None).await;
-    assert_eq!(
-        listed(&app, &format!("questionnaire_keys[]=phq9&status=completed&completed_after={}", START_UNIX - 7200)).await,
-        [phq9_late]
-    );
-    assert_eq!(listed(&app, "questionnaire_keys[]=phq9&status=completed&respondent_type=patient").await, [phq9_early, phq9_late]);
-});
+db_test!(
+    async fn filters_combine(app: spawn_with_mini) {
+        let phq9_early = post_at(&app, "d1", "a", 3).await;
+        let phq9_late = post_at(&app, "d1", "b", 1).await;
+        let mini = json!({"questionnaire_key": "mini", "external_id": "m", "answer_data": {"v_1": "a0"}, "filled_out_at": START_UNIX - 3600});
+        assert_eq!(app.post(&responses("d1"), &mini).await.status, 201);
+        prepare(&app, "d1", "phq9", None, None).await;
+        assert_eq!(
+            listed(
+                &app,
+                &format!(
+                    "questionnaire_keys[]=phq9&status=completed&completed_after={}",
+                    START_UNIX - 7200
+                )
+            )
+            .await,
+            [phq9_late]
+        );
+        assert_eq!(
+            listed(
+                &app,
+                "questionnaire_keys[]=phq9&status=completed&respondent_type=patient"
+            )
+            .await,
+            [phq9_early, phq9_late]
+        );
+    }
+);
 
-db_test!(async fn filter_times_without_an_offset_are_read_in_the_configured_time_zone(app: spawn_in_amsterdam) {
-    // Filled out at 06:00, 07:00 and 08:00 UTC: 07:00, 08:00, 09:00 in Amsterdam.
-    let three = post_at(&app, "d1", "a", 3).await;
-    let two = post_at(&app, "d1", "b", 2).await;
-    let one = post_at(&app, "d1", "c", 1).await;
-    assert_eq!(listed(&app, "completed_after=2026-03-01T07:30:00").await, [two, one]);
-    assert_eq!(listed(&app, "completed_before=2026-03-01T08:30:00").await, [three, two]);
-    assert_eq!(listed(&app, "completed_after=2026-03-01T07:30:00Z").await, [one]);
-    let listed_times: Vec<_> = app.get(&responses("d1")).await.body.as_array().into_iter().flatten().map(|r| r["completed_at"].clone()).collect();
-    assert_eq!(listed_times, [json!("2026-03-01T07:00:00.000+01:00"), json!("2026-03-01T08:00:00.000+01:00"), json!("2026-03-01T09:00:00.000+01:00")]);
-});
+db_test!(
+    async fn filter_times_without_an_offset_are_read_in_the_configured_time_zone(
+        app: spawn_in_amsterdam,
+    ) {
+        // Filled out at 06:00, 07:00 and 08:00 UTC: 07:00, 08:00, 09:00 in Amsterdam.
+        let three = post_at(&app, "d1", "a", 3).await;
+        let two = post_at(&app, "d1", "b", 2).await;
+        let one = post_at(&app, "d1", "c", 1).await;
+        assert_eq!(
+            listed(&app, "completed_after=2026-03-01T07:30:00").await,
+            [two, one]
+        );
+        assert_eq!(
+            listed(&app, "completed_before=2026-03-01T08:30:00").await,
+            [three, two]
+        );
+        assert_eq!(
+            listed(&app, "completed_after=2026-03-01T07:30:00Z").await,
+            [one]
+        );
+        let listed_times: Vec<_> = app
+            .get(&responses("d1"))
+            .await
+            .body
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|r| r["completed_at"].clone())
+            .collect();
+        assert_eq!(
+            listed_times,
+            [
+                json!("2026-03-01T07:00:00.000+01:00"),
+                json!("2026-03-01T08:00:00.000+01:00"),
+                json!("2026-03-01T09:00:00.000+01:00")
+            ]
+        );
+    }
+);

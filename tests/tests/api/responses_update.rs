@@ -15,7 +15,10 @@ fn phq9_body(answers: Value) -> Value {
 /// Gives a prepared response an external id, as an invitation that carries
 /// the EPD's id for it will (no public API does this yet).
 async fn set_external_id(app: &TestApp, id: i64, external_id: &str) {
-    app.sql(&format!("UPDATE responses SET external_id = '{external_id}' WHERE id = {id} RETURNING id")).await;
+    app.sql(&format!(
+        "UPDATE responses SET external_id = '{external_id}' WHERE id = {id} RETURNING id"
+    ))
+    .await;
 }
 
 db_test!(async fn pending_response_is_completed_by_its_external_id(app) {
@@ -117,17 +120,26 @@ db_test!(async fn posted_response_is_not_found_by_its_numeric_id(app) {
     assert_error(&answer, 404, error("external_id", "not_found"));
 });
 
-db_test!(async fn response_of_another_questionnaire_is_refused(app: spawn_with_mini) {
-    let id = prepare(&app, "d1", "mini", None, None).await;
-    let answer = app.put(&response("d1", id), &phq9_body(json!({"v_1": "a0"}))).await;
-    assert_error(&answer, 422, error("questionnaire_key", "invalid"));
-    assert_eq!(app.get(&responses("d1")).await.body[0]["status"], "open");
-    let answer = app.put(&response("d1", id), &json!({"questionnaire_key": "mini", "answer_data": {"v_2": "a1"}})).await;
-    assert_eq!(answer.status, 200, "{}", answer.text);
-    assert_eq!(answer.body["values"], json!({"v_1": null, "v_2": "a1"}));
-    assert_eq!(answer.body["questionnaire_key"], "mini");
-    assert_eq!(answer.body["questionnaire_name"], "Mini");
-});
+db_test!(
+    async fn response_of_another_questionnaire_is_refused(app: spawn_with_mini) {
+        let id = prepare(&app, "d1", "mini", None, None).await;
+        let answer = app
+            .put(&response("d1", id), &phq9_body(json!({"v_1": "a0"})))
+            .await;
+        assert_error(&answer, 422, error("questionnaire_key", "invalid"));
+        assert_eq!(app.get(&responses("d1")).await.body[0]["status"], "open");
+        let answer = app
+            .put(
+                &response("d1", id),
+                &json!({"questionnaire_key": "mini", "answer_data": {"v_2": "a1"}}),
+            )
+            .await;
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        assert_eq!(answer.body["values"], json!({"v_1": null, "v_2": "a1"}));
+        assert_eq!(answer.body["questionnaire_key"], "mini");
+        assert_eq!(answer.body["questionnaire_name"], "Mini");
+    }
+);
 
 db_test!(async fn answers_are_checked_as_for_post(app) {
     let id = prepare(&app, "d1", "phq9", None, None).await;

@@ -15,7 +15,9 @@ pub const START_UNIX: i64 = 1_772_355_600;
 pub const START_WIRE: &str = "2026-03-01T09:00:00.000+00:00";
 
 /// The PHQ-9 question keys in definition order.
-pub const PHQ9_QUESTIONS: [&str; 10] = ["v_1", "v_2", "v_3", "v_4", "v_5", "v_6", "v_7", "v_8", "v_9", "v_10"];
+pub const PHQ9_QUESTIONS: [&str; 10] = [
+    "v_1", "v_2", "v_3", "v_4", "v_5", "v_6", "v_7", "v_8", "v_9", "v_10",
+];
 
 /// The outcome of a response that is not completed (decisions.md §4).
 pub fn empty_outcome() -> Value {
@@ -43,7 +45,8 @@ pub fn phq9_all_answered() -> Value {
 
 /// POSTs a PHQ-9 response with these answers.
 pub async fn post_phq9(app: &TestApp, dossier: &str, external_id: &str, answers: Value) -> Answer {
-    let body = json!({"questionnaire_key": "phq9", "external_id": external_id, "answer_data": answers});
+    let body =
+        json!({"questionnaire_key": "phq9", "external_id": external_id, "answer_data": answers});
     app.post(&responses(dossier), &body).await
 }
 
@@ -56,12 +59,22 @@ pub async fn posted(app: &TestApp, dossier: &str, external_id: &str) -> Value {
 
 /// The stable id of a questionnaire.
 pub fn questionnaire_id(app: &TestApp, key: &str) -> QuestionnaireId {
-    app.state.catalog().questionnaire(key).map(|q| q.id).unwrap_or_else(|| panic!("questionnaire {key} is loaded"))
+    app.state
+        .catalog()
+        .questionnaire(key)
+        .map(|q| q.id)
+        .unwrap_or_else(|| panic!("questionnaire {key} is loaded"))
 }
 
 /// Prepares one response on `key` for the dossier's patient with the window
 /// `open_from`..`open_till` (offsets from the clock's now); returns its id.
-pub async fn prepare(app: &TestApp, dossier: &str, key: &str, open_from: Option<Duration>, open_till: Option<Duration>) -> i64 {
+pub async fn prepare(
+    app: &TestApp,
+    dossier: &str,
+    key: &str,
+    open_from: Option<Duration>,
+    open_till: Option<Duration>,
+) -> i64 {
     let now = app.state.now();
     let item = Preparation {
         questionnaire_id: questionnaire_id(app, key),
@@ -74,24 +87,45 @@ pub async fn prepare(app: &TestApp, dossier: &str, key: &str, open_from: Option<
 
 /// Prepares these responses; returns their ids.
 pub async fn prepare_items(app: &TestApp, dossier: &str, items: Vec<Preparation>) -> Vec<i64> {
-    let prepared = app.state.store().prepare_responses(dossier.to_owned(), items, app.state.now()).await.expect("prepared");
+    let prepared = app
+        .state
+        .store()
+        .prepare_responses(dossier.to_owned(), items, app.state.now())
+        .await
+        .expect("prepared");
     prepared.iter().map(|r| r.id.0).collect()
 }
 
 /// Aborts a prepared response (no answers kept).
 pub async fn abort(app: &TestApp, dossier: &str, id: i64) {
-    let aborted = app.state.store().abort_response(dossier.to_owned(), ResponseId(id), Answers::default(), app.state.now()).await;
-    assert!(aborted.expect("abort").is_some(), "response {id} was aborted");
+    let aborted = app
+        .state
+        .store()
+        .abort_response(
+            dossier.to_owned(),
+            ResponseId(id),
+            Answers::default(),
+            app.state.now(),
+        )
+        .await;
+    assert!(
+        aborted.expect("abort").is_some(),
+        "response {id} was aborted"
+    );
 }
 
 /// The `id`s of a list answer, in order.
 pub fn ids(body: &Value) -> Vec<i64> {
-    body.as_array().map(|a| a.iter().filter_map(|r| r["id"].as_i64()).collect()).unwrap_or_default()
+    body.as_array()
+        .map(|a| a.iter().filter_map(|r| r["id"].as_i64()).collect())
+        .unwrap_or_default()
 }
 
 /// The id of one response object.
 pub fn id_of(body: &Value) -> i64 {
-    body["id"].as_i64().unwrap_or_else(|| panic!("no id in {body}"))
+    body["id"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no id in {body}"))
 }
 
 /// The `errors` body the spec fixes for `field` and one `code`.
@@ -103,7 +137,10 @@ pub fn error(field: &str, code: &str) -> Value {
 pub fn assert_error(answer: &Answer, status: u16, body: Value) {
     assert_eq!(answer.status, status, "{}", answer.text);
     assert_eq!(answer.body, body, "{}", answer.text);
-    assert_eq!(answer.headers["content-type"], "application/json; charset=utf-8");
+    assert_eq!(
+        answer.headers["content-type"],
+        "application/json; charset=utf-8"
+    );
 }
 
 /// The host with the bundled protocols and two questionnaires: PHQ-9 and
@@ -115,5 +152,8 @@ pub async fn spawn_with_mini(db: Db) -> TestApp {
 
 /// The host writing times in Europe/Amsterdam (UTC+1, summer UTC+2).
 pub async fn spawn_in_amsterdam(db: Db) -> TestApp {
-    TestApp::spawn_with(db, |config| config.time_zone = "Europe/Amsterdam".parse().expect("a time zone")).await
+    TestApp::spawn_with(db, |config| {
+        config.time_zone = "Europe/Amsterdam".parse().expect("a time zone")
+    })
+    .await
 }

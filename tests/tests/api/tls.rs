@@ -1,15 +1,20 @@
 //! HTTPS served by the host itself, with a certificate made in the test.
 
 use host::config::TlsFiles;
-use tests::{Db, TestApp, TEST_KEY, basic};
+use tests::{Db, TEST_KEY, TestApp, basic};
 
 /// A self-signed certificate for localhost, written to `dir`.
 fn certificate(dir: &std::path::Path) -> (TlsFiles, reqwest::Certificate) {
-    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).expect("certificate");
-    let files = TlsFiles { cert: dir.join("cert.pem"), key: dir.join("key.pem") };
+    let made =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).expect("certificate");
+    let files = TlsFiles {
+        cert: dir.join("cert.pem"),
+        key: dir.join("key.pem"),
+    };
     std::fs::write(&files.cert, made.cert.pem()).expect("write certificate");
     std::fs::write(&files.key, made.key_pair.serialize_pem()).expect("write key");
-    let trusted = reqwest::Certificate::from_pem(made.cert.pem().as_bytes()).expect("parse certificate");
+    let trusted =
+        reqwest::Certificate::from_pem(made.cert.pem().as_bytes()).expect("parse certificate");
     (files, trusted)
 }
 
@@ -17,7 +22,11 @@ async fn tls_app(db: Db) -> (TestApp, reqwest::Client, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");
     let (files, trusted) = certificate(dir.path());
     let app = TestApp::spawn_with(db, move |config| config.tls = Some(files)).await;
-    let client = reqwest::Client::builder().add_root_certificate(trusted).https_only(true).build().expect("client");
+    let client = reqwest::Client::builder()
+        .add_root_certificate(trusted)
+        .https_only(true)
+        .build()
+        .expect("client");
     (app, client, dir)
 }
 
@@ -37,13 +46,22 @@ async fn authenticated_request_over_tls_reaches_the_handler(db: Db) {
 async fn plain_http_to_the_tls_port_gets_no_answer(db: Db) {
     let (app, _client, _dir) = tls_app(db).await;
     let plain = app.base.replace("https://", "http://");
-    let result = reqwest::Client::new().get(format!("{plain}/health")).send().await;
-    assert!(result.is_err(), "a plain HTTP request to the TLS listener must not be answered: {result:?}");
+    let result = reqwest::Client::new()
+        .get(format!("{plain}/health"))
+        .send()
+        .await;
+    assert!(
+        result.is_err(),
+        "a plain HTTP request to the TLS listener must not be answered: {result:?}"
+    );
 }
 
 async fn a_client_that_does_not_trust_the_certificate_is_refused(db: Db) {
     let (app, _client, _dir) = tls_app(db).await;
-    let stranger = reqwest::Client::builder().https_only(true).build().expect("client");
+    let stranger = reqwest::Client::builder()
+        .https_only(true)
+        .build()
+        .expect("client");
     assert!(stranger.get(app.url("/health")).send().await.is_err());
 }
 

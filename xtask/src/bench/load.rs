@@ -49,13 +49,21 @@ async fn send(sender: &mut Sender, request: Request<Full<Bytes>>) -> anyhow::Res
 }
 
 fn get_request(addr: SocketAddr, path: &str) -> anyhow::Result<Request<Full<Bytes>>> {
-    Ok(Request::builder().method(Method::GET).uri(path).header(HOST, addr.to_string()).body(Full::new(Bytes::new()))?)
+    Ok(Request::builder()
+        .method(Method::GET)
+        .uri(path)
+        .header(HOST, addr.to_string())
+        .body(Full::new(Bytes::new()))?)
 }
 
 /// One GET on a new connection (for /health while the server starts).
 pub async fn get_once(addr: SocketAddr, path: &str) -> anyhow::Result<(u16, Bytes)> {
     let mut sender = tokio::time::timeout(Duration::from_secs(2), connect(addr)).await??;
-    tokio::time::timeout(Duration::from_secs(5), send(&mut sender, get_request(addr, path)?)).await?
+    tokio::time::timeout(
+        Duration::from_secs(5),
+        send(&mut sender, get_request(addr, path)?),
+    )
+    .await?
 }
 
 /// One POST of a JSON body on a new connection.
@@ -110,7 +118,11 @@ impl PostReport {
         if self.errors.is_empty() {
             out.push_str("; errors: none");
         } else {
-            let list: Vec<String> = self.errors.iter().map(|(k, v)| format!("{v} x {k}")).collect();
+            let list: Vec<String> = self
+                .errors
+                .iter()
+                .map(|(k, v)| format!("{v} x {k}"))
+                .collect();
             let _ = write!(out, "; errors: {}", list.join(", "));
             if let Some(sample) = &self.error_sample {
                 let _ = write!(out, "\n      e.g. {sample}");
@@ -150,14 +162,30 @@ pub async fn post_load(
     let start = Instant::now();
     let measure_from = start + warmup;
     let end = measure_from + duration;
-    let tasks: Vec<_> =
-        (0..clients).map(|client| tokio::spawn(post_client(addr, client, clients, dossiers, measure_from, end))).collect();
+    let tasks: Vec<_> = (0..clients)
+        .map(|client| {
+            tokio::spawn(post_client(
+                addr,
+                client,
+                clients,
+                dossiers,
+                measure_from,
+                end,
+            ))
+        })
+        .collect();
     tokio::time::sleep_until(measure_from.into()).await;
     let cpu_from = CpuSample::take(server_pid);
     tokio::time::sleep_until(end.into()).await;
     let cpu = cpu_from.and_then(|s| s.since());
-    let mut report =
-        PostReport { created: 0, errors: BTreeMap::new(), error_sample: None, histogram: histogram(), window: duration, cpu };
+    let mut report = PostReport {
+        created: 0,
+        errors: BTreeMap::new(),
+        error_sample: None,
+        histogram: histogram(),
+        window: duration,
+        cpu,
+    };
     for task in tasks {
         let r = task.await.context("a load task failed")?;
         report.created += r.created;
@@ -165,13 +193,28 @@ pub async fn post_load(
             *report.errors.entry(k).or_default() += v;
         }
         report.error_sample = report.error_sample.or(r.error_sample);
-        report.histogram.add(&r.histogram).context("merging histograms")?;
+        report
+            .histogram
+            .add(&r.histogram)
+            .context("merging histograms")?;
     }
     Ok(report)
 }
 
-async fn post_client(addr: SocketAddr, client: usize, clients: usize, dossiers: usize, measure_from: Instant, end: Instant) -> ClientResult {
-    let mut result = ClientResult { created: 0, errors: BTreeMap::new(), error_sample: None, histogram: histogram() };
+async fn post_client(
+    addr: SocketAddr,
+    client: usize,
+    clients: usize,
+    dossiers: usize,
+    measure_from: Instant,
+    end: Instant,
+) -> ClientResult {
+    let mut result = ClientResult {
+        created: 0,
+        errors: BTreeMap::new(),
+        error_sample: None,
+        histogram: histogram(),
+    };
     let host = addr.to_string();
     let mut sender: Option<Sender> = None;
     let mut seq = 0usize;
@@ -183,7 +226,9 @@ async fn post_client(addr: SocketAddr, client: usize, clients: usize, dossiers: 
                 Ok(s) => sender.insert(s),
                 Err(e) => {
                     *result.errors.entry("connect failed".into()).or_default() += 1;
-                    result.error_sample.get_or_insert_with(|| format!("connect: {e}"));
+                    result
+                        .error_sample
+                        .get_or_insert_with(|| format!("connect: {e}"));
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
@@ -194,9 +239,17 @@ async fn post_client(addr: SocketAddr, client: usize, clients: usize, dossiers: 
         let n = seq * clients + client;
         seq += 1;
         body.clear();
-        let _ = write!(body, r#"{{"questionnaire_key":"phq9","external_id":"b{n}","answer_data":{{"#);
+        let _ = write!(
+            body,
+            r#"{{"questionnaire_key":"phq9","external_id":"b{n}","answer_data":{{"#
+        );
         for q in 1..=9 {
-            let _ = write!(body, r#"{}"v_{q}":"a{}""#, if q == 1 { "" } else { "," }, (n + q) % 4);
+            let _ = write!(
+                body,
+                r#"{}"v_{q}":"a{}""#,
+                if q == 1 { "" } else { "," },
+                (n + q) % 4
+            );
         }
         body.push_str("}}");
         let request = Request::builder()
@@ -221,14 +274,18 @@ async fn post_client(addr: SocketAddr, client: usize, clients: usize, dossiers: 
                 if counted {
                     *result.errors.entry(format!("HTTP {status}")).or_default() += 1;
                 }
-                result.error_sample.get_or_insert_with(|| format!("HTTP {status}: {}", String::from_utf8_lossy(&text)));
+                result.error_sample.get_or_insert_with(|| {
+                    format!("HTTP {status}: {}", String::from_utf8_lossy(&text))
+                });
             }
             Err(e) => {
                 sender = None;
                 if counted {
                     *result.errors.entry("transport error".into()).or_default() += 1;
                 }
-                result.error_sample.get_or_insert_with(|| format!("transport: {e:#}"));
+                result
+                    .error_sample
+                    .get_or_insert_with(|| format!("transport: {e:#}"));
             }
         }
     }
@@ -267,16 +324,28 @@ impl Latency {
 /// Times `requests` sequential GETs of a dossier's response list on one
 /// keep-alive connection, after `warmup` untimed ones. Every answer must be
 /// a 200 with the same size as the first, which must hold `expect` items.
-pub async fn list_latency(addr: SocketAddr, dossier: &str, expect: usize, warmup: usize, requests: usize) -> anyhow::Result<Latency> {
+pub async fn list_latency(
+    addr: SocketAddr,
+    dossier: &str,
+    expect: usize,
+    warmup: usize,
+    requests: usize,
+) -> anyhow::Result<Latency> {
     let path = format!("/api/v1/dossiers/{dossier}/responses");
     let mut sender = connect(addr).await.context("connecting to the server")?;
     let (status, first) = send(&mut sender, get_request(addr, &path)?).await?;
     if status != 200 {
-        bail!("GET {path}: HTTP {status}: {}", String::from_utf8_lossy(&first));
+        bail!(
+            "GET {path}: HTTP {status}: {}",
+            String::from_utf8_lossy(&first)
+        );
     }
     let items: serde_json::Value = serde_json::from_slice(&first).context("reading the list")?;
     let count = items.as_array().map(Vec::len);
-    anyhow::ensure!(count == Some(expect), "GET {path}: expected {expect} responses, got {count:?}");
+    anyhow::ensure!(
+        count == Some(expect),
+        "GET {path}: expected {expect} responses, got {count:?}"
+    );
     let bytes = first.len();
     let mut h = histogram();
     for i in 0..warmup + requests {
@@ -284,10 +353,17 @@ pub async fn list_latency(addr: SocketAddr, dossier: &str, expect: usize, warmup
         let sent = Instant::now();
         let (status, body) = send(&mut sender, request).await?;
         let took = sent.elapsed();
-        anyhow::ensure!(status == 200 && body.len() == bytes, "GET {path}: HTTP {status}, {} bytes instead of {bytes}", body.len());
+        anyhow::ensure!(
+            status == 200 && body.len() == bytes,
+            "GET {path}: HTTP {status}, {} bytes instead of {bytes}",
+            body.len()
+        );
         if i >= warmup {
             h.record(micros(took))?;
         }
     }
-    Ok(Latency { histogram: h, bytes })
+    Ok(Latency {
+        histogram: h,
+        bytes,
+    })
 }

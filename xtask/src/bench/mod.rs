@@ -88,7 +88,11 @@ pub struct BenchArgs {
 
     /// PostgreSQL server to create the benchmark databases on (the user
     /// must be allowed to create databases)
-    #[arg(long, env = "OUTCOMES_TEST_POSTGRES_URL", default_value = "postgres://postgres@127.0.0.1:5432/test")]
+    #[arg(
+        long,
+        env = "OUTCOMES_TEST_POSTGRES_URL",
+        default_value = "postgres://postgres@127.0.0.1:5432/test"
+    )]
     postgres_url: String,
 
     /// Use target/release/outcomes as it is instead of building it first
@@ -126,10 +130,16 @@ const GOAL_POSTS_PER_SECOND: f64 = 5000.0;
 const GOAL_LIST_RATIO: f64 = 1.5;
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
-    anyhow::ensure!(args.clients > 0 && args.dossiers > 0 && args.seconds > 0, "--clients, --dossiers and --seconds must be positive");
+    anyhow::ensure!(
+        args.clients > 0 && args.dossiers > 0 && args.seconds > 0,
+        "--clients, --dossiers and --seconds must be positive"
+    );
     anyhow::ensure!(args.list_requests > 0, "--list-requests must be positive");
     anyhow::ensure!(
-        args.small >= LIST_SIZE && args.small % LIST_SIZE == 0 && args.large > args.small && args.large % LIST_SIZE == 0,
+        args.small >= LIST_SIZE
+            && args.small % LIST_SIZE == 0
+            && args.large > args.small
+            && args.large % LIST_SIZE == 0,
         "--small and --large must be multiples of {LIST_SIZE} with --large > --small"
     );
     let backends = match args.database {
@@ -143,9 +153,14 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let root = prerequisites::workspace_root();
     let binary = build(&root, args.no_build)?;
     let runtime = if args.client_threads <= 1 {
-        tokio::runtime::Builder::new_current_thread().enable_all().build()?
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
     } else {
-        tokio::runtime::Builder::new_multi_thread().worker_threads(args.client_threads).enable_all().build()?
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(args.client_threads)
+            .enable_all()
+            .build()?
     };
     let mut reports = Vec::new();
     for backend in backends {
@@ -159,19 +174,36 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
 
 /// Builds the release binary; its path.
 fn build(root: &Path, skip: bool) -> anyhow::Result<PathBuf> {
-    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
-    let binary = target.join("release").join(format!("outcomes{}", std::env::consts::EXE_SUFFIX));
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let binary = target
+        .join("release")
+        .join(format!("outcomes{}", std::env::consts::EXE_SUFFIX));
     if !skip {
-        eprintln!("xtask: building the release binary (cargo build --release -p host --bin outcomes)");
+        eprintln!(
+            "xtask: building the release binary (cargo build --release -p host --bin outcomes)"
+        );
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
         let status = Command::new(cargo)
             .current_dir(root)
-            .args(["build", "--release", "--package", "host", "--bin", "outcomes"])
+            .args([
+                "build",
+                "--release",
+                "--package",
+                "host",
+                "--bin",
+                "outcomes",
+            ])
             .status()
             .context("running cargo build")?;
         anyhow::ensure!(status.success(), "cargo build --release failed ({status})");
     }
-    anyhow::ensure!(binary.exists(), "{} does not exist; build it or drop --no-build", binary.display());
+    anyhow::ensure!(
+        binary.exists(),
+        "{} does not exist; build it or drop --no-build",
+        binary.display()
+    );
     Ok(binary)
 }
 
@@ -193,13 +225,28 @@ impl ListReport {
     }
 }
 
-async fn bench_backend(backend: Backend, args: &BenchArgs, binary: &Path, root: &Path) -> anyhow::Result<BackendReport> {
+async fn bench_backend(
+    backend: Backend,
+    args: &BenchArgs,
+    binary: &Path,
+    root: &Path,
+) -> anyhow::Result<BackendReport> {
     let mut report = BackendReport::default();
     if !args.no_post {
-        report.post = Some(phase(backend, args, async |fresh| post_phase(backend, args, binary, root, fresh).await).await?);
+        report.post = Some(
+            phase(backend, args, async |fresh| {
+                post_phase(backend, args, binary, root, fresh).await
+            })
+            .await?,
+        );
     }
     if !args.no_list {
-        report.list = Some(phase(backend, args, async |fresh| list_phase(backend, args, binary, root, fresh).await).await?);
+        report.list = Some(
+            phase(backend, args, async |fresh| {
+                list_phase(backend, args, binary, root, fresh).await
+            })
+            .await?,
+        );
     }
     Ok(report)
 }
@@ -207,7 +254,11 @@ async fn bench_backend(backend: Backend, args: &BenchArgs, binary: &Path, root: 
 /// Runs `body` on a fresh database, then removes that database whatever
 /// happened, also on Ctrl-C. The server `body` starts is killed when `body`
 /// returns or is cancelled.
-async fn phase<T>(backend: Backend, args: &BenchArgs, body: impl AsyncFnOnce(&Fresh) -> anyhow::Result<T>) -> anyhow::Result<T> {
+async fn phase<T>(
+    backend: Backend,
+    args: &BenchArgs,
+    body: impl AsyncFnOnce(&Fresh) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
     let fresh = Fresh::create(backend, &args.postgres_url).await?;
     let result = tokio::select! {
         r = body(&fresh) => r,
@@ -217,7 +268,13 @@ async fn phase<T>(backend: Backend, args: &BenchArgs, body: impl AsyncFnOnce(&Fr
     result
 }
 
-async fn post_phase(backend: Backend, args: &BenchArgs, binary: &Path, root: &Path, fresh: &Fresh) -> anyhow::Result<load::PostReport> {
+async fn post_phase(
+    backend: Backend,
+    args: &BenchArgs,
+    binary: &Path,
+    root: &Path,
+    fresh: &Fresh,
+) -> anyhow::Result<load::PostReport> {
     let server = Server::start(binary, root, fresh).await?;
     println!(
         "POST: {} connections, {} s warm-up + {} s measured, {} dossiers ({} at {})",
@@ -242,14 +299,30 @@ async fn post_phase(backend: Backend, args: &BenchArgs, binary: &Path, root: &Pa
     Ok(report)
 }
 
-async fn list_phase(backend: Backend, args: &BenchArgs, binary: &Path, root: &Path, fresh: &Fresh) -> anyhow::Result<ListReport> {
+async fn list_phase(
+    backend: Backend,
+    args: &BenchArgs,
+    binary: &Path,
+    root: &Path,
+    fresh: &Fresh,
+) -> anyhow::Result<ListReport> {
     let server = Server::start(binary, root, fresh).await?;
     let mut seeder = seed::Seeder::connect(backend, &fresh.url(), server.addr()).await?;
     let mut measure = async |rows: u64, stage: &str| -> anyhow::Result<load::Latency> {
         let started = Instant::now();
         let dossier = seeder.grow_to(rows, LIST_SIZE, stage).await?;
-        println!("List: seeded to {rows} rows in {:.1} s; dossier {dossier} holds {LIST_SIZE}", started.elapsed().as_secs_f64());
-        let latency = load::list_latency(server.addr(), &dossier, LIST_SIZE as usize, args.list_warmup, args.list_requests).await?;
+        println!(
+            "List: seeded to {rows} rows in {:.1} s; dossier {dossier} holds {LIST_SIZE}",
+            started.elapsed().as_secs_f64()
+        );
+        let latency = load::list_latency(
+            server.addr(),
+            &dossier,
+            LIST_SIZE as usize,
+            args.list_warmup,
+            args.list_requests,
+        )
+        .await?;
         println!("List: {} rows: {}", rows, latency.describe());
         Ok(latency)
     };
@@ -258,7 +331,13 @@ async fn list_phase(backend: Backend, args: &BenchArgs, binary: &Path, root: &Pa
     seeder.close().await;
     server.stop();
     let report = ListReport { small, large };
-    println!("List: {}: median at {} rows / at {} rows = {:.2}", backend.name(), args.large, args.small, report.ratio());
+    println!(
+        "List: {}: median at {} rows / at {} rows = {:.2}",
+        backend.name(),
+        args.large,
+        args.small,
+        report.ratio()
+    );
     Ok(report)
 }
 
@@ -273,7 +352,15 @@ fn print_summary(args: &BenchArgs, reports: &[(Backend, BackendReport)]) {
     );
     println!(
         "{:<11} {:>9} {:>8} {:>8} {:>8} {:>7} | {:>10} {:>10} {:>6}",
-        "database", "POST/s", "p50 ms", "p90 ms", "p99 ms", "errors", "list 1k ms", "list 1M ms", "ratio"
+        "database",
+        "POST/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "errors",
+        "list 1k ms",
+        "list 1M ms",
+        "ratio"
     );
     for (backend, report) in reports {
         let post = match &report.post {
@@ -288,23 +375,41 @@ fn print_summary(args: &BenchArgs, reports: &[(Backend, BackendReport)]) {
             None => format!("{:>9} {:>8} {:>8} {:>8} {:>7}", "-", "-", "-", "-", "-"),
         };
         let list = match &report.list {
-            Some(l) => format!("{:>10.3} {:>10.3} {:>6.2}", l.small.median_ms(), l.large.median_ms(), l.ratio()),
+            Some(l) => format!(
+                "{:>10.3} {:>10.3} {:>6.2}",
+                l.small.median_ms(),
+                l.large.median_ms(),
+                l.ratio()
+            ),
             None => format!("{:>10} {:>10} {:>6}", "-", "-", "-"),
         };
         println!("{:<11} {post} | {list}", backend.name());
     }
-    println!("(list columns: median latency at {} and {} rows in total)", args.small, args.large);
+    println!(
+        "(list columns: median latency at {} and {} rows in total)",
+        args.small, args.large
+    );
     for (backend, report) in reports {
         if *backend != Backend::Sqlite {
             continue;
         }
         if let Some(p) = &report.post {
-            let verdict = if p.throughput() >= GOAL_POSTS_PER_SECOND { "met" } else { "NOT met" };
+            let verdict = if p.throughput() >= GOAL_POSTS_PER_SECOND {
+                "met"
+            } else {
+                "NOT met"
+            };
             println!("Goal: >= {GOAL_POSTS_PER_SECOND:.0} durable POSTs/s on SQLite: {verdict}");
         }
         if let Some(l) = &report.list {
-            let verdict = if l.ratio() <= GOAL_LIST_RATIO { "met" } else { "NOT met" };
-            println!("Goal: list median at 1M rows <= {GOAL_LIST_RATIO}x that at 1k on SQLite: {verdict}");
+            let verdict = if l.ratio() <= GOAL_LIST_RATIO {
+                "met"
+            } else {
+                "NOT met"
+            };
+            println!(
+                "Goal: list median at 1M rows <= {GOAL_LIST_RATIO}x that at 1k on SQLite: {verdict}"
+            );
         }
     }
 }

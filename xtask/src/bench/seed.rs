@@ -46,17 +46,29 @@ impl Seeder {
     /// response posted to the server at `addr`.
     pub async fn connect(backend: Backend, url: &str, addr: SocketAddr) -> anyhow::Result<Seeder> {
         sqlx::any::install_default_drivers();
-        let mut conn = AnyConnection::connect(url).await.context("connecting the seeder to the database")?;
+        let mut conn = AnyConnection::connect(url)
+            .await
+            .context("connecting the seeder to the database")?;
         if backend == Backend::Sqlite {
             // The server holds the file open; a big cache keeps the bulk
             // insert's index updates in memory.
-            conn.execute("PRAGMA busy_timeout = 10000; PRAGMA cache_size = -262144;").await?;
+            conn.execute("PRAGMA busy_timeout = 10000; PRAGMA cache_size = -262144;")
+                .await?;
         }
         let body = format!(
             r#"{{"questionnaire_key":"phq9","external_id":"{TEMPLATE_ID}","answer_data":{{"v_1":"a1","v_2":"a2","v_3":"a0","v_4":"a3","v_5":"a1","v_6":"a0","v_7":"a2","v_8":"a1","v_9":"a0"}}}}"#
         );
-        let (status, text) = load::post_once(addr, &format!("/api/v1/dossiers/{TEMPLATE_DOSSIER}/responses"), body).await?;
-        anyhow::ensure!(status == 201, "posting the template response: HTTP {status}: {}", String::from_utf8_lossy(&text));
+        let (status, text) = load::post_once(
+            addr,
+            &format!("/api/v1/dossiers/{TEMPLATE_DOSSIER}/responses"),
+            body,
+        )
+        .await?;
+        anyhow::ensure!(
+            status == 201,
+            "posting the template response: HTTP {status}: {}",
+            String::from_utf8_lossy(&text)
+        );
         let row = sqlx::query(
             "SELECT questionnaire_id, completer_type, started_at, completed_at, answers, outcome, outcome_plugin, \
              outcome_plugin_version, outcome_plugin_sha256, created_at FROM responses WHERE external_id = $1",
@@ -77,18 +89,39 @@ impl Seeder {
             outcome_plugin_sha256: row.try_get(8)?,
             created_at: row.try_get(9)?,
         };
-        sqlx::query("DELETE FROM responses WHERE external_id = $1").bind(TEMPLATE_ID).execute(&mut conn).await?;
-        Ok(Seeder { backend, conn, template })
+        sqlx::query("DELETE FROM responses WHERE external_id = $1")
+            .bind(TEMPLATE_ID)
+            .execute(&mut conn)
+            .await?;
+        Ok(Seeder {
+            backend,
+            conn,
+            template,
+        })
     }
 
     /// Adds dossiers of `per_dossier` responses until the database holds
     /// `rows` responses; the EPD id of a dossier in the middle of the stage.
-    pub async fn grow_to(&mut self, rows: u64, per_dossier: u64, stage: &str) -> anyhow::Result<String> {
-        let current: i64 = sqlx::query("SELECT COUNT(*) FROM responses").fetch_one(&mut self.conn).await?.try_get(0)?;
+    pub async fn grow_to(
+        &mut self,
+        rows: u64,
+        per_dossier: u64,
+        stage: &str,
+    ) -> anyhow::Result<String> {
+        let current: i64 = sqlx::query("SELECT COUNT(*) FROM responses")
+            .fetch_one(&mut self.conn)
+            .await?
+            .try_get(0)?;
         let current = u64::try_from(current)?;
-        anyhow::ensure!(rows > current, "the database holds {current} responses already, more than {rows}");
+        anyhow::ensure!(
+            rows > current,
+            "the database holds {current} responses already, more than {rows}"
+        );
         let add = rows - current;
-        anyhow::ensure!(add % per_dossier == 0, "{add} rows to add is not a multiple of {per_dossier}");
+        anyhow::ensure!(
+            add % per_dossier == 0,
+            "{add} rows to add is not a multiple of {per_dossier}"
+        );
         let dossiers = i64::try_from(add / per_dossier)?;
         let add = i64::try_from(add)?;
         let prefix = format!("{stage}-");
@@ -99,14 +132,25 @@ impl Seeder {
         };
 
         let mut tx = self.conn.begin().await?;
-        let before: i64 = sqlx::query("SELECT COALESCE(MAX(id), 0) FROM dossiers").fetch_one(&mut *tx).await?.try_get(0)?;
-        sqlx::query(insert_dossiers).bind(dossiers).bind(&prefix).bind(t.created_at).execute(&mut *tx).await.context("seeding dossiers")?;
+        let before: i64 = sqlx::query("SELECT COALESCE(MAX(id), 0) FROM dossiers")
+            .fetch_one(&mut *tx)
+            .await?
+            .try_get(0)?;
+        sqlx::query(insert_dossiers)
+            .bind(dossiers)
+            .bind(&prefix)
+            .bind(t.created_at)
+            .execute(&mut *tx)
+            .await
+            .context("seeding dossiers")?;
         sqlx::query(
             "INSERT INTO respondents (dossier_id, respondent_type, label, created_at) \
              SELECT id, $1, $2, created_at FROM dossiers WHERE id > $3 ORDER BY id",
         )
         .bind(host::domain::respondent::PATIENT)
-        .bind(host::domain::respondent::default_label(host::domain::respondent::PATIENT))
+        .bind(host::domain::respondent::default_label(
+            host::domain::respondent::PATIENT,
+        ))
         .bind(before)
         .execute(&mut *tx)
         .await
@@ -133,12 +177,22 @@ impl Seeder {
         match self.backend {
             // Fold the WAL into the database file, as the server's own
             // checkpoints would have done over time.
-            Backend::Sqlite => self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").await.map(drop)?,
+            Backend::Sqlite => self
+                .conn
+                .execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                .await
+                .map(drop)?,
             // Statistics, as autovacuum would have gathered them.
             Backend::Postgres => self.conn.execute("ANALYZE").await.map(drop)?,
         }
-        let total: i64 = sqlx::query("SELECT COUNT(*) FROM responses").fetch_one(&mut self.conn).await?.try_get(0)?;
-        anyhow::ensure!(u64::try_from(total)? == rows, "seeding left {total} responses, not {rows}");
+        let total: i64 = sqlx::query("SELECT COUNT(*) FROM responses")
+            .fetch_one(&mut self.conn)
+            .await?
+            .try_get(0)?;
+        anyhow::ensure!(
+            u64::try_from(total)? == rows,
+            "seeding left {total} responses, not {rows}"
+        );
         Ok(format!("{prefix}{}", dossiers / 2))
     }
 
@@ -150,8 +204,7 @@ impl Seeder {
 /// $1 count, $2 EPD id prefix, $3 time.
 const SQLITE_DOSSIERS: &str = "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < $1) \
      INSERT INTO dossiers (epd_id, created_at) SELECT $2 || i, $3 FROM n";
-const POSTGRES_DOSSIERS: &str =
-    "INSERT INTO dossiers (epd_id, created_at) SELECT $2 || i, $3 FROM generate_series(0, $1 - 1) AS n(i) ORDER BY i";
+const POSTGRES_DOSSIERS: &str = "INSERT INTO dossiers (epd_id, created_at) SELECT $2 || i, $3 FROM generate_series(0, $1 - 1) AS n(i) ORDER BY i";
 
 /// $1 rows, $2 EPD id prefix, $3 dossiers; the template's columns follow.
 /// Row k goes to dossier k mod $3, in order of k (SQLite's CROSS JOIN keeps

@@ -31,7 +31,10 @@ struct PostgresDatabase {
 
 impl Fresh {
     pub async fn create(backend: Backend, postgres_url: &str) -> anyhow::Result<Fresh> {
-        let dir = tempfile::Builder::new().prefix("outcomes-bench-").tempdir().context("creating a temporary folder")?;
+        let dir = tempfile::Builder::new()
+            .prefix("outcomes-bench-")
+            .tempdir()
+            .context("creating a temporary folder")?;
         let postgres = match backend {
             Backend::Sqlite => None,
             Backend::Postgres => Some(PostgresDatabase::create(postgres_url).await?),
@@ -58,7 +61,10 @@ impl Fresh {
     pub async fn remove(self) {
         if let Some(db) = &self.postgres {
             if let Err(e) = db.drop().await {
-                eprintln!("xtask: could not drop the benchmark database {}: {e:#}", db.name);
+                eprintln!(
+                    "xtask: could not drop the benchmark database {}: {e:#}",
+                    db.name
+                );
             }
         }
     }
@@ -67,18 +73,30 @@ impl Fresh {
 impl PostgresDatabase {
     async fn create(admin_url: &str) -> anyhow::Result<PostgresDatabase> {
         sqlx::any::install_default_drivers();
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
         let name = format!("outcomes_bench_{}_{nanos}", std::process::id());
-        let mut conn = AnyConnection::connect(admin_url).await.with_context(|| format!("connecting to {admin_url}"))?;
-        conn.execute(format!("CREATE DATABASE {name}").as_str()).await.with_context(|| format!("creating database {name}"))?;
+        let mut conn = AnyConnection::connect(admin_url)
+            .await
+            .with_context(|| format!("connecting to {admin_url}"))?;
+        conn.execute(format!("CREATE DATABASE {name}").as_str())
+            .await
+            .with_context(|| format!("creating database {name}"))?;
         let _ = conn.close().await;
-        let url = with_database(admin_url, &name).with_context(|| format!("cannot put a database name into {admin_url}"))?;
-        Ok(PostgresDatabase { admin_url: admin_url.to_owned(), name, url })
+        let url = with_database(admin_url, &name)
+            .with_context(|| format!("cannot put a database name into {admin_url}"))?;
+        Ok(PostgresDatabase {
+            admin_url: admin_url.to_owned(),
+            name,
+            url,
+        })
     }
 
     async fn drop(&self) -> anyhow::Result<()> {
         let mut conn = AnyConnection::connect(&self.admin_url).await?;
-        conn.execute(format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name).as_str()).await?;
+        conn.execute(format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name).as_str())
+            .await?;
         let _ = conn.close().await;
         Ok(())
     }
@@ -139,18 +157,26 @@ impl Server {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr);
-        let child = command.spawn().with_context(|| format!("starting {}", binary.display()))?;
+        let child = command
+            .spawn()
+            .with_context(|| format!("starting {}", binary.display()))?;
         let mut server = Server { child, addr, log };
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Some(status) = server.child.try_wait()? {
-                bail!("the server exited during start-up ({status}):\n{}", server.log_tail());
+                bail!(
+                    "the server exited during start-up ({status}):\n{}",
+                    server.log_tail()
+                );
             }
             if let Ok((200, _)) = load::get_once(addr, "/health").await {
                 return Ok(server);
             }
             if Instant::now() > deadline {
-                bail!("the server did not answer /health within 60 s:\n{}", server.log_tail());
+                bail!(
+                    "the server did not answer /health within 60 s:\n{}",
+                    server.log_tail()
+                );
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -182,7 +208,11 @@ impl Drop for Server {
             return;
         }
         // Graceful first, so that the server closes its database cleanly.
-        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).stderr(Stdio::null()).status();
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .stderr(Stdio::null())
+            .status();
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
@@ -239,7 +269,11 @@ impl CpuSample {
         Some(CpuUse {
             server: now.server_ticks.saturating_sub(self.server_ticks) as f64 / ticks,
             client: now.client_ticks.saturating_sub(self.client_ticks) as f64 / ticks,
-            machine: if total > 0.0 { now.machine_busy.saturating_sub(self.machine_busy) as f64 / total } else { 0.0 },
+            machine: if total > 0.0 {
+                now.machine_busy.saturating_sub(self.machine_busy) as f64 / total
+            } else {
+                0.0
+            },
         })
     }
 }
@@ -260,7 +294,10 @@ fn process_ticks(path: &str) -> Option<u64> {
 fn machine_ticks() -> Option<(u64, u64)> {
     let text = std::fs::read_to_string("/proc/stat").ok()?;
     let line = text.lines().next()?.strip_prefix("cpu ")?;
-    let values: Vec<u64> = line.split_whitespace().filter_map(|v| v.parse().ok()).collect();
+    let values: Vec<u64> = line
+        .split_whitespace()
+        .filter_map(|v| v.parse().ok())
+        .collect();
     // user nice system idle iowait irq softirq steal (guest time is in user)
     let total: u64 = values.iter().take(8).sum();
     let idle = values.get(3)? + values.get(4)?;
@@ -273,8 +310,17 @@ mod tests {
 
     #[test]
     fn database_names_go_into_urls() {
-        assert_eq!(with_database("postgres://postgres@127.0.0.1:5432/test", "b").as_deref(), Some("postgres://postgres@127.0.0.1:5432/b"));
-        assert_eq!(with_database("postgres://u:p@h/x?sslmode=disable", "b").as_deref(), Some("postgres://u:p@h/b?sslmode=disable"));
-        assert_eq!(with_database("postgres://h", "b").as_deref(), Some("postgres://h/b"));
+        assert_eq!(
+            with_database("postgres://postgres@127.0.0.1:5432/test", "b").as_deref(),
+            Some("postgres://postgres@127.0.0.1:5432/b")
+        );
+        assert_eq!(
+            with_database("postgres://u:p@h/x?sslmode=disable", "b").as_deref(),
+            Some("postgres://u:p@h/b?sslmode=disable")
+        );
+        assert_eq!(
+            with_database("postgres://h", "b").as_deref(),
+            Some("postgres://h/b")
+        );
     }
 }

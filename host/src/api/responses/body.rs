@@ -24,11 +24,19 @@ pub struct NewResponseBody {
 }
 
 /// Reads a POST body.
-pub fn parse_create(body: &Map<String, Value>, catalog: &Catalog, now: DateTime<Utc>) -> Result<NewResponseBody, ApiError> {
+pub fn parse_create(
+    body: &Map<String, Value>,
+    catalog: &Catalog,
+    now: DateTime<Utc>,
+) -> Result<NewResponseBody, ApiError> {
     let mut f = Fields::new(body);
     let external_id = f.required_id("external_id");
     // `respondent_type` is an alias of `respondent` (decisions.md §3).
-    let respondent_key = if body.contains_key("respondent") { "respondent" } else { "respondent_type" };
+    let respondent_key = if body.contains_key("respondent") {
+        "respondent"
+    } else {
+        "respondent_type"
+    };
     let respondent = f.optional_choice(respondent_key, &["patient", "profess"]);
     let entered_by = f.optional_string("entered_by");
     let completion = parse_completion(f, catalog, now)?;
@@ -41,13 +49,21 @@ pub fn parse_create(body: &Map<String, Value>, catalog: &Catalog, now: DateTime<
 }
 
 /// Reads a PUT body.
-pub fn parse_update(body: &Map<String, Value>, catalog: &Catalog, now: DateTime<Utc>) -> Result<Completion, ApiError> {
+pub fn parse_update(
+    body: &Map<String, Value>,
+    catalog: &Catalog,
+    now: DateTime<Utc>,
+) -> Result<Completion, ApiError> {
     parse_completion(Fields::new(body), catalog, now)
 }
 
 /// The fields POST and PUT share. Shape errors come first (422); then an
 /// unknown questionnaire (404); then answers checked against it (422).
-fn parse_completion(mut f: Fields<'_>, catalog: &Catalog, now: DateTime<Utc>) -> Result<Completion, ApiError> {
+fn parse_completion(
+    mut f: Fields<'_>,
+    catalog: &Catalog,
+    now: DateTime<Utc>,
+) -> Result<Completion, ApiError> {
     let key = f.required_key("questionnaire_key");
     let answer_data = f.required_object("answer_data");
     let started_at = f.optional_unix("started_at", now + CLOCK_SKEW);
@@ -61,7 +77,9 @@ fn parse_completion(mut f: Fields<'_>, catalog: &Catalog, now: DateTime<Utc>) ->
     let (Some(key), Some(answer_data)) = (key, answer_data) else {
         return Err(ApiError::Invalid(f.errors));
     };
-    let questionnaire = catalog.questionnaire(&key).ok_or(ApiError::NotFound("questionnaire_key"))?;
+    let questionnaire = catalog
+        .questionnaire(&key)
+        .ok_or(ApiError::NotFound("questionnaire_key"))?;
     let answers = Answers::check(&questionnaire.def, answer_data).map_err(|bad| {
         let mut inner = Errors::new();
         for (question, reason) in bad {

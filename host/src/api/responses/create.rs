@@ -38,16 +38,29 @@ use crate::store::CreateResult;
         (status = 422, description = "Field errors: `blank`, `invalid`, `too_early`, `taken` (external_id used for other data), or under `answer_data` per question `unknown_question` / `invalid_option`", body = crate::api::openapi::ErrorBody),
     )
 )]
-pub async fn create_response(State(app): State<AppState>, DossierPath(dossier): DossierPath, JsonObject(body): JsonObject) -> Result<Response, ApiError> {
+pub async fn create_response(
+    State(app): State<AppState>,
+    DossierPath(dossier): DossierPath,
+    JsonObject(body): JsonObject,
+) -> Result<Response, ApiError> {
     let now = app.now();
     let new = parse_create(&body, &app.catalog(), now)?;
     let created = app
         .store()
-        .create_response(dossier, new.external_id, new.professional, new.entered_by, new.completion, now)
+        .create_response(
+            dossier,
+            new.external_id,
+            new.professional,
+            new.entered_by,
+            new.completion,
+            now,
+        )
         .await?;
     let zone = app.config().time_zone;
     match created {
-        CreateResult::Created(r) => Ok(json(StatusCode::CREATED, &ResponseView::new(&r, zone, now))),
+        CreateResult::Created(r) => {
+            Ok(json(StatusCode::CREATED, &ResponseView::new(&r, zone, now)))
+        }
         CreateResult::Retry(r) => Ok(json(StatusCode::OK, &ResponseView::new(&r, zone, now))),
         CreateResult::Taken => Err(ApiError::Invalid(Errors::one("external_id", "taken"))),
     }

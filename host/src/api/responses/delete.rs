@@ -26,11 +26,23 @@ use crate::error::ApiError;
         (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`: a dossier id over 255 characters or with control characters", body = crate::api::openapi::ErrorBody),
     )
 )]
-pub async fn delete_response(State(app): State<AppState>, DossierPath(dossier): DossierPath, params: PathParams) -> Result<Response, ApiError> {
-    let external_id = params.get("external_id").filter(|s| s.len() <= 255).ok_or(ApiError::NotFound("external_id"))?.to_owned();
+pub async fn delete_response(
+    State(app): State<AppState>,
+    DossierPath(dossier): DossierPath,
+    params: PathParams,
+) -> Result<Response, ApiError> {
+    let external_id = params
+        .get("external_id")
+        .filter(|s| s.len() <= 255)
+        .ok_or(ApiError::NotFound("external_id"))?
+        .to_owned();
     if app.store().delete_response(dossier, external_id).await? {
         // No body, but the same cache rule as every answer (decisions.md §1).
-        Ok((StatusCode::NO_CONTENT, [(header::CACHE_CONTROL, "no-store")]).into_response())
+        Ok((
+            StatusCode::NO_CONTENT,
+            [(header::CACHE_CONTROL, "no-store")],
+        )
+            .into_response())
     } else {
         Err(ApiError::NotFound("external_id"))
     }

@@ -38,7 +38,11 @@ use crate::store::ResponseFilter;
         (status = 422, description = "A filter is not valid, e.g. `{\"errors\":{\"status\":[\"invalid\"]}}`", body = crate::api::openapi::ErrorBody),
     )
 )]
-pub async fn list_responses(State(app): State<AppState>, DossierPath(dossier): DossierPath, query: QueryParams) -> Result<Response, ApiError> {
+pub async fn list_responses(
+    State(app): State<AppState>,
+    DossierPath(dossier): DossierPath,
+    query: QueryParams,
+) -> Result<Response, ApiError> {
     let zone = app.config().time_zone;
     let mut errors = Errors::new();
     let mut time = |key: &str| {
@@ -71,7 +75,11 @@ pub async fn list_responses(State(app): State<AppState>, DossierPath(dossier): D
     // Text filters go to the database as parameters; control characters
     // (NUL above all, which PostgreSQL text cannot hold) name nothing valid.
     let questionnaire_keys = query.list("questionnaire_keys");
-    if questionnaire_keys.iter().flatten().any(|k| k.chars().any(char::is_control)) {
+    if questionnaire_keys
+        .iter()
+        .flatten()
+        .any(|k| k.chars().any(char::is_control))
+    {
         errors.add("questionnaire_keys", "invalid");
     }
     let respondent_type = query.single("respondent_type");
@@ -90,6 +98,9 @@ pub async fn list_responses(State(app): State<AppState>, DossierPath(dossier): D
     };
     let now = app.now();
     let responses = app.store().list_responses(&dossier, &filter, now).await?;
-    let views: Vec<ResponseView> = responses.iter().map(|r| ResponseView::new(r, zone, now)).collect();
+    let views: Vec<ResponseView> = responses
+        .iter()
+        .map(|r| ResponseView::new(r, zone, now))
+        .collect();
     Ok(json(StatusCode::OK, &views))
 }

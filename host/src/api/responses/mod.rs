@@ -21,6 +21,12 @@ pub use update::__path_update_response;
 /// The routes of this resource (endpoint group `responses`).
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/dossiers/{dossier_id}/responses", get(list::list_responses).post(create::create_response))
-        .route("/dossiers/{dossier_id}/responses/{external_id}", put(update::update_response).delete(delete::delete_response))
+        .route(
+            "/dossiers/{dossier_id}/responses",
+            get(list::list_responses).post(create::create_response),
+        )
+        .route(
+            "/dossiers/{dossier_id}/responses/{external_id}",
+            put(update::update_response).delete(delete::delete_response),
+        )
 }

@@ -43,13 +43,27 @@ pub async fn update_response(
     params: PathParams,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    let segment = params.get("external_id").filter(|s| s.len() <= 255).ok_or(ApiError::NotFound("external_id"))?.to_owned();
+    let segment = params
+        .get("external_id")
+        .filter(|s| s.len() <= 255)
+        .ok_or(ApiError::NotFound("external_id"))?
+        .to_owned();
     let now = app.now();
     let completion = parse_update(&body, &app.catalog(), now)?;
-    match app.store().complete_response(dossier, segment, completion, now).await? {
-        Ok(r) => Ok(json(StatusCode::OK, &ResponseView::new(&r, app.config().time_zone, now))),
+    match app
+        .store()
+        .complete_response(dossier, segment, completion, now)
+        .await?
+    {
+        Ok(r) => Ok(json(
+            StatusCode::OK,
+            &ResponseView::new(&r, app.config().time_zone, now),
+        )),
         Err(CompleteError::NotFound) => Err(ApiError::NotFound("external_id")),
         Err(CompleteError::AlreadyCompleted) => Err(ApiError::Forbidden("already_completed")),
-        Err(CompleteError::OtherQuestionnaire) => Err(ApiError::Invalid(Errors::one("questionnaire_key", "invalid"))),
+        Err(CompleteError::OtherQuestionnaire) => Err(ApiError::Invalid(Errors::one(
+            "questionnaire_key",
+            "invalid",
+        ))),
     }
 }

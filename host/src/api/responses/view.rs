@@ -126,13 +126,27 @@ impl ResponseView {
             non_response_id: r.non_response_id.map(|n| n.0),
             open_from: at(r.times.open_from),
             open_till: at(r.times.open_till),
-            outcome: if completed { OutcomeView::from(&r.outcome) } else { OutcomeView::from(&Outcome::empty()) },
+            outcome: if completed {
+                OutcomeView::from(&r.outcome)
+            } else {
+                OutcomeView::from(&Outcome::empty())
+            },
             questionnaire_name: r.questionnaire_name.clone(),
             questionnaire_key: r.questionnaire_key.clone(),
-            requesters: r.requesters.iter().map(|epd_id| RequesterView { epd_id: epd_id.clone() }).collect(),
+            requesters: r
+                .requesters
+                .iter()
+                .map(|epd_id| RequesterView {
+                    epd_id: epd_id.clone(),
+                })
+                .collect(),
             status: status.as_str(),
             started_at: at(r.times.started_at),
-            values: if completed { r.answers.to_json() } else { Map::new() },
+            values: if completed {
+                r.answers.to_json()
+            } else {
+                Map::new()
+            },
             name: r.questionnaire_name.clone(),
         }
     }
