@@ -374,7 +374,7 @@ macro_rules! db_test {
     };
     // With a function `async fn(Db) -> TestApp` that starts the host, for
     // tests that need other configuration or definitions.
-    ($(#[$meta:meta])* async fn $name:ident($app:ident: $spawn:path) $body:block) => {
+    ($(#[$meta:meta])* async fn $name:ident($app:ident: $spawn:path $(,)?) $body:block) => {
         $(#[$meta])*
         mod $name {
             #[allow(unused_imports)]
