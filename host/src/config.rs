@@ -16,71 +16,71 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Default, Args)]
 pub struct Settings {
     /// Address and port to listen on [default: 127.0.0.1:8080]
-    #[arg(long, env = "OUTCOMES_LISTEN", value_name = "ADDR")]
+    #[arg(long, global = true, env = "OUTCOMES_LISTEN", value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
 
     /// Folder for the embedded SQLite database and other local state
     /// [default: ./data]
-    #[arg(long, env = "OUTCOMES_DATA_DIR", value_name = "DIR")]
+    #[arg(long, global = true, env = "OUTCOMES_DATA_DIR", value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
 
     /// Database URL: sqlite://PATH or postgres://USER@HOST/DB
     /// [default: sqlite://<data-dir>/outcomes.db]
-    #[arg(long, env = "OUTCOMES_DATABASE_URL", value_name = "URL")]
+    #[arg(long, global = true, env = "OUTCOMES_DATABASE_URL", value_name = "URL")]
     pub database_url: Option<String>,
 
     /// Folder with one sub-folder per questionnaire, each holding
     /// questionnaire.toml [default: ./questionnaires]
-    #[arg(long, env = "OUTCOMES_QUESTIONNAIRES_DIR", value_name = "DIR")]
+    #[arg(long, global = true, env = "OUTCOMES_QUESTIONNAIRES_DIR", value_name = "DIR")]
     pub questionnaires_dir: Option<PathBuf>,
 
     /// Folder with one <key>.toml per protocol [default: ./protocols]
-    #[arg(long, env = "OUTCOMES_PROTOCOLS_DIR", value_name = "DIR")]
+    #[arg(long, global = true, env = "OUTCOMES_PROTOCOLS_DIR", value_name = "DIR")]
     pub protocols_dir: Option<PathBuf>,
 
     /// IANA time zone in which timestamps are written, e.g.
     /// Europe/Amsterdam [default: UTC]
-    #[arg(long, env = "OUTCOMES_TIME_ZONE", value_name = "ZONE")]
+    #[arg(long, global = true, env = "OUTCOMES_TIME_ZONE", value_name = "ZONE")]
     pub time_zone: Option<String>,
 
     /// Largest accepted request body in bytes; larger bodies get 413
     /// [default: 1048576]
-    #[arg(long, env = "OUTCOMES_BODY_LIMIT", value_name = "BYTES")]
+    #[arg(long, global = true, env = "OUTCOMES_BODY_LIMIT", value_name = "BYTES")]
     pub body_limit: Option<usize>,
 
     /// Database connections for reads (writes use one more) [default: 8]
-    #[arg(long, env = "OUTCOMES_MAX_CONNECTIONS", value_name = "N")]
+    #[arg(long, global = true, env = "OUTCOMES_MAX_CONNECTIONS", value_name = "N")]
     pub max_connections: Option<u32>,
 
     /// Addresses or CIDR ranges of reverse proxies whose X-Forwarded-For is
     /// believed, comma-separated. A proxy listed here may also terminate TLS
     /// for the service [default: none]
-    #[arg(long, env = "OUTCOMES_TRUSTED_PROXIES", value_name = "LIST")]
+    #[arg(long, global = true, env = "OUTCOMES_TRUSTED_PROXIES", value_name = "LIST")]
     pub trusted_proxies: Option<String>,
 
     /// Origins (https://host[:port]) every token may name in return_to,
     /// progress_url and stylesheet, besides its own, comma-separated
     /// [default: none]
-    #[arg(long, env = "OUTCOMES_ALLOWED_ORIGINS", value_name = "LIST")]
+    #[arg(long, global = true, env = "OUTCOMES_ALLOWED_ORIGINS", value_name = "LIST")]
     pub allowed_origins: Option<String>,
 
     /// PEM file with the TLS certificate chain; with --tls-key the service
     /// serves HTTPS itself [default: plain HTTP, for loopback and for a
     /// TLS-terminating proxy listed in --trusted-proxies]
-    #[arg(long, env = "OUTCOMES_TLS_CERT", value_name = "FILE")]
+    #[arg(long, global = true, env = "OUTCOMES_TLS_CERT", value_name = "FILE")]
     pub tls_cert: Option<PathBuf>,
 
     /// PEM file with the TLS private key
-    #[arg(long, env = "OUTCOMES_TLS_KEY", value_name = "FILE")]
+    #[arg(long, global = true, env = "OUTCOMES_TLS_KEY", value_name = "FILE")]
     pub tls_key: Option<PathBuf>,
 
     /// Log format: human or json [default: human]
-    #[arg(long, env = "OUTCOMES_LOG_FORMAT", value_name = "FORMAT")]
+    #[arg(long, global = true, env = "OUTCOMES_LOG_FORMAT", value_name = "FORMAT")]
     pub log_format: Option<LogFormat>,
 
     /// Log filter in tracing's EnvFilter syntax, e.g. info,host=debug
     /// [default: info]
-    #[arg(long, env = "OUTCOMES_LOG", value_name = "FILTER")]
+    #[arg(long, global = true, env = "OUTCOMES_LOG", value_name = "FILTER")]
     pub log: Option<String>,
 }
 

@@ -11,7 +11,7 @@ use hdrhistogram::Histogram;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::client::conn::http1::SendRequest;
-use hyper::header::{CONTENT_TYPE, HOST};
+use hyper::header::{AUTHORIZATION as AUTHORIZATION_HEADER, CONTENT_TYPE, HOST};
 use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
@@ -48,11 +48,28 @@ async fn send(sender: &mut Sender, request: Request<Full<Bytes>>) -> anyhow::Res
     Ok((status, body))
 }
 
+/// The `Authorization` header every request carries: the token the server
+/// under test was given (see `Server::start`). Empty until then.
+static AUTHORIZATION: std::sync::RwLock<String> = std::sync::RwLock::new(String::new());
+
+/// Sets the credentials of the server under test.
+pub fn set_authorization(value: String) {
+    *AUTHORIZATION.write().unwrap_or_else(|e| e.into_inner()) = value;
+}
+
+fn authorization() -> String {
+    AUTHORIZATION
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}
+
 fn get_request(addr: SocketAddr, path: &str) -> anyhow::Result<Request<Full<Bytes>>> {
     Ok(Request::builder()
         .method(Method::GET)
         .uri(path)
         .header(HOST, addr.to_string())
+        .header(AUTHORIZATION_HEADER, authorization())
         .body(Full::new(Bytes::new()))?)
 }
 
@@ -73,6 +90,7 @@ pub async fn post_once(addr: SocketAddr, path: &str, body: String) -> anyhow::Re
         .method(Method::POST)
         .uri(path)
         .header(HOST, addr.to_string())
+        .header(AUTHORIZATION_HEADER, authorization())
         .header(CONTENT_TYPE, "application/json")
         .body(Full::new(Bytes::from(body)))?;
     send(&mut sender, request).await
@@ -216,6 +234,7 @@ async fn post_client(
         histogram: histogram(),
     };
     let host = addr.to_string();
+    let credentials = authorization();
     let mut sender: Option<Sender> = None;
     let mut seq = 0usize;
     let mut body = String::with_capacity(256);
@@ -256,6 +275,7 @@ async fn post_client(
             .method(Method::POST)
             .uri(format!("/api/v1/dossiers/bench-{}/responses", n % dossiers))
             .header(HOST, &host)
+            .header(AUTHORIZATION_HEADER, &credentials)
             .header(CONTENT_TYPE, "application/json")
             .body(Full::new(Bytes::copy_from_slice(body.as_bytes())))
             .expect("a valid request");

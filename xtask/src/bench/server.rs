@@ -8,6 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use sqlx::{AnyConnection, Connection, Executor};
 use tempfile::TempDir;
 
@@ -170,6 +172,7 @@ impl Server {
                 );
             }
             if let Ok((200, _)) = load::get_once(addr, "/health").await {
+                server.authorize(binary, fresh).await?;
                 return Ok(server);
             }
             if Instant::now() > deadline {
@@ -180,6 +183,54 @@ impl Server {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// Creates an API token with every right through `outcomes token create`
+    /// (as an operator would), makes the load generator send it, and waits
+    /// until the server has picked it up (it reloads tokens every 2 s).
+    async fn authorize(&mut self, binary: &Path, fresh: &Fresh) -> anyhow::Result<()> {
+        let out = Command::new(binary)
+            .args([
+                "token",
+                "create",
+                "--key",
+                "bench",
+                "--rights",
+                "all",
+                "--json",
+                "--database-url",
+            ])
+            .arg(fresh.url())
+            .output()
+            .context("running outcomes token create")?;
+        anyhow::ensure!(
+            out.status.success(),
+            "outcomes token create failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let created: serde_json::Value =
+            serde_json::from_slice(&out.stdout).context("reading the token")?;
+        let secret = created["consumer_secret"]
+            .as_str()
+            .context("no consumer_secret in the token")?;
+        load::set_authorization(format!(
+            "Basic {}",
+            STANDARD.encode(format!("bench:{secret}"))
+        ));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !matches!(
+            load::get_once(self.addr, "/api/v1/protocols").await,
+            Ok((200, _))
+        ) {
+            if Instant::now() > deadline {
+                bail!(
+                    "the server did not accept the new token within 10 s:\n{}",
+                    self.log_tail()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok(())
     }
 
     pub fn addr(&self) -> SocketAddr {
