@@ -31,11 +31,21 @@ pub struct Settings {
 
     /// Folder with one sub-folder per questionnaire, each holding
     /// questionnaire.toml [default: ./questionnaires]
-    #[arg(long, global = true, env = "OUTCOMES_QUESTIONNAIRES_DIR", value_name = "DIR")]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_QUESTIONNAIRES_DIR",
+        value_name = "DIR"
+    )]
     pub questionnaires_dir: Option<PathBuf>,
 
     /// Folder with one <key>.toml per protocol [default: ./protocols]
-    #[arg(long, global = true, env = "OUTCOMES_PROTOCOLS_DIR", value_name = "DIR")]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_PROTOCOLS_DIR",
+        value_name = "DIR"
+    )]
     pub protocols_dir: Option<PathBuf>,
 
     /// IANA time zone in which timestamps are written, e.g.
@@ -49,19 +59,34 @@ pub struct Settings {
     pub body_limit: Option<usize>,
 
     /// Database connections for reads (writes use one more) [default: 8]
-    #[arg(long, global = true, env = "OUTCOMES_MAX_CONNECTIONS", value_name = "N")]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_MAX_CONNECTIONS",
+        value_name = "N"
+    )]
     pub max_connections: Option<u32>,
 
     /// Addresses or CIDR ranges of reverse proxies whose X-Forwarded-For is
     /// believed, comma-separated. A proxy listed here may also terminate TLS
     /// for the service [default: none]
-    #[arg(long, global = true, env = "OUTCOMES_TRUSTED_PROXIES", value_name = "LIST")]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_TRUSTED_PROXIES",
+        value_name = "LIST"
+    )]
     pub trusted_proxies: Option<String>,
 
     /// Origins (https://host[:port]) every token may name in return_to,
     /// progress_url and stylesheet, besides its own, comma-separated
     /// [default: none]
-    #[arg(long, global = true, env = "OUTCOMES_ALLOWED_ORIGINS", value_name = "LIST")]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_ALLOWED_ORIGINS",
+        value_name = "LIST"
+    )]
     pub allowed_origins: Option<String>,
 
     /// PEM file with the TLS certificate chain; with --tls-key the service
@@ -75,7 +100,12 @@ pub struct Settings {
     pub tls_key: Option<PathBuf>,
 
     /// Log format: human or json [default: human]
-    #[arg(long, global = true, env = "OUTCOMES_LOG_FORMAT", value_name = "FORMAT")]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_LOG_FORMAT",
+        value_name = "FORMAT"
+    )]
     pub log_format: Option<LogFormat>,
 
     /// Log filter in tracing's EnvFilter syntax, e.g. info,host=debug
