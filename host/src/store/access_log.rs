@@ -4,7 +4,9 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Store, StoreError};
+use sqlx::AnyConnection;
+
+use super::{Backend, Script, Store, StoreError};
 use crate::domain::time::{from_millis, to_millis};
 
 /// One access.
@@ -42,27 +44,7 @@ struct Row {
 impl Store {
     /// Appends one entry; returns once it is durable.
     pub async fn append_access(&self, entry: AccessEntry) -> Result<(), StoreError> {
-        self.writer
-            .write(move |conn| {
-                Box::pin(async move {
-                    sqlx::query(
-                        "INSERT INTO access_log (at, consumer_key, jwt_issuer, dossier, action, status, client, request_id) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                    )
-                    .bind(to_millis(entry.at))
-                    .bind(entry.consumer_key)
-                    .bind(entry.jwt_issuer)
-                    .bind(entry.dossier)
-                    .bind(entry.action)
-                    .bind(i64::from(entry.status))
-                    .bind(entry.client)
-                    .bind(entry.request_id)
-                    .execute(&mut *conn)
-                    .await?;
-                    Ok(())
-                })
-            })
-            .await
+        self.writer.append_access(entry).await
     }
 
     /// Entries for one dossier (or all), at or after `since`, oldest first.
@@ -94,4 +76,56 @@ impl Store {
             })
             .collect())
     }
+}
+
+/// Rows per multi-row INSERT (8 parameters each).
+const INSERT_CHUNK: usize = 256;
+
+/// Appends INSERT statements for `entries` to `script`, ending each with
+/// `;` (several only on SQLite, where a script may hold several). The writer
+/// appends all entries of a batch so, or, if that fails, each alone in its
+/// own savepoint.
+pub(super) fn push_inserts(script: &mut Script, entries: &[&AccessEntry]) {
+    for chunk in entries.chunks(INSERT_CHUNK) {
+        script.sql("INSERT INTO access_log (at, consumer_key, jwt_issuer, dossier, action, status, client, request_id) VALUES ");
+        for (n, entry) in chunk.iter().enumerate() {
+            script
+                .sql(if n == 0 { "(" } else { ", (" })
+                .bind(to_millis(entry.at))
+                .sql(", ")
+                .bind(entry.consumer_key.clone())
+                .sql(", ")
+                .bind(entry.jwt_issuer.clone())
+                .sql(", ")
+                .bind(entry.dossier.clone())
+                .sql(", ")
+                .bind(entry.action.clone())
+                .sql(", ")
+                .bind(i64::from(entry.status))
+                .sql(", ")
+                .bind(entry.client.clone())
+                .sql(", ")
+                .bind(entry.request_id.clone())
+                .sql(")");
+        }
+        script.sql("; ");
+    }
+}
+
+/// Appends `entries` (on PostgreSQL, one INSERT per few hundred).
+pub(super) async fn insert(
+    conn: &mut AnyConnection,
+    backend: Backend,
+    entries: &[&AccessEntry],
+) -> Result<(), StoreError> {
+    let chunk = match backend {
+        Backend::Sqlite => entries.len().max(1),
+        Backend::Postgres => INSERT_CHUNK,
+    };
+    for part in entries.chunks(chunk) {
+        let mut script = Script::new(backend);
+        push_inserts(&mut script, part);
+        script.execute(conn).await?;
+    }
+    Ok(())
 }

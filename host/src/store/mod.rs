@@ -18,7 +18,7 @@ use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::any::{AnyArguments, AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyConnection, AnyPool, ConnectOptions, Connection, Executor};
 
 pub use access_log::AccessEntry;
@@ -218,6 +218,106 @@ fn placeholders(first: usize, count: usize) -> String {
         .join(", ")
 }
 
+/// SQL built together with its parameters, for the statements of a write
+/// batch whose text grows with the batch: each [`Script::bind`] adds a
+/// value and its placeholder, so the two cannot drift apart.
+///
+/// Placeholders are `$1`, `$2`, ... for PostgreSQL and plain `?` for
+/// SQLite: while preparing, SQLite looks each numbered parameter up in the
+/// list of those it has seen, which makes a statement with hundreds of them
+/// quadratic to prepare; plain `?` are numbered in order without a lookup.
+///
+/// On SQLite a script may hold several statements separated by `;`, sent in
+/// one round trip (the driver binds the parameters across them in order);
+/// PostgreSQL takes one statement with parameters per round trip.
+struct Script {
+    backend: Backend,
+    sql: String,
+    args: AnyArguments<'static>,
+    count: usize,
+    error: Option<sqlx::error::BoxDynError>,
+}
+
+impl std::fmt::Debug for Script {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Script")
+            .field("sql", &self.sql)
+            .field("parameters", &self.count)
+            .finish()
+    }
+}
+
+impl Script {
+    fn new(backend: Backend) -> Script {
+        Script {
+            backend,
+            sql: String::new(),
+            args: AnyArguments::default(),
+            count: 0,
+            error: None,
+        }
+    }
+
+    /// Appends SQL text.
+    fn sql(&mut self, text: &str) -> &mut Script {
+        self.sql.push_str(text);
+        self
+    }
+
+    /// Appends the placeholder of the next parameter and binds `value` to it.
+    fn bind<T>(&mut self, value: T) -> &mut Script
+    where
+        T: 'static + sqlx::Encode<'static, sqlx::Any> + sqlx::Type<sqlx::Any>,
+    {
+        self.count += 1;
+        match self.backend {
+            Backend::Sqlite => self.sql.push('?'),
+            Backend::Postgres => {
+                self.sql.push('$');
+                self.sql.push_str(&self.count.to_string());
+            }
+        }
+        if let Err(e) = sqlx::Arguments::add(&mut self.args, value) {
+            self.error.get_or_insert(e);
+        }
+        self
+    }
+
+    fn check(&self) -> Result<(), StoreError> {
+        match &self.error {
+            Some(e) => Err(StoreError::Corrupt(format!(
+                "a parameter cannot be encoded: {e}"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs the statements; what they changed.
+    async fn execute(
+        self,
+        conn: &mut AnyConnection,
+    ) -> Result<sqlx::any::AnyQueryResult, StoreError> {
+        self.check()?;
+        // The text depends on the batch: keep it out of the statement cache.
+        Ok(sqlx::query_with(&self.sql, self.args)
+            .persistent(false)
+            .execute(conn)
+            .await?)
+    }
+
+    /// Runs the statements; the rows they return.
+    async fn fetch_all(
+        self,
+        conn: &mut AnyConnection,
+    ) -> Result<Vec<sqlx::any::AnyRow>, StoreError> {
+        self.check()?;
+        Ok(sqlx::query_with(&self.sql, self.args)
+            .persistent(false)
+            .fetch_all(conn)
+            .await?)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,6 +380,45 @@ mod tests {
             .await
             .expect("writer answers");
         assert_eq!(writer_sync, 2);
+    }
+
+    #[test]
+    fn scripts_bind_in_the_style_of_the_backend() {
+        let mut p = Script::new(Backend::Postgres);
+        p.sql("SELECT ").bind(1_i64).sql(", ").bind("x".to_owned());
+        assert_eq!(p.sql, "SELECT $1, $2");
+        let mut s = Script::new(Backend::Sqlite);
+        s.sql("SELECT ").bind(1_i64).sql(", ").bind("x".to_owned());
+        assert_eq!(s.sql, "SELECT ?, ?");
+    }
+
+    #[tokio::test]
+    async fn sqlite_scripts_run_several_statements_in_one_call() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("s.db").display());
+        sqlx::any::install_default_drivers();
+        let mut conn = AnyConnection::connect(&url).await.expect("connects");
+        conn.execute("CREATE TABLE t (a INTEGER, b TEXT)")
+            .await
+            .expect("creates");
+        let mut s = Script::new(Backend::Sqlite);
+        s.sql("BEGIN; INSERT INTO t VALUES (")
+            .bind(1_i64)
+            .sql(", ")
+            .bind("one".to_owned())
+            .sql("); ");
+        s.sql("INSERT INTO t VALUES (")
+            .bind(2_i64)
+            .sql(", ")
+            .bind("two".to_owned())
+            .sql("); ");
+        s.sql("SELECT b FROM t WHERE a >= ")
+            .bind(1_i64)
+            .sql(" ORDER BY a");
+        let rows = s.fetch_all(&mut conn).await.expect("runs");
+        let got: Vec<String> = rows.iter().map(|r| sqlx::Row::get(r, 0)).collect();
+        assert_eq!(got, ["one", "two"]);
+        conn.execute("COMMIT").await.expect("commits");
     }
 
     #[test]

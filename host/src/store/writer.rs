@@ -4,16 +4,29 @@
 //! `synchronous=FULL` the commit is one fsync for the whole batch, so
 //! durability does not cost throughput; a write that fails rolls back to its
 //! savepoint without touching its neighbours.
+//!
+//! Every statement is a round trip to the database (for SQLite, a hop to
+//! the driver's worker thread and back), and those round trips, not the
+//! commit, are what limit throughput. So the two most frequent writes are
+//! data, not closures: a POSTed response ([`NewResponse`]) and an
+//! access-log entry ([`AccessEntry`]). All of them in a batch are stored
+//! together, in a few statements ([`Plan`], [`access_log::push_inserts`]);
+//! only when that fails is each stored alone in its own savepoint, as the
+//! closures always are. On SQLite a batch of nothing else takes three round
+//! trips in all, however many writes it holds.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 
 use futures_util::FutureExt;
-use sqlx::{AnyConnection, Connection};
+use sqlx::{AnyConnection, Connection, Executor};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Backend, StoreError};
+use super::access_log::{self, AccessEntry};
+use super::dossiers::DossierCache;
+use super::responses::{self, CreateResult, NewResponse, Plan};
+use super::{Backend, Script, StoreError};
 
 /// A boxed future borrowing the write connection.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -29,12 +42,48 @@ const QUEUE: usize = 8192;
 /// Handle to the writer task; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Writer {
-    jobs: mpsc::Sender<Box<dyn Job>>,
+    jobs: mpsc::Sender<Work>,
+}
+
+/// What waits in the writer's queue.
+enum Work {
+    /// Any write, run alone in its savepoint.
+    Write(Box<dyn Job>),
+    /// A response to store; the creates of a batch are stored together.
+    Create(Pending<Box<NewResponse>, CreateResult>),
+    /// An access-log entry; the entries of a batch are stored together.
+    Access(Pending<AccessEntry, ()>),
+}
+
+/// A write given as data, and where its answer goes.
+struct Pending<I, T> {
+    item: I,
+    reply: oneshot::Sender<Result<T, StoreError>>,
+}
+
+impl<I, T> Pending<I, T> {
+    /// Answers once the batch's fate is known: the item's own result if the
+    /// batch committed, else the batch's error.
+    fn finish(self, result: Option<Result<T, StoreError>>, commit: &Result<(), StoreError>) {
+        let answer = match (commit, result) {
+            (Err(e), _) => Err(e.clone()),
+            (Ok(()), Some(result)) => result,
+            (Ok(()), None) => Err(StoreError::Corrupt("a write was not run".into())),
+        };
+        // The caller may have gone away; the write stands regardless.
+        let _ = self.reply.send(answer);
+    }
 }
 
 impl Writer {
     /// Starts the writer task. It connects on first use and reconnects after
     /// a connection-level failure.
+    ///
+    /// The task runs on a thread of its own with a single-threaded runtime.
+    /// It runs the statements of a batch one after the other, each a round
+    /// trip; on the server's runtime every wake-up after a round trip would
+    /// queue behind request handlers, and the writer, which everyone waits
+    /// for, would spend most of its time waiting to be polled.
     pub fn spawn(
         backend: Backend,
         connect: impl Fn() -> BoxFuture<'static, Result<AnyConnection, sqlx::Error>>
@@ -43,7 +92,24 @@ impl Writer {
         + 'static,
     ) -> Writer {
         let (jobs, rx) = mpsc::channel(QUEUE);
-        tokio::spawn(run(rx, Box::new(connect), backend));
+        let task = run(rx, Box::new(connect), backend);
+        let thread = std::thread::Builder::new()
+            .name("db-writer".into())
+            .spawn(move || {
+                match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime.block_on(task),
+                    Err(e) => {
+                        tracing::error!(error = %e, "the database writer cannot start its runtime")
+                    }
+                }
+            });
+        // Without the thread every write fails with WriterGone.
+        if let Err(e) = thread {
+            tracing::error!(error = %e, "the database writer cannot start its thread");
+        }
         Writer { jobs }
     }
 
@@ -64,7 +130,32 @@ impl Writer {
             reply,
         };
         self.jobs
-            .send(Box::new(job))
+            .send(Work::Write(Box::new(job)))
+            .await
+            .map_err(|_| StoreError::WriterGone)?;
+        answer.await.map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// Stores a POSTed response in the next batch; the answer comes once the
+    /// batch is committed, as with [`Writer::write`].
+    pub async fn create(&self, item: NewResponse) -> Result<CreateResult, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.jobs
+            .send(Work::Create(Pending {
+                item: Box::new(item),
+                reply,
+            }))
+            .await
+            .map_err(|_| StoreError::WriterGone)?;
+        answer.await.map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// Appends an access-log entry in the next batch; returns once it is
+    /// committed, as with [`Writer::write`].
+    pub async fn append_access(&self, item: AccessEntry) -> Result<(), StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.jobs
+            .send(Work::Access(Pending { item, reply }))
             .await
             .map_err(|_| StoreError::WriterGone)?;
         answer.await.map_err(|_| StoreError::WriterGone)?
@@ -126,54 +217,113 @@ where
     }
 }
 
-async fn run(mut rx: mpsc::Receiver<Box<dyn Job>>, connect: Connect, backend: Backend) {
+/// One batch, sorted by kind.
+#[derive(Default)]
+struct Batch {
+    writes: Vec<Box<dyn Job>>,
+    creates: Vec<Pending<Box<NewResponse>, CreateResult>>,
+    accesses: Vec<Pending<AccessEntry, ()>>,
+}
+
+/// The results of a batch's items given as data, in order.
+#[derive(Debug, Default)]
+struct Results {
+    created: Vec<Result<CreateResult, StoreError>>,
+    accessed: Vec<Result<(), StoreError>>,
+}
+
+impl Batch {
+    fn len(&self) -> usize {
+        self.writes.len() + self.creates.len() + self.accesses.len()
+    }
+
+    /// Answers every caller; empties the batch.
+    fn finish(&mut self, results: Results, commit: &Result<(), StoreError>) {
+        self.writes
+            .drain(..)
+            .for_each(|job| job.finish(commit.clone()));
+        let mut created = results.created.into_iter();
+        self.creates
+            .drain(..)
+            .for_each(|p| p.finish(created.next(), commit));
+        let mut accessed = results.accessed.into_iter();
+        self.accesses
+            .drain(..)
+            .for_each(|p| p.finish(accessed.next(), commit));
+    }
+}
+
+async fn run(mut rx: mpsc::Receiver<Work>, connect: Connect, backend: Backend) {
     let mut conn: Option<AnyConnection> = None;
-    let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
-    while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
+    let mut queue: Vec<Work> = Vec::with_capacity(MAX_BATCH);
+    let mut batch = Batch::default();
+    let mut cache = DossierCache::default();
+    while rx.recv_many(&mut queue, MAX_BATCH).await > 0 {
+        for work in queue.drain(..) {
+            match work {
+                Work::Write(job) => batch.writes.push(job),
+                Work::Create(p) => batch.creates.push(p),
+                Work::Access(p) => batch.accesses.push(p),
+            }
+        }
         let c = match conn.as_mut() {
             Some(c) => c,
             None => match connect().await {
                 Ok(c) => conn.insert(c),
                 Err(e) => {
                     tracing::error!(error = %e, "database writer cannot connect");
-                    let e = StoreError::from(e);
-                    batch.drain(..).for_each(|job| job.finish(Err(e.clone())));
+                    batch.finish(Results::default(), &Err(StoreError::from(e)));
                     continue;
                 }
             },
         };
-        let size = batch.len();
-        let commit = run_batch(c, &mut batch, backend).await;
-        if let Err(e) = &commit {
-            tracing::error!(error = %e, size, "write batch failed; reconnecting");
-            conn = None;
-        }
-        batch.drain(..).for_each(|job| job.finish(commit.clone()));
+        let (results, commit) = match run_batch(c, &mut batch, backend, &mut cache).await {
+            Ok(results) => (results, Ok(())),
+            Err(e) => {
+                // It may name dossiers made in the batch.
+                cache.clear();
+                tracing::error!(error = %e, size = batch.len(), "write batch failed; reconnecting");
+                conn = None;
+                (Results::default(), Err(e))
+            }
+        };
+        batch.finish(results, &commit);
     }
     if let Some(c) = conn {
         let _ = c.close().await;
     }
 }
 
+/// Runs one batch in one transaction and commits it. An error fails the
+/// whole batch.
 async fn run_batch(
     conn: &mut AnyConnection,
-    batch: &mut [Box<dyn Job>],
+    batch: &mut Batch,
     backend: Backend,
-) -> Result<(), StoreError> {
+    cache: &mut DossierCache,
+) -> Result<Results, StoreError> {
+    let creates: Vec<&NewResponse> = batch.creates.iter().map(|p| &*p.item).collect();
+    let accesses: Vec<&AccessEntry> = batch.accesses.iter().map(|p| &p.item).collect();
+    if backend == Backend::Sqlite
+        && batch.writes.is_empty()
+        && let Some(results) = guarded(scripted(conn, cache, &creates, &accesses)).await?
+    {
+        return Ok(results);
+    }
     // SQLite: take the write lock up front, so that a write which reads
     // first never fails to upgrade its lock against another process.
     let mut tx = match backend {
         Backend::Sqlite => conn.begin_with("BEGIN IMMEDIATE").await?,
         Backend::Postgres => conn.begin().await?,
     };
-    if batch.len() == 1 {
+    if batch.writes.len() == 1 && batch.len() == 1 {
         // Nothing to isolate the write from: skip the savepoint.
-        if !batch[0].run(&mut tx).await {
+        if !batch.writes[0].run(&mut tx).await {
             tx.rollback().await?;
-            return Ok(());
+            return Ok(Results::default());
         }
     } else {
-        for job in batch.iter_mut() {
+        for job in batch.writes.iter_mut() {
             let mut savepoint = tx.begin().await?;
             if job.run(&mut savepoint).await {
                 savepoint.commit().await?;
@@ -182,6 +332,462 @@ async fn run_batch(
             }
         }
     }
+    let results = if creates.is_empty() && accesses.is_empty() {
+        Results::default()
+    } else {
+        guarded(run_items(&mut tx, backend, cache, &creates, &accesses)).await?
+    };
     tx.commit().await?;
-    Ok(())
+    Ok(results)
+}
+
+/// As with the closures, a bug must not take the writer down; after a panic
+/// the transaction's state is unknown, so the batch fails.
+async fn guarded<T>(work: impl Future<Output = Result<T, StoreError>>) -> Result<T, StoreError> {
+    match AssertUnwindSafe(work).catch_unwind().await {
+        Ok(result) => result,
+        Err(_) => Err(StoreError::Corrupt(
+            "a write panicked; the batch was rolled back".into(),
+        )),
+    }
+}
+
+/// SQLite, a batch of data items only (the common case under load), in the
+/// fewest round trips, each a hop to the driver's thread: `BEGIN IMMEDIATE`
+/// with the queries of the [`Plan`]; every INSERT; and `COMMIT` on its own,
+/// so that a failed commit is known as such. No savepoints: if a statement
+/// fails before the commit, or the plan leaves items for
+/// [`responses::create_one`], the transaction is rolled back and None
+/// returned, and the batch takes the common path. A failed commit fails the
+/// batch.
+async fn scripted(
+    conn: &mut AnyConnection,
+    cache: &mut DossierCache,
+    creates: &[&NewResponse],
+    accesses: &[&AccessEntry],
+) -> Result<Option<Results>, StoreError> {
+    let mut made = false;
+    let attempt = async {
+        let mut opening = Script::new(Backend::Sqlite);
+        opening.sql("BEGIN IMMEDIATE; ");
+        let mut plan = None;
+        if !creates.is_empty() {
+            let made_plan = Plan::make(conn, Backend::Sqlite, cache, creates, opening).await?;
+            made = made_plan.made_dossiers();
+            if made_plan.leaves_some() {
+                return Ok(None);
+            }
+            opening = Script::new(Backend::Sqlite);
+            plan = Some(made_plan);
+        }
+        let mut inserts = opening;
+        let mut rows = accesses.len();
+        if let Some(plan) = &plan {
+            plan.push_inserts(&mut inserts)?;
+            rows += creates.len();
+        }
+        access_log::push_inserts(&mut inserts, accesses);
+        let done = inserts.execute(conn).await?;
+        if done.rows_affected() != rows as u64 {
+            return Err(StoreError::Corrupt(format!(
+                "inserted {} rows, not {rows}",
+                done.rows_affected()
+            )));
+        }
+        let mut created: Vec<Option<Result<CreateResult, StoreError>>> =
+            creates.iter().map(|_| None).collect();
+        if let Some(plan) = plan {
+            let ids = plan.sqlite_ids();
+            plan.finish(ids, &mut created)?;
+        }
+        let created = created
+            .into_iter()
+            .map(|r| {
+                r.unwrap_or_else(|| Err(StoreError::Corrupt("a response was not stored".into())))
+            })
+            .collect();
+        Ok(Some(Results {
+            created,
+            accessed: accesses.iter().map(|_| Ok(())).collect(),
+        }))
+    }
+    .await;
+    match attempt {
+        Ok(Some(results)) => {
+            conn.execute("COMMIT").await?;
+            Ok(Some(results))
+        }
+        Ok(None) | Err(_) => {
+            if let Err(e) = &attempt {
+                tracing::debug!(error = %e, "storing a batch in one go failed; storing it with savepoints");
+            }
+            if made || attempt.is_err() {
+                // It may name dossiers the rollback takes back.
+                cache.clear();
+            }
+            // There may be no transaction to roll back, if BEGIN failed.
+            let _ = conn.execute("ROLLBACK").await;
+            Ok(None)
+        }
+    }
+}
+
+/// Stores the batch's writes given as data inside the batch's transaction:
+/// all together in one savepoint (responses by a [`Plan`], access-log
+/// entries in one INSERT), or, if that fails, each alone in its own
+/// savepoint. Creates the plan leaves (external id taken or repeated) are
+/// decided one by one afterwards. An error is one the transaction cannot
+/// survive.
+async fn run_items(
+    conn: &mut AnyConnection,
+    backend: Backend,
+    cache: &mut DossierCache,
+    creates: &[&NewResponse],
+    accesses: &[&AccessEntry],
+) -> Result<Results, StoreError> {
+    let mut created: Vec<Option<Result<CreateResult, StoreError>>> =
+        creates.iter().map(|_| None).collect();
+    let mut accessed: Vec<Result<(), StoreError>> = Vec::with_capacity(accesses.len());
+
+    let mut savepoint = conn.begin().await?;
+    let fast = async {
+        if !creates.is_empty() {
+            let plan = Plan::make(
+                &mut savepoint,
+                backend,
+                cache,
+                creates,
+                Script::new(backend),
+            )
+            .await?;
+            let ids = plan.insert(&mut savepoint).await?;
+            plan.finish(ids, &mut created)?;
+        }
+        if !accesses.is_empty() {
+            access_log::insert(&mut savepoint, backend, accesses).await?;
+        }
+        Ok::<_, StoreError>(())
+    }
+    .await;
+    match fast {
+        Ok(()) => {
+            savepoint.commit().await?;
+            accessed.extend(accesses.iter().map(|_| Ok(())));
+        }
+        Err(e) => {
+            savepoint.rollback().await?;
+            // It may name dossiers made in the savepoint.
+            cache.clear();
+            created.iter_mut().for_each(|r| *r = None);
+            tracing::debug!(error = %e, creates = creates.len(), accesses = accesses.len(), "storing writes together failed; storing them one by one");
+            for entry in accesses {
+                accessed.push(
+                    alone(conn, async |c| {
+                        access_log::insert(c, backend, std::slice::from_ref(entry)).await
+                    })
+                    .await?,
+                );
+            }
+        }
+    }
+    for (item, result) in creates
+        .iter()
+        .zip(created.iter_mut())
+        .filter(|(_, r)| r.is_none())
+    {
+        *result = Some(alone(conn, async |c| responses::create_one(c, item).await).await?);
+    }
+    let created = created
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(StoreError::Corrupt("a response was not stored".into()))))
+        .collect();
+    Ok(Results { created, accessed })
+}
+
+/// Runs `write` in a savepoint of its own, kept if it succeeds. The outer
+/// error is one the transaction cannot survive.
+async fn alone<T>(
+    conn: &mut AnyConnection,
+    write: impl AsyncFnOnce(&mut AnyConnection) -> Result<T, StoreError>,
+) -> Result<Result<T, StoreError>, StoreError> {
+    let mut savepoint = conn.begin().await?;
+    let result = write(&mut savepoint).await;
+    if result.is_ok() {
+        savepoint.commit().await?;
+    } else {
+        savepoint.rollback().await?;
+    }
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{DateTime, Utc};
+    use sqlx::Connection;
+
+    use super::*;
+    use crate::domain::answers::Answers;
+    use crate::domain::ids::{DossierId, QuestionnaireId, RespondentId};
+    use crate::domain::outcome::{Outcome, Provenance};
+    use crate::domain::response::Completion;
+    use crate::domain::time::from_millis;
+    use crate::store::dossiers::DossierRespondents;
+    use crate::store::{Store, StoreOptions};
+
+    /// A migrated SQLite database with one questionnaire; its URL.
+    async fn sqlite() -> (tempfile::TempDir, String) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let store = Store::connect(&url, &StoreOptions::default())
+            .await
+            .expect("connects");
+        store.migrate().await.expect("migrates");
+        sqlx::query("INSERT INTO questionnaires (id, key, name, definition, sha256, imported_at) VALUES (7, 'q', 'Q', '', '', 0)")
+            .execute(&store.pool)
+            .await
+            .expect("questionnaire");
+        store.close().await;
+        (dir, url)
+    }
+
+    fn now() -> DateTime<Utc> {
+        from_millis(1_700_000_000_123)
+    }
+
+    fn item(epd_id: &str, external_id: &str, professional: bool, answer: &str) -> NewResponse {
+        NewResponse {
+            epd_id: epd_id.to_owned(),
+            external_id: external_id.to_owned(),
+            professional,
+            entered_by: professional.then(|| "dr. x".to_owned()),
+            completion: Completion {
+                questionnaire_id: QuestionnaireId(7),
+                answers: Answers(vec![
+                    ("v_1".into(), Some(answer.into())),
+                    ("v_2".into(), None),
+                ]),
+                started_at: Some(from_millis(1_699_999_999_000)),
+                completed_at: now(),
+                outcome: Outcome::empty(),
+                provenance: Provenance::default(),
+            },
+            now: now(),
+        }
+    }
+
+    fn access(dossier: &str) -> AccessEntry {
+        AccessEntry {
+            at: now(),
+            consumer_key: Some("k".into()),
+            jwt_issuer: None,
+            dossier: Some(dossier.into()),
+            action: "POST /api/v1/dossiers/{dossier_id}/responses".into(),
+            status: 201,
+            client: "127.0.0.1".into(),
+            request_id: None,
+        }
+    }
+
+    /// Runs one batch as the writer does; with `closure`, a write given as a
+    /// closure joins it, which takes the batch down the savepoint path.
+    async fn run(
+        url: &str,
+        cache: &mut DossierCache,
+        items: Vec<NewResponse>,
+        accesses: Vec<AccessEntry>,
+        closure: bool,
+    ) -> Results {
+        let mut conn = AnyConnection::connect(url).await.expect("connects");
+        conn.execute("PRAGMA foreign_keys = ON")
+            .await
+            .expect("pragma");
+        let mut batch = Batch::default();
+        for item in items {
+            batch.creates.push(Pending {
+                item: Box::new(item),
+                reply: oneshot::channel().0,
+            });
+        }
+        for item in accesses {
+            batch.accesses.push(Pending {
+                item,
+                reply: oneshot::channel().0,
+            });
+        }
+        if closure {
+            fn nothing(_: &mut AnyConnection) -> BoxFuture<'_, Result<(), StoreError>> {
+                Box::pin(async { Ok(()) })
+            }
+            batch.writes.push(Box::new(Op {
+                f: Some(nothing),
+                result: None,
+                reply: oneshot::channel().0,
+            }));
+        }
+        let results = run_batch(&mut conn, &mut batch, Backend::Sqlite, cache)
+            .await
+            .expect("batch");
+        conn.close().await.expect("closes");
+        results
+    }
+
+    fn describe(result: &Result<CreateResult, StoreError>) -> String {
+        match result {
+            Ok(CreateResult::Created(r)) => {
+                format!("created {}", r.external_id.as_deref().unwrap_or_default())
+            }
+            Ok(CreateResult::Retry(r)) => {
+                format!("retry {}", r.external_id.as_deref().unwrap_or_default())
+            }
+            Ok(CreateResult::Taken) => "taken".to_owned(),
+            Err(e) => format!("error {e}"),
+        }
+    }
+
+    async fn count(url: &str, sql: &str) -> i64 {
+        let mut conn = AnyConnection::connect(url).await.expect("connects");
+        sqlx::query_scalar(sql)
+            .fetch_one(&mut conn)
+            .await
+            .expect("counts")
+    }
+
+    #[tokio::test]
+    async fn batches_answer_as_a_read_back() {
+        for closure in [false, true] {
+            let (_dir, url) = sqlite().await;
+            let mut cache = DossierCache::default();
+            let items = vec![
+                item("d1", "a", false, "x"),
+                item("d2", "b", true, "y"),
+                item("d1", "c", true, "x"),
+            ];
+            let results = run(
+                &url,
+                &mut cache,
+                items,
+                vec![access("d1"), access("d2")],
+                closure,
+            )
+            .await;
+            // Stored together: the dossiers are cached.
+            assert!(cache.get("d1").is_some() && cache.get("d2").is_some());
+            assert_eq!(results.accessed.len(), 2);
+            assert!(results.accessed.iter().all(Result::is_ok));
+            let mut conn = AnyConnection::connect(&url).await.expect("connects");
+            for result in &results.created {
+                let Ok(CreateResult::Created(made)) = result else {
+                    panic!("not created: {}", describe(result))
+                };
+                let read = responses::fetch(&mut conn, made.id)
+                    .await
+                    .expect("reads back");
+                assert_eq!(format!("{made:?}"), format!("{read:?}"));
+            }
+            assert_eq!(count(&url, "SELECT COUNT(*) FROM access_log").await, 2);
+            // The ids given are AUTOINCREMENT's, which carries on after them.
+            assert_eq!(
+                count(
+                    &url,
+                    "SELECT seq FROM sqlite_sequence WHERE name = 'responses'"
+                )
+                .await,
+                3
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn repeats_in_a_batch_answer_as_one_by_one() {
+        for closure in [false, true] {
+            let (_dir, url) = sqlite().await;
+            let mut cache = DossierCache::default();
+            run(
+                &url,
+                &mut cache,
+                vec![item("d1", "a", false, "x")],
+                Vec::new(),
+                closure,
+            )
+            .await;
+            // Repeats, in the database and within the batch: a retry with the
+            // same answers, taken with others.
+            let items = vec![
+                item("d1", "a", false, "x"),
+                item("d1", "a", false, "z"),
+                item("d3", "e", false, "x"),
+                item("d3", "e", false, "x"),
+                item("d3", "f", false, "z"),
+                item("d3", "f", false, "x"),
+            ];
+            let results = run(&url, &mut cache, items, vec![access("d3")], closure).await;
+            let got: Vec<String> = results.created.iter().map(describe).collect();
+            assert_eq!(
+                got,
+                [
+                    "retry a",
+                    "taken",
+                    "created e",
+                    "retry e",
+                    "created f",
+                    "taken"
+                ]
+            );
+            assert_eq!(count(&url, "SELECT COUNT(*) FROM responses").await, 3);
+            assert_eq!(count(&url, "SELECT COUNT(*) FROM access_log").await, 1);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stale_cache_falls_back_to_one_by_one() {
+        for closure in [false, true] {
+            let (_dir, url) = sqlite().await;
+            let mut cache = DossierCache::default();
+            // A dossier the database does not have.
+            cache.insert(
+                "d1".into(),
+                DossierRespondents {
+                    dossier: DossierId(999),
+                    patient: RespondentId(999),
+                    professional: None,
+                },
+            );
+            let results = run(
+                &url,
+                &mut cache,
+                vec![item("d1", "a", false, "x"), item("d2", "b", false, "y")],
+                vec![access("d1")],
+                closure,
+            )
+            .await;
+            let got: Vec<String> = results.created.iter().map(describe).collect();
+            assert_eq!(got, ["created a", "created b"]);
+            assert!(
+                cache
+                    .get("d1")
+                    .is_none_or(|ids| ids.dossier != DossierId(999)),
+                "the stale entry is gone"
+            );
+            // Then together again, with AUTOINCREMENT's ids carrying on.
+            let more = run(
+                &url,
+                &mut cache,
+                vec![item("d1", "c", false, "x"), item("d2", "d", false, "y")],
+                Vec::new(),
+                closure,
+            )
+            .await;
+            let ids: Vec<i64> = results
+                .created
+                .iter()
+                .chain(&more.created)
+                .map(|r| match r {
+                    Ok(CreateResult::Created(made)) => made.id.0,
+                    other => panic!("not created: {}", describe(other)),
+                })
+                .collect();
+            assert_eq!(ids, [1, 2, 3, 4]);
+            assert_eq!(count(&url, "SELECT COUNT(*) FROM access_log").await, 1);
+        }
+    }
 }
