@@ -11,7 +11,7 @@ use hdrhistogram::Histogram;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::client::conn::http1::SendRequest;
-use hyper::header::{AUTHORIZATION as AUTHORIZATION_HEADER, CONTENT_TYPE, HOST};
+use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HOST};
 use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
@@ -19,6 +19,37 @@ use tokio::net::TcpStream;
 use super::server::{CpuSample, CpuUse};
 
 type Sender = SendRequest<Full<Bytes>>;
+
+/// Where requests go, and the `Authorization` header they carry (none when
+/// empty).
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub addr: SocketAddr,
+    pub authorization: String,
+}
+
+impl Target {
+    fn request(
+        &self,
+        method: Method,
+        path: &str,
+        json: Option<Bytes>,
+    ) -> anyhow::Result<Request<Full<Bytes>>> {
+        let mut builder = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(HOST, self.addr.to_string());
+        if !self.authorization.is_empty() {
+            builder = builder.header(AUTHORIZATION, self.authorization.as_str());
+        }
+        Ok(match json {
+            Some(body) => builder
+                .header(CONTENT_TYPE, "application/json")
+                .body(Full::new(body))?,
+            None => builder.body(Full::new(Bytes::new()))?,
+        })
+    }
+}
 
 /// Latencies are kept in microseconds, up to a minute.
 fn histogram() -> Histogram<u64> {
@@ -48,52 +79,24 @@ async fn send(sender: &mut Sender, request: Request<Full<Bytes>>) -> anyhow::Res
     Ok((status, body))
 }
 
-/// The `Authorization` header every request carries: the token the server
-/// under test was given (see `Server::start`). Empty until then.
-static AUTHORIZATION: std::sync::RwLock<String> = std::sync::RwLock::new(String::new());
-
-/// Sets the credentials of the server under test.
-pub fn set_authorization(value: String) {
-    *AUTHORIZATION.write().unwrap_or_else(|e| e.into_inner()) = value;
-}
-
-fn authorization() -> String {
-    AUTHORIZATION
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone()
-}
-
-fn get_request(addr: SocketAddr, path: &str) -> anyhow::Result<Request<Full<Bytes>>> {
-    Ok(Request::builder()
-        .method(Method::GET)
-        .uri(path)
-        .header(HOST, addr.to_string())
-        .header(AUTHORIZATION_HEADER, authorization())
-        .body(Full::new(Bytes::new()))?)
-}
-
-/// One GET on a new connection (for /health while the server starts).
-pub async fn get_once(addr: SocketAddr, path: &str) -> anyhow::Result<(u16, Bytes)> {
-    let mut sender = tokio::time::timeout(Duration::from_secs(2), connect(addr)).await??;
+/// One GET on a new connection (while the server starts).
+pub async fn get_once(target: &Target, path: &str) -> anyhow::Result<(u16, Bytes)> {
+    let mut sender = tokio::time::timeout(Duration::from_secs(2), connect(target.addr)).await??;
     tokio::time::timeout(
         Duration::from_secs(5),
-        send(&mut sender, get_request(addr, path)?),
+        send(&mut sender, target.request(Method::GET, path, None)?),
     )
     .await?
 }
 
 /// One POST of a JSON body on a new connection.
-pub async fn post_once(addr: SocketAddr, path: &str, body: String) -> anyhow::Result<(u16, Bytes)> {
-    let mut sender = connect(addr).await?;
-    let request = Request::builder()
-        .method(Method::POST)
-        .uri(path)
-        .header(HOST, addr.to_string())
-        .header(AUTHORIZATION_HEADER, authorization())
-        .header(CONTENT_TYPE, "application/json")
-        .body(Full::new(Bytes::from(body)))?;
-    send(&mut sender, request).await
+pub async fn post_once(target: &Target, path: &str, body: String) -> anyhow::Result<(u16, Bytes)> {
+    let mut sender = connect(target.addr).await?;
+    send(
+        &mut sender,
+        target.request(Method::POST, path, Some(Bytes::from(body)))?,
+    )
+    .await
 }
 
 /// What the POST load came to, over the measured window.
@@ -101,6 +104,8 @@ pub async fn post_once(addr: SocketAddr, path: &str, body: String) -> anyhow::Re
 pub struct PostReport {
     /// 201s completed in the window.
     pub created: u64,
+    /// 201s in all, warm-up and stragglers after the window included.
+    pub created_total: u64,
     /// Non-201 answers by status, and transport errors, in the window.
     pub errors: BTreeMap<String, u64>,
     /// One error answer, to show what went wrong.
@@ -162,6 +167,7 @@ impl PostReport {
 /// What one connection saw.
 struct ClientResult {
     created: u64,
+    created_total: u64,
     errors: BTreeMap<String, u64>,
     error_sample: Option<String>,
     histogram: Histogram<u64>,
@@ -170,7 +176,7 @@ struct ClientResult {
 /// `clients` connections post responses until `warmup + duration` has
 /// passed; answers completed within the last `duration` are counted.
 pub async fn post_load(
-    addr: SocketAddr,
+    target: &Target,
     server_pid: u32,
     clients: usize,
     dossiers: usize,
@@ -183,7 +189,7 @@ pub async fn post_load(
     let tasks: Vec<_> = (0..clients)
         .map(|client| {
             tokio::spawn(post_client(
-                addr,
+                target.clone(),
                 client,
                 clients,
                 dossiers,
@@ -198,6 +204,7 @@ pub async fn post_load(
     let cpu = cpu_from.and_then(|s| s.since());
     let mut report = PostReport {
         created: 0,
+        created_total: 0,
         errors: BTreeMap::new(),
         error_sample: None,
         histogram: histogram(),
@@ -207,6 +214,7 @@ pub async fn post_load(
     for task in tasks {
         let r = task.await.context("a load task failed")?;
         report.created += r.created;
+        report.created_total += r.created_total;
         for (k, v) in r.errors {
             *report.errors.entry(k).or_default() += v;
         }
@@ -220,7 +228,7 @@ pub async fn post_load(
 }
 
 async fn post_client(
-    addr: SocketAddr,
+    target: Target,
     client: usize,
     clients: usize,
     dossiers: usize,
@@ -229,19 +237,18 @@ async fn post_client(
 ) -> ClientResult {
     let mut result = ClientResult {
         created: 0,
+        created_total: 0,
         errors: BTreeMap::new(),
         error_sample: None,
         histogram: histogram(),
     };
-    let host = addr.to_string();
-    let credentials = authorization();
     let mut sender: Option<Sender> = None;
     let mut seq = 0usize;
     let mut body = String::with_capacity(256);
     while Instant::now() < end {
         let s = match sender.as_mut() {
             Some(s) => s,
-            None => match connect(addr).await {
+            None => match connect(target.addr).await {
                 Ok(s) => sender.insert(s),
                 Err(e) => {
                     *result.errors.entry("connect failed".into()).or_default() += 1;
@@ -271,20 +278,27 @@ async fn post_client(
             );
         }
         body.push_str("}}");
-        let request = Request::builder()
-            .method(Method::POST)
-            .uri(format!("/api/v1/dossiers/bench-{}/responses", n % dossiers))
-            .header(HOST, &host)
-            .header(AUTHORIZATION_HEADER, &credentials)
-            .header(CONTENT_TYPE, "application/json")
-            .body(Full::new(Bytes::copy_from_slice(body.as_bytes())))
-            .expect("a valid request");
+        let path = format!("/api/v1/dossiers/bench-{}/responses", n % dossiers);
+        let request = match target.request(
+            Method::POST,
+            &path,
+            Some(Bytes::copy_from_slice(body.as_bytes())),
+        ) {
+            Ok(r) => r,
+            Err(e) => {
+                result
+                    .error_sample
+                    .get_or_insert_with(|| format!("building a request: {e:#}"));
+                break;
+            }
+        };
         let sent = Instant::now();
         let answer = send(s, request).await;
         let done = Instant::now();
         let counted = done >= measure_from && done <= end;
         match answer {
             Ok((201, _)) => {
+                result.created_total += 1;
                 if counted {
                     result.created += 1;
                     let _ = result.histogram.record(micros(done - sent));
@@ -319,6 +333,7 @@ pub struct Latency {
     pub histogram: Histogram<u64>,
     /// Size of one answer.
     pub bytes: usize,
+    pub cpu: Option<CpuUse>,
 }
 
 impl Latency {
@@ -329,7 +344,7 @@ impl Latency {
     pub fn describe(&self) -> String {
         let h = &self.histogram;
         let ms = |p: f64| h.value_at_percentile(p) as f64 / 1000.0;
-        format!(
+        let mut out = format!(
             "median {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, mean {:.3} ms ({} GETs, {} bytes each)",
             ms(50.0),
             ms(90.0),
@@ -337,7 +352,11 @@ impl Latency {
             h.mean() / 1000.0,
             h.len(),
             self.bytes
-        )
+        );
+        if let Some(cpu) = &self.cpu {
+            let _ = write!(out, "; machine {:.0}% busy", cpu.machine * 100.0);
+        }
+        out
     }
 }
 
@@ -345,15 +364,18 @@ impl Latency {
 /// keep-alive connection, after `warmup` untimed ones. Every answer must be
 /// a 200 with the same size as the first, which must hold `expect` items.
 pub async fn list_latency(
-    addr: SocketAddr,
+    target: &Target,
+    server_pid: u32,
     dossier: &str,
     expect: usize,
     warmup: usize,
     requests: usize,
 ) -> anyhow::Result<Latency> {
     let path = format!("/api/v1/dossiers/{dossier}/responses");
-    let mut sender = connect(addr).await.context("connecting to the server")?;
-    let (status, first) = send(&mut sender, get_request(addr, &path)?).await?;
+    let mut sender = connect(target.addr)
+        .await
+        .context("connecting to the server")?;
+    let (status, first) = send(&mut sender, target.request(Method::GET, &path, None)?).await?;
     if status != 200 {
         bail!(
             "GET {path}: HTTP {status}: {}",
@@ -368,8 +390,12 @@ pub async fn list_latency(
     );
     let bytes = first.len();
     let mut h = histogram();
+    let mut cpu_from = None;
     for i in 0..warmup + requests {
-        let request = get_request(addr, &path)?;
+        if i == warmup {
+            cpu_from = CpuSample::take(server_pid);
+        }
+        let request = target.request(Method::GET, &path, None)?;
         let sent = Instant::now();
         let (status, body) = send(&mut sender, request).await?;
         let took = sent.elapsed();
@@ -385,5 +411,6 @@ pub async fn list_latency(
     Ok(Latency {
         histogram: h,
         bytes,
+        cpu: cpu_from.and_then(|s| s.since()),
     })
 }

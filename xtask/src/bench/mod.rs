@@ -98,6 +98,11 @@ pub struct BenchArgs {
     /// Use target/release/outcomes as it is instead of building it first
     #[arg(long)]
     no_build: bool,
+
+    /// Benchmark this `outcomes` binary instead of building one (e.g. to
+    /// compare two versions)
+    #[arg(long, value_name = "FILE", conflicts_with = "no_build")]
+    binary: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -137,9 +142,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.list_requests > 0, "--list-requests must be positive");
     anyhow::ensure!(
         args.small >= LIST_SIZE
-            && args.small % LIST_SIZE == 0
+            && args.small.is_multiple_of(LIST_SIZE)
             && args.large > args.small
-            && args.large % LIST_SIZE == 0,
+            && args.large.is_multiple_of(LIST_SIZE),
         "--small and --large must be multiples of {LIST_SIZE} with --large > --small"
     );
     let backends = match args.database {
@@ -151,7 +156,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         prerequisites::postgres_at(&args.postgres_url)?;
     }
     let root = prerequisites::workspace_root();
-    let binary = build(&root, args.no_build)?;
+    let binary = match &args.binary {
+        Some(path) => {
+            anyhow::ensure!(path.exists(), "{} does not exist", path.display());
+            path.clone()
+        }
+        None => build(&root, args.no_build)?,
+    };
     let runtime = if args.client_threads <= 1 {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -286,7 +297,7 @@ async fn post_phase(
         server.addr()
     );
     let report = load::post_load(
-        server.addr(),
+        server.target(),
         server.pid(),
         args.clients,
         args.dossiers,
@@ -296,6 +307,16 @@ async fn post_phase(
     .await?;
     println!("{}", report.describe());
     server.stop();
+    // Every 201 is a response on disk, and nothing else is.
+    let stored = seed::count_responses(&fresh.url()).await?;
+    anyhow::ensure!(
+        stored == report.created_total,
+        "the server answered 201 {} times but the database holds {stored} responses",
+        report.created_total
+    );
+    println!(
+        "      stored: all {stored} responses answered with 201 (warm-up included), no others"
+    );
     Ok(report)
 }
 
@@ -307,7 +328,7 @@ async fn list_phase(
     fresh: &Fresh,
 ) -> anyhow::Result<ListReport> {
     let server = Server::start(binary, root, fresh).await?;
-    let mut seeder = seed::Seeder::connect(backend, &fresh.url(), server.addr()).await?;
+    let mut seeder = seed::Seeder::connect(backend, &fresh.url(), server.target()).await?;
     let mut measure = async |rows: u64, stage: &str| -> anyhow::Result<load::Latency> {
         let started = Instant::now();
         let dossier = seeder.grow_to(rows, LIST_SIZE, stage).await?;
@@ -316,7 +337,8 @@ async fn list_phase(
             started.elapsed().as_secs_f64()
         );
         let latency = load::list_latency(
-            server.addr(),
+            server.target(),
+            server.pid(),
             &dossier,
             LIST_SIZE as usize,
             args.list_warmup,

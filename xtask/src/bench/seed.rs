@@ -9,8 +9,6 @@
 //! are spread evenly over the stage's id range, as when many patients answer
 //! over months, not stored next to each other.
 
-use std::net::SocketAddr;
-
 use anyhow::Context;
 use sqlx::{AnyConnection, Connection, Executor, Row};
 
@@ -43,8 +41,12 @@ const TEMPLATE_ID: &str = "seed-template-1";
 
 impl Seeder {
     /// Connects to the server's database and takes the template from a
-    /// response posted to the server at `addr`.
-    pub async fn connect(backend: Backend, url: &str, addr: SocketAddr) -> anyhow::Result<Seeder> {
+    /// response posted to the server.
+    pub async fn connect(
+        backend: Backend,
+        url: &str,
+        target: &load::Target,
+    ) -> anyhow::Result<Seeder> {
         sqlx::any::install_default_drivers();
         let mut conn = AnyConnection::connect(url)
             .await
@@ -59,7 +61,7 @@ impl Seeder {
             r#"{{"questionnaire_key":"phq9","external_id":"{TEMPLATE_ID}","answer_data":{{"v_1":"a1","v_2":"a2","v_3":"a0","v_4":"a3","v_5":"a1","v_6":"a0","v_7":"a2","v_8":"a1","v_9":"a0"}}}}"#
         );
         let (status, text) = load::post_once(
-            addr,
+            target,
             &format!("/api/v1/dossiers/{TEMPLATE_DOSSIER}/responses"),
             body,
         )
@@ -119,7 +121,7 @@ impl Seeder {
         );
         let add = rows - current;
         anyhow::ensure!(
-            add % per_dossier == 0,
+            add.is_multiple_of(per_dossier),
             "{add} rows to add is not a multiple of {per_dossier}"
         );
         let dossiers = i64::try_from(add / per_dossier)?;
@@ -224,3 +226,17 @@ const POSTGRES_RESPONSES: &str = "INSERT INTO responses (dossier_id, respondent_
      JOIN dossiers d ON d.epd_id = $2 || (n.k % $3) \
      JOIN respondents r ON r.dossier_id = d.id AND r.respondent_type = 'patient' \
      ORDER BY n.k";
+
+/// The number of responses in the database at `url`.
+pub async fn count_responses(url: &str) -> anyhow::Result<u64> {
+    sqlx::any::install_default_drivers();
+    let mut conn = AnyConnection::connect(url)
+        .await
+        .context("connecting to count responses")?;
+    let count: i64 = sqlx::query("SELECT COUNT(*) FROM responses")
+        .fetch_one(&mut conn)
+        .await?
+        .try_get(0)?;
+    let _ = conn.close().await;
+    Ok(u64::try_from(count)?)
+}

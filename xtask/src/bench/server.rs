@@ -13,7 +13,8 @@ use base64::engine::general_purpose::STANDARD;
 use sqlx::{AnyConnection, Connection, Executor};
 use tempfile::TempDir;
 
-use super::{Backend, load};
+use super::Backend;
+use super::load::{self, Target};
 
 /// A database nobody else uses: a temporary folder for SQLite, a new
 /// database on the PostgreSQL server. [`Fresh::remove`] deletes it.
@@ -61,13 +62,13 @@ impl Fresh {
 
     /// Drops the PostgreSQL database; the folder goes with `self`.
     pub async fn remove(self) {
-        if let Some(db) = &self.postgres {
-            if let Err(e) = db.drop().await {
-                eprintln!(
-                    "xtask: could not drop the benchmark database {}: {e:#}",
-                    db.name
-                );
-            }
+        if let Some(db) = &self.postgres
+            && let Err(e) = db.drop().await
+        {
+            eprintln!(
+                "xtask: could not drop the benchmark database {}: {e:#}",
+                db.name
+            );
         }
     }
 }
@@ -104,6 +105,39 @@ impl PostgresDatabase {
     }
 }
 
+/// Creates an API token with every right through `outcomes token create`,
+/// as an operator would; its `Authorization` header.
+fn create_token(binary: &Path, url: &str) -> anyhow::Result<String> {
+    let out = Command::new(binary)
+        .args([
+            "token",
+            "create",
+            "--key",
+            CONSUMER_KEY,
+            "--rights",
+            "all",
+            "--json",
+            "--database-url",
+        ])
+        .arg(url)
+        .output()
+        .context("running outcomes token create")?;
+    anyhow::ensure!(
+        out.status.success(),
+        "outcomes token create failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let created: serde_json::Value =
+        serde_json::from_slice(&out.stdout).context("reading the token")?;
+    let secret = created["consumer_secret"]
+        .as_str()
+        .context("no consumer_secret in the token")?;
+    Ok(format!(
+        "Basic {}",
+        STANDARD.encode(format!("{CONSUMER_KEY}:{secret}"))
+    ))
+}
+
 /// `url` with its database (path) replaced by `name`.
 fn with_database(url: &str, name: &str) -> Option<String> {
     let (scheme, rest) = url.split_once("://")?;
@@ -124,13 +158,18 @@ fn with_database(url: &str, name: &str) -> Option<String> {
 #[derive(Debug)]
 pub struct Server {
     child: Child,
-    addr: SocketAddr,
+    target: Target,
     log: PathBuf,
 }
 
+/// Consumer key of the API token the benchmark makes for itself.
+const CONSUMER_KEY: &str = "bench";
+
 impl Server {
-    /// Starts the server on a free loopback port and waits until /health
-    /// answers 200 (migrations and the definition import are done by then).
+    /// Starts the server on a free loopback port, waits until /health
+    /// answers 200 (migrations and the definition import are done by then),
+    /// and makes an API token with every right with `outcomes token create`,
+    /// which the server loads within a few seconds.
     pub async fn start(binary: &Path, root: &Path, fresh: &Fresh) -> anyhow::Result<Server> {
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
@@ -162,79 +201,63 @@ impl Server {
         let child = command
             .spawn()
             .with_context(|| format!("starting {}", binary.display()))?;
-        let mut server = Server { child, addr, log };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(status) = server.child.try_wait()? {
-                bail!(
-                    "the server exited during start-up ({status}):\n{}",
-                    server.log_tail()
-                );
-            }
-            if let Ok((200, _)) = load::get_once(addr, "/health").await {
-                server.authorize(binary, fresh).await?;
-                return Ok(server);
-            }
-            if Instant::now() > deadline {
-                bail!(
-                    "the server did not answer /health within 60 s:\n{}",
-                    server.log_tail()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        let mut server = Server {
+            child,
+            target: Target {
+                addr,
+                authorization: String::new(),
+            },
+            log,
+        };
+        server.wait_until(|target| async move { matches!(load::get_once(&target, "/health").await, Ok((200, _))) }, "/health").await?;
+        server.target.authorization = create_token(binary, &fresh.url())?;
+        // Any dossier will do: the list of an unknown one is empty.
+        let probe = |target: Target| async move {
+            matches!(
+                load::get_once(&target, "/api/v1/dossiers/bench-probe/responses").await,
+                Ok((200, _))
+            )
+        };
+        server
+            .wait_until(probe, "the API with the benchmark's token")
+            .await?;
+        Ok(server)
     }
 
-    /// Creates an API token with every right through `outcomes token create`
-    /// (as an operator would), makes the load generator send it, and waits
-    /// until the server has picked it up (it reloads tokens every 2 s).
-    async fn authorize(&mut self, binary: &Path, fresh: &Fresh) -> anyhow::Result<()> {
-        let out = Command::new(binary)
-            .args([
-                "token",
-                "create",
-                "--key",
-                "bench",
-                "--rights",
-                "all",
-                "--json",
-                "--database-url",
-            ])
-            .arg(fresh.url())
-            .output()
-            .context("running outcomes token create")?;
-        anyhow::ensure!(
-            out.status.success(),
-            "outcomes token create failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let created: serde_json::Value =
-            serde_json::from_slice(&out.stdout).context("reading the token")?;
-        let secret = created["consumer_secret"]
-            .as_str()
-            .context("no consumer_secret in the token")?;
-        load::set_authorization(format!(
-            "Basic {}",
-            STANDARD.encode(format!("bench:{secret}"))
-        ));
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !matches!(
-            load::get_once(self.addr, "/api/v1/protocols").await,
-            Ok((200, _))
-        ) {
+    /// Polls `ready` until it holds, for at most 60 s.
+    async fn wait_until<F, Fut>(&mut self, ready: F, what: &str) -> anyhow::Result<()>
+    where
+        F: Fn(Target) -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                bail!(
+                    "the server exited during start-up ({status}):\n{}",
+                    self.log_tail()
+                );
+            }
+            if ready(self.target.clone()).await {
+                return Ok(());
+            }
             if Instant::now() > deadline {
                 bail!(
-                    "the server did not accept the new token within 10 s:\n{}",
+                    "the server did not answer {what} within 60 s:\n{}",
                     self.log_tail()
                 );
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        Ok(())
+    }
+
+    /// Where and as whom to send requests.
+    pub fn target(&self) -> &Target {
+        &self.target
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.target.addr
     }
 
     pub fn pid(&self) -> u32 {
