@@ -535,6 +535,7 @@ impl<'a> Plan<'a> {
         cache: &mut DossierCache,
         items: &[&'a NewResponse],
         opening: Script,
+        find_taken: bool,
     ) -> Result<Plan<'a>, StoreError> {
         let mut opening = Some(opening);
         let mut made = false;
@@ -602,7 +603,9 @@ impl<'a> Plan<'a> {
         // One query for: the external ids already used (normally none, so
         // few rows come back), the key and name of each questionnaire (as a
         // read back would join them), and on SQLite the largest response id
-        // ever handed out.
+        // ever handed out. With `find_taken` false the INSERT finds what is
+        // taken: it skips those rows, and the caller, seeing fewer rows
+        // inserted than planned, starts over.
         let mut script = opening.take().unwrap_or_else(|| Script::new(backend));
         if rows.is_empty() {
             return Err(StoreError::Corrupt(
@@ -612,7 +615,10 @@ impl<'a> Plan<'a> {
         // OR of pairs, not a row-value IN: SQLite looks each pair up in the
         // unique index only so.
         script.sql("SELECT 'taken', dossier_id, external_id, NULL FROM responses WHERE ");
-        for (n, row) in rows.iter().enumerate() {
+        if !find_taken {
+            script.sql("0 = 1");
+        }
+        for (n, row) in rows.iter().enumerate().filter(|_| find_taken) {
             script.sql(if n == 0 {
                 "(dossier_id = "
             } else {
@@ -688,7 +694,9 @@ impl<'a> Plan<'a> {
     /// SQLite: appends the INSERT statements to `script`, ending each with
     /// `;`. The rows get the ids from [`Plan::first_id`] on: the ids
     /// AUTOINCREMENT would give them, since the batch holds the write lock;
-    /// the table's sequence follows.
+    /// the table's sequence follows. A row whose external id is taken is
+    /// skipped (`ON CONFLICT DO NOTHING`): the caller compares the rows
+    /// inserted with those planned.
     pub fn push_inserts(&self, script: &mut Script) -> Result<(), StoreError> {
         let Some(first_id) = self.first_id else {
             return Err(StoreError::Corrupt("no response id to start from".into()));
@@ -704,7 +712,7 @@ impl<'a> Plan<'a> {
                 push_values(script, row);
                 script.sql(")");
             }
-            script.sql("; ");
+            script.sql(" ON CONFLICT (dossier_id, external_id) DO NOTHING; ");
         }
         Ok(())
     }

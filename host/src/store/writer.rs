@@ -355,11 +355,12 @@ async fn guarded<T>(work: impl Future<Output = Result<T, StoreError>>) -> Result
 /// SQLite, a batch of data items only (the common case under load), in the
 /// fewest round trips, each a hop to the driver's thread: `BEGIN IMMEDIATE`
 /// with the queries of the [`Plan`]; every INSERT; and `COMMIT` on its own,
-/// so that a failed commit is known as such. No savepoints: if a statement
-/// fails before the commit, or the plan leaves items for
-/// [`responses::create_one`], the transaction is rolled back and None
-/// returned, and the batch takes the common path. A failed commit fails the
-/// batch.
+/// so that a failed commit is known as such. The plan does not look for
+/// taken external ids: the INSERT skips their rows, which shows in its
+/// count. No savepoints: if a statement fails before the commit, or an item
+/// needs [`responses::create_one`] (external id taken or repeated in the
+/// batch), the transaction is rolled back and None returned, and the batch
+/// takes the common path. A failed commit fails the batch.
 async fn scripted(
     conn: &mut AnyConnection,
     cache: &mut DossierCache,
@@ -372,7 +373,8 @@ async fn scripted(
         opening.sql("BEGIN IMMEDIATE; ");
         let mut plan = None;
         if !creates.is_empty() {
-            let made_plan = Plan::make(conn, Backend::Sqlite, cache, creates, opening).await?;
+            let made_plan =
+                Plan::make(conn, Backend::Sqlite, cache, creates, opening, false).await?;
             made = made_plan.made_dossiers();
             if made_plan.leaves_some() {
                 return Ok(None);
@@ -389,10 +391,9 @@ async fn scripted(
         access_log::push_inserts(&mut inserts, accesses);
         let done = inserts.execute(conn).await?;
         if done.rows_affected() != rows as u64 {
-            return Err(StoreError::Corrupt(format!(
-                "inserted {} rows, not {rows}",
-                done.rows_affected()
-            )));
+            // An external id was taken, and its row skipped: start over on
+            // the common path, which decides such items one by one.
+            return Ok(None);
         }
         let mut created: Vec<Option<Result<CreateResult, StoreError>>> =
             creates.iter().map(|_| None).collect();
@@ -406,7 +407,7 @@ async fn scripted(
                 r.unwrap_or_else(|| Err(StoreError::Corrupt("a response was not stored".into())))
             })
             .collect();
-        Ok(Some(Results {
+        Ok::<_, StoreError>(Some(Results {
             created,
             accessed: accesses.iter().map(|_| Ok(())).collect(),
         }))
@@ -458,6 +459,7 @@ async fn run_items(
                 cache,
                 creates,
                 Script::new(backend),
+                true,
             )
             .await?;
             let ids = plan.insert(&mut savepoint).await?;
@@ -734,6 +736,33 @@ mod tests {
                 ]
             );
             assert_eq!(count(&url, "SELECT COUNT(*) FROM responses").await, 3);
+            assert_eq!(count(&url, "SELECT COUNT(*) FROM access_log").await, 1);
+        }
+    }
+
+    #[tokio::test]
+    async fn an_external_id_taken_before_the_batch_answers_as_one_by_one() {
+        for closure in [false, true] {
+            let (_dir, url) = sqlite().await;
+            let mut cache = DossierCache::default();
+            run(
+                &url,
+                &mut cache,
+                vec![item("d1", "a", false, "x"), item("d1", "b", false, "x")],
+                Vec::new(),
+                closure,
+            )
+            .await;
+            let items = vec![
+                item("d2", "c", false, "x"),
+                item("d1", "a", false, "x"),
+                item("d1", "b", false, "y"),
+            ];
+            let results = run(&url, &mut cache, items, vec![access("d1")], closure).await;
+            let got: Vec<String> = results.created.iter().map(describe).collect();
+            assert_eq!(got, ["created c", "retry a", "taken"]);
+            assert_eq!(count(&url, "SELECT COUNT(*) FROM responses").await, 3);
+            assert_eq!(count(&url, "SELECT MAX(id) FROM responses").await, 3);
             assert_eq!(count(&url, "SELECT COUNT(*) FROM access_log").await, 1);
         }
     }
