@@ -2,59 +2,58 @@
 //! scorers and report calculators, WebAssembly modules that exchange
 //! versioned JSON with the host.
 //!
-//! This crate holds the types both sides share, so the contract is defined
-//! once. It depends on serde only and never sees the host or wasmtime.
+//! A complete scorer for a two-item questionnaire `mini` whose `total` is
+//! the sum of both items, and whose second item raises the alarm at 2 or
+//! more:
+//!
+//! ```
+//! use plugin_sdk::{scoring, Score, ScorerInput, ScorerOutput};
+//!
+//! const ITEMS: [&str; 2] = ["q1", "q2"];
+//!
+//! fn score(input: ScorerInput) -> ScorerOutput {
+//!     let values = input.values_of(&ITEMS);
+//!     let total = match scoring::sum(&values) {
+//!         Some(total) => Score::of(total),
+//!         None => Score::missing(scoring::missing(&input, &ITEMS)),
+//!     };
+//!     let mut output = ScorerOutput::default();
+//!     output.scores.insert("total".into(), total);
+//!     output.alarm = Some(scoring::keys_at_or_above(&input, &["q2"], 2.0));
+//!     output.completion = Some(scoring::completion(&values));
+//!     output
+//! }
+//!
+//! plugin_sdk::export_scorer!(score, questionnaires = ["mini"]);
+//! ```
+//!
+//! Built with `cargo build --target wasm32-unknown-unknown`, the crate is a
+//! module the host loads; built natively it is an ordinary library whose
+//! golden fixtures [`testing::check_fixtures`] runs with `cargo test`.
+//! The guide "Writing a plugin" ([`guide`]) walks from `outcomes plugin
+//! new` to a module hot-reloaded by a running host.
+//!
+//! What is where:
+//! - [`contract`]: the serde types both sides share, and [`ABI_VERSION`].
+//! - [`export_scorer!`], [`export_calculator!`]: the guest glue ([`guest`]).
+//! - [`scoring`]: pure helpers for scoring rules.
+//! - [`log`]: a capped log facility ([`info!`], [`warn!`], [`debug!`]).
+//! - [`testing`]: the native fixture runner (not on `wasm32`).
+//!
+//! This crate depends on serde only and never sees the host or wasmtime.
 
 #![deny(missing_docs)]
 
-use serde::{Deserialize, Serialize};
+pub mod contract;
+pub mod guest;
+pub mod log;
+#[cfg(feature = "schema")]
+pub mod schema;
+pub mod scoring;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod testing;
 
-/// The major version of the plugin ABI. A module declaring another major
-/// version is refused with a message saying what to rebuild.
-pub const ABI_VERSION: u32 = 1;
+#[doc = include_str!("../docs/writing-a-plugin.md")]
+pub mod guide {}
 
-/// What a plugin does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PluginKind {
-    /// Computes the outcome of one completed response.
-    Scorer,
-    /// Computes a named report over several responses of a dossier.
-    Calculator,
-}
-
-/// What a plugin says about itself.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Manifest {
-    /// Plugin name: for a scorer, the name a questionnaire definition's
-    /// `scorer` field gives; for a calculator, the `calculator` parameter of
-    /// report calculations.
-    pub name: String,
-    /// Scorer or calculator.
-    pub kind: PluginKind,
-    /// Semantic version of the plugin.
-    pub version: String,
-    /// The ABI major version it was built against.
-    pub abi_version: u32,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn manifests_use_lower_case_kinds_on_the_wire() {
-        let m = Manifest {
-            name: "phq9".into(),
-            kind: PluginKind::Scorer,
-            version: "1.0.0".into(),
-            abi_version: ABI_VERSION,
-        };
-        let json = serde_json::to_value(&m).expect("serializes");
-        assert_eq!(json["kind"], "scorer");
-        assert_eq!(
-            serde_json::from_value::<Manifest>(json).expect("deserializes"),
-            m
-        );
-    }
-}
+pub use contract::*;

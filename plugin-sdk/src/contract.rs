@@ -1,0 +1,404 @@
+//! The contract types: what the host sends a plugin and what it answers.
+//! The host deserializes plugin output into these same types, so a field
+//! added here is added for both sides at once. New fields are optional
+//! (`#[serde(default)]`), which keeps old plugins working (design.md, ABI).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+#[cfg(feature = "schema")]
+use schemars::JsonSchema;
+
+/// The major version of the plugin ABI. A module declaring another major
+/// version is refused with a message saying what to rebuild.
+pub const ABI_VERSION: u32 = 1;
+
+/// What a plugin does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum PluginKind {
+    /// Computes the outcome of one completed response.
+    Scorer,
+    /// Computes a named report over several responses of a dossier.
+    Calculator,
+}
+
+impl std::fmt::Display for PluginKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PluginKind::Scorer => "scorer",
+            PluginKind::Calculator => "calculator",
+        })
+    }
+}
+
+/// What a plugin says about itself (its `describe` export).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct Manifest {
+    /// Plugin name: for a scorer, the name a questionnaire definition's
+    /// `scorer` field gives; for a calculator, the `calculator` parameter of
+    /// report calculations.
+    pub name: String,
+    /// Scorer or calculator.
+    pub kind: PluginKind,
+    /// Semantic version of the plugin.
+    pub version: String,
+    /// The ABI major version it was built against.
+    pub abi_version: u32,
+    /// For a scorer: the keys of the questionnaires it scores.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub questionnaires: Vec<String>,
+}
+
+/// Which way a score points.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Tonality {
+    /// A higher score means more symptoms (most instruments).
+    #[default]
+    HigherIsWorse,
+    /// A higher score means better functioning (WHO-5, for instance).
+    HigherIsBetter,
+}
+
+/// Mean and standard deviation of a norm population.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct Norm {
+    /// Mean raw score of the norm group.
+    pub mean: f64,
+    /// Standard deviation of the raw score in the norm group.
+    pub sd: f64,
+}
+
+/// A score as the questionnaire definition describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct ScoreInfo {
+    /// Score key, unique within the questionnaire.
+    pub key: String,
+    /// Human label.
+    pub label: String,
+    /// Question keys the score is computed from.
+    #[serde(default)]
+    pub items: Vec<String>,
+    /// Norm population for t-scores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub norm: Option<Norm>,
+    /// Test-retest or internal-consistency reliability, for reliable change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reliability: Option<f64>,
+    /// Standard deviation of the reference sample, for reliable change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sd: Option<f64>,
+    /// Clinical cut-off: the first raw value in the clinical range (for
+    /// scores where higher is worse) or the first value in the healthy range
+    /// (higher is better).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cutoff: Option<f64>,
+    /// Which way the score points.
+    #[serde(default)]
+    pub tonality: Tonality,
+}
+
+/// One answer option of a question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct OptionInfo {
+    /// Option key, as stored in answers.
+    pub key: String,
+    /// Numeric value used in scoring.
+    pub value: f64,
+}
+
+/// A question of the questionnaire.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct QuestionInfo {
+    /// Question key.
+    pub key: String,
+    /// Question text in the questionnaire's language.
+    #[serde(default)]
+    pub title: String,
+    /// Question type (`radio`, `checkbox`, `textfield`, ...).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Answer options with their values; empty for free-text questions.
+    #[serde(default)]
+    pub options: Vec<OptionInfo>,
+    /// Whether the question must be answered for the questionnaire to be
+    /// complete.
+    #[serde(default)]
+    pub required: bool,
+}
+
+/// The parts of a questionnaire definition plugins see.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct QuestionnaireInfo {
+    /// Questionnaire key.
+    pub key: String,
+    /// Display name.
+    #[serde(default)]
+    pub name: String,
+    /// Questions in definition order.
+    #[serde(default)]
+    pub questions: Vec<QuestionInfo>,
+    /// Scores in definition order.
+    #[serde(default)]
+    pub scores: Vec<ScoreInfo>,
+}
+
+impl QuestionnaireInfo {
+    /// The definition of score `key`.
+    pub fn score(&self, key: &str) -> Option<&ScoreInfo> {
+        self.scores.iter().find(|s| s.key == key)
+    }
+
+    /// The definition of question `key`.
+    pub fn question(&self, key: &str) -> Option<&QuestionInfo> {
+        self.questions.iter().find(|q| q.key == key)
+    }
+}
+
+/// What the patient's record says about them, when known.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct PatientInfo {
+    /// `male`, `female` or `other`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gender: Option<String>,
+    /// Year of birth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub birth_year: Option<i32>,
+}
+
+/// The input of a scorer: one completed response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct ScorerInput {
+    /// The questionnaire the response answers.
+    pub questionnaire: QuestionnaireInfo,
+    /// Every question key to the answered option key (or free text), null
+    /// when unanswered.
+    pub answers: BTreeMap<String, Option<String>>,
+    /// Every question key to the numeric value of the answered option, null
+    /// when unanswered or not numeric.
+    pub values: BTreeMap<String, Option<f64>>,
+    /// Flags the response was filled out with.
+    #[serde(default)]
+    pub flags: BTreeMap<String, bool>,
+    /// Textvars the response was filled out with.
+    #[serde(default)]
+    pub textvars: BTreeMap<String, String>,
+    /// When the response was completed, RFC 3339 in UTC.
+    pub completed_at: String,
+    /// `patient` or `profess`.
+    pub respondent_type: String,
+    /// The patient, when the record says.
+    #[serde(default)]
+    pub patient: PatientInfo,
+}
+
+impl ScorerInput {
+    /// The numeric value answered to question `key`; `None` when unanswered
+    /// or when the question does not exist.
+    pub fn value(&self, key: &str) -> Option<f64> {
+        self.values.get(key).copied().flatten()
+    }
+
+    /// The option key (or text) answered to question `key`.
+    pub fn answer(&self, key: &str) -> Option<&str> {
+        self.answers.get(key).and_then(|a| a.as_deref())
+    }
+
+    /// The values of several questions, in the order given.
+    pub fn values_of<S: AsRef<str>>(&self, keys: &[S]) -> Vec<Option<f64>> {
+        keys.iter().map(|k| self.value(k.as_ref())).collect()
+    }
+}
+
+/// Whether a score itself is worrying.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum ScoreStatus {
+    /// Needs extra attention.
+    Attention,
+    /// Alarming.
+    Alarm,
+}
+
+/// One computed score (an entry of `outcome.scores`). The host adds
+/// `score`, `label` and `referenced_values`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct Score {
+    /// The score; absent when it could not be computed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
+    /// Severity band text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interpretation: Option<String>,
+    /// The cut-off text, e.g. `">= 10"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub norm: Option<String>,
+    /// Linear t-score against the norm population.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tscore: Option<f64>,
+    /// The t-score band.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tscore_interpretation: Option<String>,
+    /// Flag for HL7 ORU messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oru_flag: Option<String>,
+    /// `attention` or `alarm` when the score itself is worrying.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<ScoreStatus>,
+    /// Question keys whose answers were missing, when too few items were
+    /// answered to compute `value`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing_values: Option<Vec<String>>,
+    /// Further fields, passed through to the outcome unchanged.
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+impl Score {
+    /// A score with a value and nothing else.
+    pub fn of(value: f64) -> Score {
+        Score {
+            value: Some(value),
+            ..Score::default()
+        }
+    }
+
+    /// A score that could not be computed because these answers are missing.
+    pub fn missing<S: Into<String>>(missing: impl IntoIterator<Item = S>) -> Score {
+        Score {
+            missing_values: Some(missing.into_iter().map(Into::into).collect()),
+            ..Score::default()
+        }
+    }
+}
+
+/// The output of a scorer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct ScorerOutput {
+    /// Score key to score. Keys must be score keys of the definition.
+    #[serde(default)]
+    pub scores: BTreeMap<String, Score>,
+    /// Question keys whose answers raise the alarm; `None` when the
+    /// instrument has no alarm rule, empty when nothing triggered.
+    #[serde(default)]
+    pub alarm: Option<Vec<String>>,
+    /// Question keys whose answers need attention; `None` when the
+    /// instrument has no attention rule.
+    #[serde(default)]
+    pub attention: Option<Vec<String>>,
+    /// Answered items / scored items (0 to 1), when the instrument defines
+    /// completeness.
+    #[serde(default)]
+    pub completion: Option<f64>,
+}
+
+/// The stored outcome of a response, as calculators see it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct OutcomeInfo {
+    /// Score key to score, with the fields the host added (`label`,
+    /// `referenced_values`, and `exception` when scoring failed) in
+    /// [`Score::extra`].
+    #[serde(default)]
+    pub scores: BTreeMap<String, Score>,
+    /// `attention`, `alarm` or null.
+    #[serde(default)]
+    pub action: Option<String>,
+    /// Question keys that raised the alarm.
+    #[serde(default)]
+    pub alarm: Option<Vec<String>>,
+    /// Question keys that raised attention.
+    #[serde(default)]
+    pub attention: Option<Vec<String>>,
+}
+
+/// A completed response, as calculators see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct ResponseInfo {
+    /// Response id.
+    pub id: i64,
+    /// Questionnaire key.
+    pub questionnaire_key: String,
+    /// When it was completed, RFC 3339 in UTC.
+    pub completed_at: String,
+    /// Question key to answered option key, null when unanswered.
+    #[serde(default)]
+    pub values: BTreeMap<String, Option<String>>,
+    /// The stored outcome.
+    #[serde(default)]
+    pub outcome: OutcomeInfo,
+}
+
+/// The input of a calculator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct CalculatorInput {
+    /// The selected completed responses, oldest first (by `completed_at`,
+    /// then id).
+    pub responses: Vec<ResponseInfo>,
+    /// Questionnaire key to definition, for every questionnaire among the
+    /// responses.
+    #[serde(default)]
+    pub questionnaires: BTreeMap<String, QuestionnaireInfo>,
+}
+
+/// The output of a calculator: the `results` of a report calculation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct CalculatorOutput {
+    /// Free-form results; must be a JSON object.
+    pub results: Map<String, Value>,
+}
+
+/// What a plugin's entry call answers: a result or a structured error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum Reply<T> {
+    /// The call succeeded.
+    Ok(T),
+    /// The plugin refused the input.
+    Error(PluginError),
+}
+
+/// An error a plugin reports instead of a result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct PluginError {
+    /// What went wrong, for operators.
+    pub message: String,
+}
+
+impl PluginError {
+    /// An error with this message.
+    pub fn new(message: impl Into<String>) -> PluginError {
+        PluginError {
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for PluginError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for PluginError {}
