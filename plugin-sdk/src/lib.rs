@@ -27,9 +27,10 @@
 //! plugin_sdk::export_scorer!(score, questionnaires = ["mini"]);
 //! ```
 //!
-//! Built with `cargo build --target wasm32-unknown-unknown`, the crate is a
-//! module the host loads; built natively it is an ordinary library whose
-//! golden fixtures [`testing::check_fixtures`] runs with `cargo test`.
+//! Built with `cargo build --target wasm32-unknown-unknown --profile
+//! plugin`, the crate is a module the host loads; built natively it is an
+//! ordinary library whose golden fixtures [`testing::check_fixtures`] runs
+//! with `cargo test`.
 //! The guide "Writing a plugin" ([`guide`]) walks from `outcomes plugin
 //! new` to a module hot-reloaded by a running host.
 //!
@@ -39,8 +40,12 @@
 //! - [`scoring`]: pure helpers for scoring rules.
 //! - [`log`]: a capped log facility ([`info!`], [`warn!`], [`debug!`]).
 //! - [`testing`]: the native fixture runner (not on `wasm32`).
+//! - `schema` (feature `schema`): the contract as JSON Schema, committed as
+//!   `contract.schema.json` for authors in other languages.
+//! - [`guide`]: the guide "Writing a plugin".
 //!
-//! This crate depends on serde only and never sees the host or wasmtime.
+//! This crate depends on serde only (and on schemars with the `schema`
+//! feature) and never sees the host or wasmtime.
 
 #![deny(missing_docs)]
 
