@@ -10,6 +10,8 @@ use chrono_tz::Tz;
 use clap::Args;
 use serde::Deserialize;
 
+use crate::plugins::{LimitSettings, PluginSettings};
+
 /// Settings shared by `serve` and `migrate`, as flags and environment
 /// variables. Every field is optional so that the file and the defaults can
 /// fill what is not given.
@@ -38,6 +40,26 @@ pub struct Settings {
         value_name = "DIR"
     )]
     pub questionnaires_dir: Option<PathBuf>,
+
+    /// Folder with one sub-folder per plugin, each holding one .wasm module
+    /// and its fixtures/ [default: ./plugins]
+    #[arg(long, global = true, env = "OUTCOMES_PLUGINS_DIR", value_name = "DIR")]
+    pub plugins_dir: Option<PathBuf>,
+
+    /// Folder for compiled plugin code, so restarts do not recompile
+    /// [default: <data-dir>/plugin-cache]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_PLUGIN_CACHE_DIR",
+        value_name = "DIR"
+    )]
+    pub plugin_cache_dir: Option<PathBuf>,
+
+    /// Whether to watch the plugin and questionnaire folders and reload
+    /// what changes while serving [default: true]
+    #[arg(long, global = true, env = "OUTCOMES_WATCH", value_name = "BOOL")]
+    pub watch: Option<bool>,
 
     /// Folder with one <key>.toml per protocol [default: ./protocols]
     #[arg(
@@ -132,6 +154,14 @@ pub struct FileSettings {
     pub database_url: Option<String>,
     pub questionnaires_dir: Option<PathBuf>,
     pub protocols_dir: Option<PathBuf>,
+    pub plugins_dir: Option<PathBuf>,
+    pub plugin_cache_dir: Option<PathBuf>,
+    pub watch: Option<bool>,
+    /// `[plugin_limits.scorer]`, `[plugin_limits.calculator]` and
+    /// `[plugin_limits.overrides.<name>]`: fuel, deadline_ms, memory_bytes,
+    /// input_bytes, output_bytes.
+    #[serde(default)]
+    pub plugin_limits: LimitSettings,
     pub time_zone: Option<String>,
     pub body_limit: Option<usize>,
     pub max_connections: Option<u32>,
@@ -151,6 +181,9 @@ pub struct Config {
     pub database_url: String,
     pub questionnaires_dir: PathBuf,
     pub protocols_dir: PathBuf,
+    pub plugins: PluginSettings,
+    /// Reload plugins and definitions when their files change.
+    pub watch: bool,
     pub time_zone: Tz,
     pub body_limit: usize,
     pub max_connections: u32,
@@ -251,7 +284,27 @@ impl Config {
                 });
             }
         };
+        file.plugin_limits
+            .validate()
+            .map_err(|problem| ConfigError {
+                setting: "plugin_limits",
+                problem,
+            })?;
+        let plugins = PluginSettings {
+            dir: cli
+                .plugins_dir
+                .or(file.plugins_dir)
+                .unwrap_or_else(|| "plugins".into()),
+            cache_dir: Some(
+                cli.plugin_cache_dir
+                    .or(file.plugin_cache_dir)
+                    .unwrap_or_else(|| data_dir.join("plugin-cache")),
+            ),
+            limits: file.plugin_limits,
+        };
         Ok(Config {
+            plugins,
+            watch: cli.watch.or(file.watch).unwrap_or(true),
             tls,
             trusted_proxies,
             allowed_origins,

@@ -12,6 +12,10 @@ pub mod config;
 pub mod definitions;
 pub mod domain;
 pub mod error;
+pub mod metrics;
+pub mod plugins;
+pub mod reload;
+pub mod scoring;
 pub mod store;
 pub mod telemetry;
 pub mod tls;
@@ -32,6 +36,9 @@ use crate::auth::tokens::TokenTable;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::domain::catalog::Catalog;
+use crate::domain::response::Completion;
+use crate::metrics::Metrics;
+use crate::plugins::Plugins;
 use crate::store::{Store, StoreOptions};
 
 /// What every handler can reach. Cheap to clone.
@@ -50,6 +57,8 @@ struct Inner {
     clock: Arc<dyn Clock>,
     /// Whether requests arrive over TLS terminated by this process.
     secure: bool,
+    plugins: Arc<Plugins>,
+    metrics: Arc<Metrics>,
 }
 
 impl AppState {
@@ -90,6 +99,98 @@ impl AppState {
     /// Whether this process terminates TLS itself.
     pub fn is_secure(&self) -> bool {
         self.0.secure
+    }
+
+    /// The plugin runtime.
+    pub fn plugins(&self) -> &Arc<Plugins> {
+        &self.0.plugins
+    }
+
+    /// The process's metrics.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.0.metrics
+    }
+
+    /// Fills in the outcome of a completion by running its questionnaire's
+    /// scorer (a failure becomes the outcome; see [`scoring`]).
+    pub async fn score(&self, completion: &mut Completion, professional: bool) {
+        let catalog = self.catalog();
+        let Some(q) = catalog.questionnaire_by_id(completion.questionnaire_id) else {
+            return;
+        };
+        let ctx = scoring::ScoringContext {
+            completed_at: completion.completed_at,
+            professional,
+        };
+        let (outcome, provenance) = scoring::score(
+            &self.0.plugins,
+            &self.0.metrics,
+            &q.def,
+            &completion.answers,
+            ctx,
+        )
+        .await;
+        completion.outcome = outcome;
+        completion.provenance = provenance;
+    }
+
+    /// Reloads the plugin directory (blocking work on a blocking thread)
+    /// and archives every serving module version by hash, so outcomes it
+    /// computes can be recomputed exactly later.
+    pub async fn reload_plugins(&self) -> plugins::ReloadReport {
+        let plugins = self.0.plugins.clone();
+        let now = self.now();
+        let report = tokio::task::spawn_blocking(move || plugins.reload(now))
+            .await
+            .unwrap_or_default();
+        if !report.loaded.is_empty() {
+            for plugin in self.0.plugins.registry().plugins() {
+                let module = store::ArchivedModule {
+                    sha256: plugin.sha256.clone(),
+                    name: plugin.name().to_owned(),
+                    kind: plugin.kind().to_string(),
+                    version: plugin.version().to_owned(),
+                    bytes: plugin.bytes.to_vec(),
+                };
+                if let Err(e) = self.0.store.archive_module(module, now).await {
+                    tracing::warn!(plugin = plugin.name(), error = %e, "could not archive the plugin module");
+                }
+            }
+        }
+        report
+    }
+
+    /// Re-reads and re-imports the questionnaire and protocol definitions
+    /// and swaps the catalog. Invalid definitions are logged and counted;
+    /// the catalog in use stays.
+    pub async fn reload_definitions(&self) -> bool {
+        let config = &self.0.config;
+        let result = match definitions::load(&config.questionnaires_dir, &config.protocols_dir) {
+            Ok(defs) => self
+                .0
+                .store
+                .import_definitions(defs.questionnaires, defs.protocols, self.now())
+                .await
+                .map_err(anyhow::Error::from),
+            Err(e) => Err(anyhow::Error::from(e)),
+        };
+        match result {
+            Ok(catalog) => {
+                self.set_catalog(catalog);
+                tracing::info!("definitions reloaded");
+                self.0
+                    .metrics
+                    .inc("outcomes_definition_reloads_total", &[("result", "loaded")]);
+                true
+            }
+            Err(e) => {
+                tracing::error!(error = %format!("{e:#}"), "definitions not reloaded; the previous ones stay in use");
+                self.0
+                    .metrics
+                    .inc("outcomes_definition_reloads_total", &[("result", "failed")]);
+                false
+            }
+        }
     }
 
     /// The current time, from the injected clock.
@@ -142,6 +243,11 @@ impl App {
             protocols = counts.1,
             "definitions loaded"
         );
+        let metrics = Arc::new(Metrics::default());
+        let plugins = Arc::new(
+            Plugins::new(config.plugins.clone(), metrics.clone())
+                .context("starting the plugin runtime")?,
+        );
         let tls = match &config.tls {
             Some(files) => Some(tls::server_config(&files.cert, &files.key)?),
             None => None,
@@ -165,7 +271,16 @@ impl App {
             reload: tokio::sync::Mutex::new(()),
             clock,
             secure: tls.is_some(),
+            plugins,
+            metrics,
         }));
+        let report = state.reload_plugins().await;
+        tracing::info!(
+            dir = %state.config().plugins.dir.display(),
+            loaded = report.loaded.len(),
+            refused = report.failed.len(),
+            "plugins loaded"
+        );
         Ok(App {
             state,
             listener,
@@ -198,6 +313,17 @@ impl App {
             self.state.clone(),
             std::time::Duration::from_secs(2),
         ));
+        let watch = if self.state.config().watch {
+            match reload::start(self.state.clone()) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot watch the plugin and definition folders; changes need a restart");
+                    None
+                }
+            }
+        } else {
+            None
+        };
         let router = telemetry::layer(api::router(self.state));
         let service = tower::util::MapRequestLayer::new(api::normalize).layer(router);
         match self.tls {
@@ -211,6 +337,7 @@ impl App {
             .context("serving")?,
         }
         reload.abort();
+        drop(watch);
         store.close().await;
         Ok(())
     }

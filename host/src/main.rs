@@ -8,6 +8,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use host::clock::SystemClock;
+use host::commands::plugin::PluginCommand;
+use host::commands::rescore::RescoreArgs;
 use host::commands::{self, TokenCommand};
 use host::config::{Config, FileSettings, Settings};
 use host::store::{Store, StoreOptions};
@@ -50,6 +52,22 @@ enum Command {
     Token {
         #[command(subcommand)]
         command: TokenCommand,
+        #[command(flatten)]
+        settings: Settings,
+    },
+    /// Plugin tools: test a module against fixtures under production
+    /// limits, list what the plugin directory would serve, scaffold a crate
+    Plugin {
+        #[command(subcommand)]
+        command: PluginCommand,
+        #[command(flatten)]
+        settings: Settings,
+    },
+    /// Recompute stored outcomes with the current plugins and report what
+    /// changed (--exact: with the module versions that computed them)
+    Rescore {
+        #[command(flatten)]
+        args: RescoreArgs,
         #[command(flatten)]
         settings: Settings,
     },
@@ -118,6 +136,20 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let result = commands::token(&store, command, config.time_zone).await;
             store.close().await;
             result
+        }
+        Command::Plugin { command, settings } => {
+            let config = Config::resolve(settings, file)?;
+            telemetry::init(config.log_format, &config.log);
+            let ok = tokio::task::block_in_place(|| commands::plugin::run(command, &config))?;
+            anyhow::ensure!(ok, "see above");
+            Ok(())
+        }
+        Command::Rescore { args, settings } => {
+            let (store, config) = open_store(settings, file).await?;
+            let result = commands::rescore::rescore(&store, &config, args).await;
+            store.close().await;
+            anyhow::ensure!(result?, "some outcomes could not be recomputed; see above");
+            Ok(())
         }
         Command::AccessLog {
             dossier,

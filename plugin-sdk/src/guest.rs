@@ -1,5 +1,6 @@
-//! The guest side of the ABI, hidden behind [`export_scorer!`] and
-//! [`export_calculator!`]. On `wasm32` the macros emit the exports the host
+//! The guest side of the ABI, hidden behind
+//! [`export_scorer!`](crate::export_scorer) and
+//! [`export_calculator!`](crate::export_calculator). On `wasm32` the macros emit the exports the host
 //! looks for; on every other target they emit nothing, so plugin crates
 //! build and test natively.
 //!
@@ -10,8 +11,8 @@
 //! | `memory` | memory | the guest's linear memory |
 //! | `outcomes_abi_version` | `() -> i32` | [`ABI_VERSION`](crate::ABI_VERSION) |
 //! | `outcomes_alloc` | `(len: i32) -> i32` | reserves `len` bytes for the input |
-//! | `outcomes_describe` | `() -> i64` | the [`Manifest`](crate::Manifest) as JSON |
-//! | `outcomes_call` | `(ptr: i32, len: i32) -> i64` | input JSON in, [`Reply`](crate::Reply) JSON out |
+//! | `outcomes_describe` | `() -> i64` | the [`Manifest`] as JSON |
+//! | `outcomes_call` | `(ptr: i32, len: i32) -> i64` | input JSON in, [`Reply`] JSON out |
 //!
 //! An `i64` result packs a pointer (high 32 bits) and a length (low 32
 //! bits) of bytes in guest memory. The only import is

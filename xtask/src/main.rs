@@ -1,14 +1,18 @@
 //! Project tasks, run as `cargo xtask <task>` (an alias in .cargo/config.toml):
 //!
-//! - `serve`: start the service on embedded SQLite with the bundled
-//!   questionnaires and protocols.
-//! - `test`: run every test, on SQLite and on PostgreSQL.
+//! - `serve`: build the plugins, then start the service on embedded SQLite
+//!   with the bundled questionnaires, protocols, scorers and calculators.
+//! - `test`: build the plugins, then run every test, on SQLite and on
+//!   PostgreSQL.
+//! - `plugins`: build every plugin crate to wasm into `plugins/` (a running
+//!   service hot-reloads them).
 //! - `bench`: the HTTP benchmark (POST throughput, list latency at 1k and
 //!   1M rows), on SQLite and on PostgreSQL.
 //!
 //! Each task checks what it needs first and says how to fix what is missing.
 
 mod bench;
+mod plugins;
 mod prerequisites;
 
 use std::process::{Command, ExitCode};
@@ -24,18 +28,23 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Task {
-    /// Build and start the service (SQLite under ./data, http://127.0.0.1:8080).
+    /// Build the plugins and start the service (SQLite under ./data,
+    /// http://127.0.0.1:8080).
     /// Arguments after `--` go to `outcomes serve`, e.g. `-- --listen 0.0.0.0:8080`.
     Serve {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Run all tests of the workspace; every storage test runs on SQLite and
-    /// PostgreSQL. Arguments after `--` go to `cargo test`.
+    /// Build the plugins and run all tests of the workspace; every storage
+    /// test runs on SQLite and PostgreSQL. Arguments after `--` go to
+    /// `cargo test`.
     Test {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Build every plugin crate to wasm (one cargo invocation) into
+    /// plugins/<name>/ with its fixtures; a running service reloads them.
+    Plugins,
     /// Benchmark the release build over HTTP: POST throughput with concurrent
     /// clients, and list latency with 1k and 1M responses in the database.
     Bench(bench::BenchArgs),
@@ -46,6 +55,9 @@ fn main() -> ExitCode {
     let result = match cli.task {
         Task::Serve { args } => serve(&args),
         Task::Test { args } => test(&args),
+        Task::Plugins => {
+            build_plugins().map(|dir| eprintln!("plugins installed in {}", dir.display()))
+        }
         Task::Bench(args) => bench::run(args),
     };
     match result {
@@ -57,8 +69,13 @@ fn main() -> ExitCode {
     }
 }
 
-fn serve(args: &[String]) -> anyhow::Result<()> {
+fn build_plugins() -> anyhow::Result<std::path::PathBuf> {
     prerequisites::wasm_target()?;
+    plugins::build(&prerequisites::workspace_root())
+}
+
+fn serve(args: &[String]) -> anyhow::Result<()> {
+    build_plugins()?;
     let root = prerequisites::workspace_root();
     run(Command::new(cargo())
         .current_dir(&root)
@@ -75,7 +92,7 @@ fn serve(args: &[String]) -> anyhow::Result<()> {
 }
 
 fn test(args: &[String]) -> anyhow::Result<()> {
-    prerequisites::wasm_target()?;
+    build_plugins()?;
     prerequisites::postgres()?;
     let root = prerequisites::workspace_root();
     run(Command::new(cargo())

@@ -8,8 +8,10 @@ pub mod extract;
 pub mod fields;
 pub mod health;
 pub mod openapi;
+pub mod plugins;
 pub mod protocols;
 pub mod questionnaires;
+pub mod reports;
 pub mod respondents;
 pub mod responses;
 
@@ -38,10 +40,13 @@ pub fn router(state: AppState) -> Router {
         .merge(guarded(respondents::router(), Right::Respondents))
         .merge(guarded(protocols::router(), Right::Protocols))
         .merge(guarded(questionnaires::router(), Right::Questionnaires))
+        .merge(guarded(plugins::router(), Right::Questionnaires))
+        .merge(guarded(reports::router(), Right::ReportCalculations))
         .route("/openapi", get(openapi::serve));
     Router::new()
         .nest("/api/v1", api)
         .route("/health", get(health::health))
+        .route("/metrics", get(health::metrics))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)

@@ -82,7 +82,10 @@ A path that names nothing gets 404 `{\"errors\":{\"base\":[\"not_found\"]}}`; a 
         crate::api::protocols::get_measurement,
         crate::api::questionnaires::list_questionnaires,
         crate::api::questionnaires::get_questionnaire,
+        crate::api::reports::get_report_calculation,
+        crate::api::plugins::list_plugins,
         crate::api::health::health,
+        crate::api::health::metrics,
         serve,
     ),
     modifiers(&Authentication),
@@ -91,7 +94,9 @@ A path that names nothing gets 404 `{\"errors\":{\"base\":[\"not_found\"]}}`; a 
         (name = "respondents", description = "Who fills out a dossier's questionnaires"),
         (name = "protocols", description = "Questionnaires grouped into measurements"),
         (name = "questionnaires", description = "Questionnaire definitions"),
-        (name = "operations", description = "Health and this document"),
+        (name = "report calculations", description = "Calculator plugins run over a dossier's responses"),
+        (name = "plugins", description = "Scorer and calculator plugins the service runs"),
+        (name = "operations", description = "Health, metrics and this document"),
     )
 )]
 pub struct ApiDoc;

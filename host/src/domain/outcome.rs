@@ -2,8 +2,11 @@
 //! decisions.md §4). Scores stay open JSON objects because scorers may add
 //! fields; the host only relies on the fields named here.
 
+use plugin_sdk::{ScoreStatus, ScorerOutput};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+use super::questionnaire::{Questionnaire, ScoreDef};
 
 /// `outcome` of a response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -36,4 +39,240 @@ pub struct Provenance {
     pub plugin: Option<String>,
     pub version: Option<String>,
     pub sha256: Option<String>,
+}
+
+/// Completes a scorer's output into the outcome the host stores and sends
+/// (decisions.md §4): every score of the definition, in definition order,
+/// carries `score: true`, its `label` and `referenced_values`, and the
+/// scorer's fields; `action` is derived; `complete` is the completion as a
+/// rounded percentage. Output that breaks the contract (a score or question
+/// key the definition lacks, a number that is not finite, a completion
+/// outside 0..1) is refused with the reason, so it is recorded as a failure
+/// instead of being stored half-checked.
+pub fn complete(def: &Questionnaire, output: ScorerOutput) -> Result<Outcome, String> {
+    let ScorerOutput {
+        mut scores,
+        alarm,
+        attention,
+        completion,
+    } = output;
+    if let Some(unknown) = scores
+        .keys()
+        .find(|k| !def.scores.iter().any(|s| &s.key == *k))
+    {
+        return Err(format!("score {unknown:?} is not a score of {}", def.key));
+    }
+    for keys in [&alarm, &attention].into_iter().flatten() {
+        if let Some(unknown) = keys.iter().find(|k| def.question(k).is_none()) {
+            return Err(format!("{unknown:?} is not a question of {}", def.key));
+        }
+    }
+    let mut entries = Map::new();
+    let mut status = (false, false);
+    for s in &def.scores {
+        let mut entry = Map::new();
+        entry.insert("score".into(), Value::Bool(true));
+        entry.insert("label".into(), Value::String(label(def, s)));
+        if let Some(score) = scores.remove(&s.key) {
+            for (name, n) in [("value", score.value), ("tscore", score.tscore)] {
+                if n.is_some_and(|n| !n.is_finite()) {
+                    return Err(format!("score {}: {name} is not a finite number", s.key));
+                }
+            }
+            match score.status {
+                Some(ScoreStatus::Alarm) => status.0 = true,
+                Some(ScoreStatus::Attention) => status.1 = true,
+                None => {}
+            }
+            let Value::Object(fields) = serde_json::to_value(&score).map_err(|e| e.to_string())?
+            else {
+                return Err(format!("score {} is not an object", s.key));
+            };
+            for (name, value) in fields {
+                if !matches!(name.as_str(), "score" | "label" | "referenced_values") {
+                    entry.insert(name, value);
+                }
+            }
+        }
+        entry.insert(
+            "referenced_values".into(),
+            Value::Array(s.items.iter().cloned().map(Value::String).collect()),
+        );
+        entries.insert(s.key.clone(), Value::Object(entry));
+    }
+    let complete = match completion {
+        Some(c) if (0.0..=1.0).contains(&c) => Some(format!("{}%", (c * 100.0).round())),
+        Some(c) => return Err(format!("completion {c} lies outside 0 to 1")),
+        None => None,
+    };
+    let raised = |keys: &Option<Vec<String>>| keys.as_ref().is_some_and(|k| !k.is_empty());
+    let action = if raised(&alarm) || status.0 {
+        Some("alarm".to_owned())
+    } else if raised(&attention) || status.1 {
+        Some("attention".to_owned())
+    } else {
+        None
+    };
+    Ok(Outcome {
+        scores: entries,
+        action,
+        alarm,
+        attention,
+        complete,
+    })
+}
+
+/// The outcome of a completed response whose scorer failed (decisions.md
+/// §4): every score carries `score`, `label`, `referenced_values` and an
+/// `exception` (the error code and message) instead of a value, so the
+/// response is stored and can be rescored.
+pub fn failed(def: &Questionnaire, code: &str, message: &str) -> Outcome {
+    let mut scores = Map::new();
+    for s in &def.scores {
+        let entry = serde_json::json!({
+            "score": true,
+            "label": label(def, s),
+            "exception": { "code": code, "message": message },
+            "referenced_values": s.items,
+        });
+        scores.insert(s.key.clone(), entry);
+    }
+    Outcome {
+        scores,
+        ..Outcome::empty()
+    }
+}
+
+/// Whether a stored outcome records a scoring failure.
+pub fn has_failure(outcome: &Outcome) -> bool {
+    outcome
+        .scores
+        .values()
+        .any(|s| s.get("exception").is_some())
+}
+
+/// A score label in the questionnaire's own language.
+fn label(def: &Questionnaire, s: &ScoreDef) -> String {
+    s.label.resolve(&def.language, "en").to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::questionnaire;
+    use plugin_sdk::Score;
+
+    fn def() -> Questionnaire {
+        questionnaire::parse(
+            r#"
+key = "mini"
+name = "Mini"
+short_description = "Two items"
+language = "en"
+licence = "test"
+scorer = "mini"
+[[questions]]
+key = "v_1"
+title = "One"
+type = "radio"
+options = [{ key = "a0", value = 0, description = "No" }, { key = "a1", value = 1, description = "Yes" }]
+[[questions]]
+key = "v_2"
+title = "Two"
+type = "radio"
+options = [{ key = "a0", value = 0, description = "No" }, { key = "a1", value = 1, description = "Yes" }]
+[[scores]]
+key = "total"
+label = "Total"
+items = ["v_1", "v_2"]
+[[scores]]
+key = "second"
+label = "Second"
+"#,
+            "mini",
+        )
+        .expect("valid definition")
+    }
+
+    #[test]
+    fn a_completed_outcome_carries_label_and_references_in_definition_order() {
+        let mut output = ScorerOutput::default();
+        output.scores.insert("total".into(), Score::of(2.0));
+        output.completion = Some(0.5);
+        let o = complete(&def(), output).expect("valid output");
+        assert_eq!(
+            serde_json::to_value(&o.scores).expect("json"),
+            serde_json::json!({
+                "total": {"score": true, "label": "Total", "value": 2.0, "referenced_values": ["v_1", "v_2"]},
+                "second": {"score": true, "label": "Second", "referenced_values": []},
+            })
+        );
+        assert_eq!(o.scores.keys().collect::<Vec<_>>(), ["total", "second"]);
+        assert_eq!(o.complete.as_deref(), Some("50%"));
+        assert_eq!((o.action, o.alarm, o.attention), (None, None, None));
+    }
+
+    #[test]
+    fn action_is_alarm_before_attention_from_keys_or_score_status() {
+        let mut output = ScorerOutput {
+            alarm: Some(vec![]),
+            attention: Some(vec!["v_2".into()]),
+            ..ScorerOutput::default()
+        };
+        assert_eq!(
+            complete(&def(), output.clone())
+                .expect("valid")
+                .action
+                .as_deref(),
+            Some("attention")
+        );
+        output.scores.insert(
+            "total".into(),
+            Score {
+                status: Some(ScoreStatus::Alarm),
+                ..Score::of(2.0)
+            },
+        );
+        assert_eq!(
+            complete(&def(), output.clone())
+                .expect("valid")
+                .action
+                .as_deref(),
+            Some("alarm")
+        );
+        output.scores.clear();
+        output.attention = Some(vec![]);
+        let o = complete(&def(), output).expect("valid");
+        assert_eq!(
+            (o.action, o.alarm, o.attention),
+            (None, Some(vec![]), Some(vec![]))
+        );
+    }
+
+    #[test]
+    fn output_outside_the_definition_is_refused() {
+        let mut output = ScorerOutput::default();
+        output.scores.insert("bogus".into(), Score::of(1.0));
+        assert!(complete(&def(), output).is_err());
+        let output = ScorerOutput {
+            alarm: Some(vec!["v_9".into()]),
+            ..ScorerOutput::default()
+        };
+        assert!(complete(&def(), output).is_err());
+        let output = ScorerOutput {
+            completion: Some(1.5),
+            ..ScorerOutput::default()
+        };
+        assert!(complete(&def(), output).is_err());
+    }
+
+    #[test]
+    fn a_failed_outcome_records_the_exception_on_every_score() {
+        let o = failed(&def(), "out_of_fuel", "ran out of fuel");
+        assert!(has_failure(&o));
+        assert_eq!(o.scores["total"]["exception"]["code"], "out_of_fuel");
+        assert_eq!(o.scores["second"]["label"], "Second");
+        assert!(o.scores["total"].get("value").is_none());
+        assert_eq!(o.action, None);
+    }
 }

@@ -10,6 +10,8 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde::Deserialize;
 
+use plugin_sdk::{Norm, Tonality};
+
 use super::text::Text;
 
 /// The name of the definition file inside a questionnaire's folder.
@@ -100,6 +102,24 @@ pub struct OptionDef {
 pub struct ScoreDef {
     pub key: String,
     pub label: Text,
+    /// Question keys the score is computed from (`referenced_values`).
+    #[serde(default)]
+    pub items: Vec<String>,
+    /// Norm population for t-scores.
+    #[serde(default)]
+    pub norm: Option<Norm>,
+    /// Reliability coefficient, for reliable change.
+    #[serde(default)]
+    pub reliability: Option<f64>,
+    /// Standard deviation of the reference sample, for reliable change.
+    #[serde(default)]
+    pub sd: Option<f64>,
+    /// Clinical cut-off.
+    #[serde(default)]
+    pub cutoff: Option<f64>,
+    /// Which way the score points.
+    #[serde(default)]
+    pub tonality: Tonality,
 }
 
 /// A boolean flag that changes which questions are shown.
@@ -306,6 +326,34 @@ fn validate(file: QuestionnaireFile, folder: &str) -> Result<Questionnaire, Defi
         }
         if s.label.is_blank() {
             err(format!("scores[{i}] ({}): label is blank", s.key));
+        }
+        for item in &s.items {
+            if !seen.contains(item) {
+                err(format!(
+                    "scores[{i}] ({}): items names no question {item:?}",
+                    s.key
+                ));
+            }
+        }
+        if let Some(norm) = s.norm
+            && !(norm.mean.is_finite() && norm.sd.is_finite() && norm.sd > 0.0)
+        {
+            err(format!(
+                "scores[{i}] ({}): norm needs a finite mean and an sd above 0",
+                s.key
+            ));
+        }
+        if s.reliability.is_some_and(|r| !(r > 0.0 && r < 1.0)) {
+            err(format!(
+                "scores[{i}] ({}): reliability must lie between 0 and 1",
+                s.key
+            ));
+        }
+        if s.sd.is_some_and(|sd| !(sd.is_finite() && sd > 0.0)) {
+            err(format!("scores[{i}] ({}): sd must be above 0", s.key));
+        }
+        if s.cutoff.is_some_and(|c| !c.is_finite()) {
+            err(format!("scores[{i}] ({}): cutoff must be a number", s.key));
         }
     }
     for name in file.flags.keys().chain(file.textvars.keys()) {

@@ -10,6 +10,7 @@ mod access_log;
 mod catalog;
 mod dossiers;
 mod error;
+mod outcomes;
 mod responses;
 mod tokens;
 mod writer;
@@ -24,6 +25,7 @@ use sqlx::{AnyConnection, AnyPool, ConnectOptions, Connection, Executor};
 pub use access_log::AccessEntry;
 pub use catalog::DefinitionSource;
 pub use error::StoreError;
+pub use outcomes::{ArchivedModule, RescoreFilter};
 pub use responses::{CompleteError, CreateResult, Preparation, ResponseFilter};
 pub use tokens::{NewToken, StoredToken};
 

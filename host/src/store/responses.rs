@@ -68,16 +68,16 @@ pub enum CompleteError {
     OtherQuestionnaire,
 }
 
-const COLUMNS: &str = "r.id, r.dossier_id, r.respondent_id, r.questionnaire_id, q.key AS questionnaire_key, \
+pub(super) const COLUMNS: &str = "r.id, r.dossier_id, r.respondent_id, r.questionnaire_id, q.key AS questionnaire_key, \
     q.name AS questionnaire_name, r.external_id, r.completer_type, r.flags, r.textvars, r.measurement_id, \
     r.protocol_subscription_id, r.non_response_id, r.open_from, r.open_till, r.started_at, r.completed_at, \
     r.aborted_at, r.answers, r.outcome, r.outcome_plugin, r.outcome_plugin_version, r.outcome_plugin_sha256, \
     r.requesters, r.entered_by, r.created_at";
 
-const FROM: &str = "FROM responses r JOIN questionnaires q ON q.id = r.questionnaire_id";
+pub(super) const FROM: &str = "FROM responses r JOIN questionnaires q ON q.id = r.questionnaire_id";
 
 #[derive(sqlx::FromRow)]
-struct ResponseRow {
+pub(super) struct ResponseRow {
     id: i64,
     dossier_id: i64,
     respondent_id: i64,

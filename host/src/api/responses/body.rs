@@ -94,8 +94,8 @@ fn parse_completion(
         answers,
         started_at,
         completed_at: filled_out_at.unwrap_or(now),
-        // The scoring pipeline (plugin issue) fills these; until then a
-        // completed response carries the empty outcome (decisions.md §4).
+        // The handler runs the scorer (AppState::score) once the body is
+        // known to be valid; nothing is scored for a refused request.
         outcome: Outcome::empty(),
         provenance: Provenance::default(),
     })

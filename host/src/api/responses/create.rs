@@ -44,7 +44,8 @@ pub async fn create_response(
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
     let now = app.now();
-    let new = parse_create(&body, &app.catalog(), now)?;
+    let mut new = parse_create(&body, &app.catalog(), now)?;
+    app.score(&mut new.completion, new.professional).await;
     let created = app
         .store()
         .create_response(

@@ -49,7 +49,8 @@ pub async fn update_response(
         .ok_or(ApiError::NotFound("external_id"))?
         .to_owned();
     let now = app.now();
-    let completion = parse_update(&body, &app.catalog(), now)?;
+    let mut completion = parse_update(&body, &app.catalog(), now)?;
+    app.score(&mut completion, false).await;
     match app
         .store()
         .complete_response(dossier, segment, completion, now)

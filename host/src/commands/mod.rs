@@ -6,6 +6,10 @@
     reason = "these commands answer on standard output"
 )]
 
+pub mod plugin;
+pub mod rescore;
+mod scaffold;
+
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};

@@ -1,0 +1,248 @@
+//! `GET /api/v1/dossiers/:dossier_id/report_calculations`: runs a named
+//! calculator plugin over a dossier's completed responses, chosen by
+//! `response_ids[]` or by `filters[...]` (api.md "Report calculations";
+//! decisions.md §2 for the error answers).
+
+use std::collections::BTreeMap;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::routing::get;
+use chrono::SecondsFormat;
+use plugin_sdk::{CalculatorInput, CalculatorOutput, OutcomeInfo, PluginKind, ResponseInfo};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use crate::AppState;
+use crate::api::extract::{DossierPath, QueryParams};
+use crate::domain::response::{Response as StoredResponse, Status};
+use crate::domain::time::parse_filter;
+use crate::error::{ApiError, Errors, json};
+use crate::scoring::questionnaire_info;
+use crate::store::ResponseFilter;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route(
+        "/dossiers/{dossier_id}/report_calculations",
+        get(get_report_calculation),
+    )
+}
+
+/// The result of a report calculation.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReportCalculationView {
+    /// Output of the named calculator.
+    #[schema(value_type = Object)]
+    pub results: Map<String, Value>,
+    /// Ids of the responses the calculation ran over: the completed ones
+    /// among those selected, oldest first.
+    pub response_ids: Vec<i64>,
+}
+
+/// How the responses are chosen.
+enum Selection {
+    Ids(Vec<i64>),
+    Filters(ResponseFilter),
+}
+
+/// Run a report calculation
+///
+/// Runs the calculator over the dossier's completed responses: those named
+/// by `response_ids[]`, or those matching `filters[questionnaire_keys][]`
+/// (required when no ids are given) and the optional
+/// `filters[completed_after]` / `filters[completed_before]` (Unix seconds or
+/// ISO 8601). Responses that are not completed are left out; `response_ids`
+/// in the answer says which ran.
+#[utoipa::path(
+    get,
+    path = "/api/v1/dossiers/{dossier_id}/report_calculations",
+    tag = "report calculations",
+    params(
+        ("dossier_id" = String, Path, description = "The EPD's identifier of the patient"),
+        ("calculator" = String, Query, description = "Name of the report calculator, e.g. score_series, reliable_change, alarm_summary"),
+        ("response_ids[]" = Option<Vec<i64>>, Query, description = "Specific responses of this dossier"),
+        ("filters[questionnaire_keys][]" = Option<Vec<String>>, Query, description = "Questionnaire keys; required when response_ids is absent"),
+        ("filters[completed_after]" = Option<i64>, Query, description = "Unix timestamp lower bound"),
+        ("filters[completed_before]" = Option<i64>, Query, description = "Unix timestamp upper bound"),
+    ),
+    responses(
+        (status = 200, description = "The calculation", body = ReportCalculationView),
+        (status = 404, description = "Unknown calculator (`{\"errors\":{\"calculator\":[\"not_found\"]}}`) or a response id not in this dossier (`response_ids`)", body = crate::api::openapi::ErrorBody),
+        (status = 422, description = "Invalid parameters, nested for filters (`{\"errors\":{\"filters\":{\"questionnaire_keys\":[\"blank\"]}}}`); or the calculator failed (`{\"errors\":{\"calculator\":[\"calculation_failed\"]}}`)", body = crate::api::openapi::ErrorBody),
+    )
+)]
+pub async fn get_report_calculation(
+    State(app): State<AppState>,
+    DossierPath(dossier): DossierPath,
+    query: QueryParams,
+) -> Result<Response, ApiError> {
+    let (calculator, selection) = parse(&query, app.config().time_zone)?;
+    let plugin = app
+        .plugins()
+        .get(PluginKind::Calculator, &calculator)
+        .map_err(|_| ApiError::NotFound("calculator"))?;
+    let catalog = app.catalog();
+    let responses = select(&app, &dossier, selection).await?;
+    let mut questionnaires = BTreeMap::new();
+    for r in &responses {
+        if let Some(q) = catalog.questionnaire(&r.questionnaire_key) {
+            questionnaires
+                .entry(r.questionnaire_key.clone())
+                .or_insert_with(|| questionnaire_info(&q.def));
+        }
+    }
+    let response_ids: Vec<i64> = responses.iter().map(|r| r.id.0).collect();
+    let input = CalculatorInput {
+        responses: responses.iter().map(response_info).collect(),
+        questionnaires,
+    };
+    let call = app
+        .plugins()
+        .call::<_, CalculatorOutput>(plugin.clone(), input)
+        .await;
+    match call.result {
+        Ok(output) => Ok(json(
+            StatusCode::OK,
+            &ReportCalculationView {
+                results: output.results,
+                response_ids,
+            },
+        )),
+        Err(e) => {
+            tracing::error!(
+                calculator = plugin.name(),
+                version = plugin.version(),
+                error = %e,
+                "report calculation failed"
+            );
+            Err(ApiError::Invalid(Errors::one(
+                "calculator",
+                "calculation_failed",
+            )))
+        }
+    }
+}
+
+/// Reads and checks the parameters; every problem at once.
+fn parse(query: &QueryParams, zone: chrono_tz::Tz) -> Result<(String, Selection), ApiError> {
+    let mut errors = Errors::new();
+    let calculator = query
+        .single("calculator")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(str::to_owned);
+    if calculator.is_none() {
+        errors.add("calculator", "blank");
+    }
+    let selection = match query.list("response_ids") {
+        Some(ids) => {
+            let parsed: Option<Vec<i64>> = ids.iter().map(|i| i.trim().parse().ok()).collect();
+            match parsed {
+                Some(ids) if !ids.is_empty() => Some(Selection::Ids(ids)),
+                _ => {
+                    errors.add("response_ids", "invalid");
+                    None
+                }
+            }
+        }
+        None => {
+            let mut inner = Errors::new();
+            let keys: Vec<String> = query
+                .list("filters[questionnaire_keys]")
+                .unwrap_or_default()
+                .into_iter()
+                .map(|k| k.trim().to_owned())
+                .filter(|k| !k.is_empty())
+                .collect();
+            if keys.is_empty() {
+                inner.add("questionnaire_keys", "blank");
+            }
+            let mut time = |name: &str| {
+                let value = query.single(&format!("filters[{name}]"))?;
+                let parsed = parse_filter(value, zone);
+                if parsed.is_none() {
+                    inner.add(name, "invalid");
+                }
+                parsed
+            };
+            let completed_after = time("completed_after");
+            let completed_before = time("completed_before");
+            if inner.is_empty() {
+                Some(Selection::Filters(ResponseFilter {
+                    questionnaire_keys: Some(keys),
+                    completed_after,
+                    completed_before,
+                    ..ResponseFilter::default()
+                }))
+            } else {
+                errors.nest("filters", inner);
+                None
+            }
+        }
+    };
+    errors.into_result()?;
+    match (calculator, selection) {
+        (Some(c), Some(s)) => Ok((c, s)),
+        _ => Err(ApiError::Invalid(Errors::one("calculator", "blank"))),
+    }
+}
+
+/// The completed responses selected, oldest first. Ids not in this dossier
+/// are 404, as a response of another dossier must look (design.md,
+/// Security).
+async fn select(
+    app: &AppState,
+    dossier: &str,
+    selection: Selection,
+) -> Result<Vec<StoredResponse>, ApiError> {
+    let now = app.now();
+    let mut responses = match selection {
+        Selection::Ids(ids) => {
+            let all = app
+                .store()
+                .list_responses(dossier, &ResponseFilter::default(), now)
+                .await?;
+            if ids.iter().any(|id| !all.iter().any(|r| r.id.0 == *id)) {
+                return Err(ApiError::NotFound("response_ids"));
+            }
+            all.into_iter()
+                .filter(|r| ids.contains(&r.id.0) && Status::at(&r.times, now) == Status::Completed)
+                .collect()
+        }
+        Selection::Filters(mut filter) => {
+            let catalog = app.catalog();
+            let keys = filter.questionnaire_keys.clone().unwrap_or_default();
+            if keys.iter().any(|k| catalog.questionnaire(k).is_none()) {
+                let mut inner = Errors::new();
+                inner.add("questionnaire_keys", "invalid");
+                let mut errors = Errors::new();
+                errors.nest("filters", inner);
+                return Err(ApiError::Invalid(errors));
+            }
+            filter.status = Some(Status::Completed);
+            app.store().list_responses(dossier, &filter, now).await?
+        }
+    };
+    responses.sort_by_key(|r| (r.times.completed_at, r.id.0));
+    Ok(responses)
+}
+
+fn response_info(r: &StoredResponse) -> ResponseInfo {
+    let outcome = serde_json::to_value(&r.outcome)
+        .and_then(serde_json::from_value::<OutcomeInfo>)
+        .unwrap_or_default();
+    ResponseInfo {
+        id: r.id.0,
+        questionnaire_key: r.questionnaire_key.clone(),
+        completed_at: r
+            .times
+            .completed_at
+            .map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true))
+            .unwrap_or_default(),
+        values: r.answers.0.iter().cloned().collect(),
+        outcome,
+    }
+}

@@ -1,0 +1,201 @@
+//! `outcomes plugin ...`: the plugin author's and operator's tools. `test`
+//! runs a module under production limits against fixtures and reports what
+//! each call used; `list` loads the plugin directory as the service would
+//! and says what serves and what is refused; `new` scaffolds a crate.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Subcommand;
+use plugin_sdk::testing::{self, Fixture};
+
+use crate::config::Config;
+use crate::metrics::Metrics;
+use crate::plugins::{PluginSettings, Plugins, selftest};
+
+#[derive(Debug, Subcommand)]
+pub enum PluginCommand {
+    /// Run a module under the production limits against golden fixtures
+    /// and print, per fixture: pass or fail with a JSON diff, fuel used vs
+    /// budget, peak memory vs cap, input and output size vs caps, wall time
+    /// and the plugin's log lines. Exits non-zero when any fixture fails.
+    Test {
+        /// The .wasm module
+        module: PathBuf,
+        /// Fixture files or folders [default: fixtures/ beside the module]
+        fixtures: Vec<PathBuf>,
+    },
+    /// Load every plugin folder as the service does (validate, compile,
+    /// self-test) and list what would serve and what is refused. Exits
+    /// non-zero when any module is refused. A running service shows its own
+    /// state at GET /api/v1/plugins.
+    List,
+    /// Scaffold a plugin crate with one fixture: a scorer under
+    /// questionnaires/NAME/ (with a two-question definition to start from)
+    /// or a calculator under calculators/NAME/.
+    New {
+        /// scorer or calculator
+        #[arg(value_parser = ["scorer", "calculator"])]
+        kind: String,
+        /// Plugin name: lower-case letters, digits and _, starting with a letter
+        name: String,
+        /// Repository root to create it in [default: .]
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+    },
+}
+
+/// Runs a plugin command; `Ok(false)` means "done, but exit non-zero".
+pub fn run(command: PluginCommand, config: &Config) -> anyhow::Result<bool> {
+    match command {
+        PluginCommand::Test { module, fixtures } => test(config, &module, &fixtures),
+        PluginCommand::List => list(config),
+        PluginCommand::New { kind, name, root } => {
+            super::scaffold::create(&root, &kind, &name)?;
+            Ok(true)
+        }
+    }
+}
+
+fn runtime(config: &Config) -> anyhow::Result<Plugins> {
+    let settings = PluginSettings {
+        cache_dir: None,
+        ..config.plugins.clone()
+    };
+    Plugins::new(settings, Arc::new(Metrics::default())).context("starting the plugin runtime")
+}
+
+#[allow(clippy::print_stdout)]
+fn test(config: &Config, module: &Path, fixture_args: &[PathBuf]) -> anyhow::Result<bool> {
+    let bytes = std::fs::read(module).with_context(|| format!("reading {}", module.display()))?;
+    let plugins = runtime(config)?;
+    let plugin = match plugins.load_module(&bytes) {
+        Ok(p) => p,
+        Err(e) => {
+            println!("REFUSED  {}: {e}", module.display());
+            return Ok(false);
+        }
+    };
+    let l = plugin.limits;
+    println!(
+        "{} {} ({}), sha256 {}, limits: fuel {}, memory {}, input {}, output {}, deadline {} ms",
+        plugin.name(),
+        plugin.version(),
+        plugin.kind(),
+        plugin.sha256,
+        l.fuel,
+        bytes_text(l.memory_bytes),
+        bytes_text(l.input_bytes),
+        bytes_text(l.output_bytes),
+        l.deadline_ms
+    );
+    let fixtures = load_fixtures(module, fixture_args)?;
+    anyhow::ensure!(
+        !fixtures.is_empty(),
+        "no fixtures found; give fixture files or put them in fixtures/ beside the module"
+    );
+    let mut failed = 0;
+    for fixture in fixtures {
+        let run = selftest::run(&plugin, fixture);
+        let u = &run.call.usage;
+        let verdict = if run.failure.is_none() {
+            "PASS"
+        } else {
+            "FAIL"
+        };
+        println!(
+            "{verdict}  {}  {}",
+            run.fixture.name, run.fixture.description
+        );
+        println!(
+            "      fuel {} / {} ({:.1}%)  memory {} / {}  input {} / {}  output {} / {}  wall {:.3} ms",
+            u.fuel_used,
+            l.fuel,
+            100.0 * u.fuel_used as f64 / l.fuel as f64,
+            bytes_text(u.peak_memory),
+            bytes_text(l.memory_bytes),
+            bytes_text(u.input_bytes),
+            bytes_text(l.input_bytes),
+            bytes_text(u.output_bytes),
+            bytes_text(l.output_bytes),
+            u.wall.as_secs_f64() * 1000.0
+        );
+        for line in &run.call.logs {
+            println!("      log [{}] {}", line.level, line.message);
+        }
+        if let Some(why) = run.failure {
+            failed += 1;
+            for line in why.lines() {
+                println!("      {line}");
+            }
+        }
+    }
+    println!(
+        "{}",
+        if failed == 0 {
+            "all fixtures pass".to_owned()
+        } else {
+            format!("{failed} fixture(s) failed")
+        }
+    );
+    Ok(failed == 0)
+}
+
+fn load_fixtures(module: &Path, args: &[PathBuf]) -> anyhow::Result<Vec<Fixture>> {
+    let default = [module.parent().unwrap_or(Path::new(".")).join("fixtures")];
+    let sources = if args.is_empty() { &default[..] } else { args };
+    let mut fixtures = Vec::new();
+    for source in sources {
+        if source.is_dir() {
+            fixtures.extend(testing::load_dir(source).map_err(|e| anyhow::anyhow!("{e}"))?);
+        } else {
+            fixtures.push(Fixture::load(source).map_err(|e| anyhow::anyhow!("{e}"))?);
+        }
+    }
+    Ok(fixtures)
+}
+
+#[allow(clippy::print_stdout)]
+fn list(config: &Config) -> anyhow::Result<bool> {
+    let plugins = runtime(config)?;
+    plugins.reload(chrono::Utc::now());
+    let registry = plugins.registry();
+    let statuses = registry.statuses();
+    if statuses.is_empty() {
+        println!("no plugin folders in {}", plugins.dir().display());
+    }
+    let mut ok = true;
+    for s in statuses {
+        match &s.serving {
+            Some(v) => println!(
+                "{:<10} {:<20} {} {} {} sha256 {} fixtures passed {}",
+                s.state,
+                s.folder,
+                v.kind,
+                v.name,
+                v.version,
+                &v.sha256[..16],
+                v.fixtures_passed
+            ),
+            None => println!("{:<10} {:<20}", s.state, s.folder),
+        }
+        if let Some(e) = &s.error {
+            ok = false;
+            println!("           refused: {e}");
+        }
+    }
+    Ok(ok)
+}
+
+fn bytes_text(n: usize) -> String {
+    const KIB: f64 = 1024.0;
+    let f = n as f64;
+    if f >= KIB * KIB {
+        format!("{:.1} MiB", f / KIB / KIB)
+    } else if f >= KIB {
+        format!("{:.1} KiB", f / KIB)
+    } else {
+        format!("{n} B")
+    }
+}

@@ -1,0 +1,128 @@
+//! Counters and gauges for `/metrics`, in the Prometheus text format. Small
+//! on purpose: a map from series (name and labels) to a value. Label values
+//! are escaped as the format requires.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::Mutex;
+
+/// Help text per metric name, written once above its series.
+const HELP: &[(&str, &str, &str)] = &[
+    (
+        "outcomes_plugin_calls_total",
+        "counter",
+        "Plugin calls by plugin, kind and result (ok or an error code).",
+    ),
+    (
+        "outcomes_plugin_reloads_total",
+        "counter",
+        "Plugin folder loads by result (loaded or failed).",
+    ),
+    (
+        "outcomes_plugins_failed",
+        "gauge",
+        "Plugin folders whose current module was refused (an older version may still serve).",
+    ),
+    ("outcomes_plugins_serving", "gauge", "Plugins serving."),
+    (
+        "outcomes_scoring_failures_total",
+        "counter",
+        "Responses stored with a scoring failure recorded in their outcome.",
+    ),
+    (
+        "outcomes_definition_reloads_total",
+        "counter",
+        "Re-imports of questionnaire and protocol definitions by result.",
+    ),
+];
+
+/// The process's metrics.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    series: Mutex<BTreeMap<(&'static str, String), f64>>,
+}
+
+impl Metrics {
+    /// Adds one to a counter.
+    pub fn inc(&self, name: &'static str, labels: &[(&str, &str)]) {
+        self.update(name, labels, |v| *v += 1.0);
+    }
+
+    /// Sets a gauge.
+    pub fn set(&self, name: &'static str, labels: &[(&str, &str)], value: f64) {
+        self.update(name, labels, |v| *v = value);
+    }
+
+    /// The current value of a series (tests and the CLI).
+    pub fn get(&self, name: &'static str, labels: &[(&str, &str)]) -> f64 {
+        let key = (name, render_labels(labels));
+        self.lock().get(&key).copied().unwrap_or(0.0)
+    }
+
+    fn update(&self, name: &'static str, labels: &[(&str, &str)], f: impl FnOnce(&mut f64)) {
+        let key = (name, render_labels(labels));
+        f(self.lock().entry(key).or_insert(0.0));
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<(&'static str, String), f64>> {
+        // A panic while holding the lock leaves plain numbers behind; they
+        // stay usable.
+        self.series.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The Prometheus text exposition of every series.
+    pub fn render(&self) -> String {
+        let series = self.lock();
+        let mut out = String::new();
+        for (name, kind, help) in HELP {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+            for ((n, labels), value) in series.iter().filter(|((n, _), _)| n == name) {
+                let _ = writeln!(out, "{n}{labels} {value}");
+            }
+        }
+        out
+    }
+}
+
+fn render_labels(labels: &[(&str, &str)]) -> String {
+    if labels.is_empty() {
+        return String::new();
+    }
+    let inner: Vec<String> = labels
+        .iter()
+        .map(|(k, v)| {
+            let v = v
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('\n', "\\n");
+            format!("{k}=\"{v}\"")
+        })
+        .collect();
+    format!("{{{}}}", inner.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_render_in_the_text_format_with_escaped_labels() {
+        let m = Metrics::default();
+        m.inc(
+            "outcomes_plugin_calls_total",
+            &[("plugin", "phq9"), ("result", "ok")],
+        );
+        m.inc(
+            "outcomes_plugin_calls_total",
+            &[("plugin", "phq9"), ("result", "ok")],
+        );
+        m.set("outcomes_plugins_serving", &[], 4.0);
+        m.inc("outcomes_plugin_reloads_total", &[("folder", "a\"b")]);
+        let text = m.render();
+        assert!(text.contains("outcomes_plugin_calls_total{plugin=\"phq9\",result=\"ok\"} 2\n"));
+        assert!(text.contains("outcomes_plugins_serving 4\n"));
+        assert!(text.contains("folder=\"a\\\"b\""));
+        assert!(text.contains("# TYPE outcomes_plugin_calls_total counter"));
+        assert_eq!(m.get("outcomes_plugins_serving", &[]), 4.0);
+    }
+}

@@ -1,0 +1,394 @@
+//! One call into a plugin: a fresh instance from the plugin's
+//! `InstancePre`, fuel and an epoch deadline set, memory growth capped, the
+//! input copied in, the output copied out and checked. Everything the guest
+//! can do wrong becomes a [`PluginError`]; what the call used is measured
+//! for the author harness and the logs.
+
+use std::time::{Duration, Instant};
+
+use plugin_sdk::log::{Level, MAX_LINE_BYTES, MAX_LINES};
+use plugin_sdk::{Manifest, Reply};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use wasmtime::{Caller, Instance, ResourceLimiter, Store, Trap};
+
+use super::engine::Runtime;
+use super::error::PluginError;
+use super::limits::Limits;
+use super::module::{
+    EXPORT_ABI_VERSION, EXPORT_ALLOC, EXPORT_CALL, EXPORT_DESCRIBE, EXPORT_MEMORY, Plugin,
+};
+
+/// Per-call state the host keeps in the store.
+#[derive(Debug)]
+pub struct CallState {
+    memory_cap: usize,
+    cap_hit: bool,
+    peak_memory: usize,
+    logs: Vec<LogLine>,
+    logs_dropped: usize,
+}
+
+impl ResourceLimiter for CallState {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.memory_cap {
+            self.cap_hit = true;
+            return Ok(false);
+        }
+        self.peak_memory = self.peak_memory.max(desired);
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 100_000)
+    }
+}
+
+/// A line the guest logged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LogLine {
+    pub level: &'static str,
+    pub message: String,
+}
+
+/// What a call used, for the harness and the logs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    pub fuel_used: u64,
+    pub peak_memory: usize,
+    pub input_bytes: usize,
+    pub output_bytes: usize,
+    #[serde(serialize_with = "micros")]
+    pub wall: Duration,
+}
+
+fn micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(d.as_micros() as u64)
+}
+
+/// The result of one call with what it used and logged.
+#[derive(Debug)]
+pub struct Call<T> {
+    pub result: Result<T, PluginError>,
+    pub usage: Usage,
+    pub logs: Vec<LogLine>,
+}
+
+/// The `outcomes.log` import: copies at most [`MAX_LINES`] lines of at most
+/// [`MAX_LINE_BYTES`] bytes per call into the call state; anything else is
+/// counted and dropped. Never traps on bad pointers: the line is dropped.
+pub fn host_log(mut caller: Caller<'_, CallState>, level: i32, ptr: i32, len: i32) {
+    if caller.data().logs.len() >= MAX_LINES {
+        caller.data_mut().logs_dropped += 1;
+        return;
+    }
+    let Some(memory) = caller
+        .get_export(EXPORT_MEMORY)
+        .and_then(|e| e.into_memory())
+    else {
+        return;
+    };
+    let (start, len) = (
+        ptr as u32 as usize,
+        (len as u32 as usize).min(MAX_LINE_BYTES),
+    );
+    let message = memory
+        .data(&caller)
+        .get(start..start.saturating_add(len))
+        .map(|b| String::from_utf8_lossy(b).into_owned());
+    let state = caller.data_mut();
+    match message {
+        Some(message) => state.logs.push(LogLine {
+            level: match Level::from_raw(level as u32) {
+                Level::Debug => "debug",
+                Level::Info => "info",
+                Level::Warn => "warn",
+                Level::Error => "error",
+            },
+            message,
+        }),
+        None => state.logs_dropped += 1,
+    }
+}
+
+/// A fresh instance of `plugin` with `limits` applied.
+struct Session {
+    store: Store<CallState>,
+    instance: Instance,
+    limits: Limits,
+    fuel: u64,
+}
+
+impl Session {
+    fn new(plugin: &Plugin, limits: Limits) -> Result<Session, PluginError> {
+        let mut store = Store::new(
+            &plugin.runtime.engine,
+            CallState {
+                memory_cap: limits.memory_bytes,
+                cap_hit: false,
+                peak_memory: 0,
+                logs: Vec::new(),
+                logs_dropped: 0,
+            },
+        );
+        store.limiter(|s| s as &mut dyn ResourceLimiter);
+        store
+            .set_fuel(limits.fuel)
+            .map_err(|e| PluginError::Host(format!("{e:#}")))?;
+        store.set_epoch_deadline(Runtime::deadline_ticks(limits.deadline_ms));
+        store.epoch_deadline_trap();
+        let instance = plugin
+            .pre
+            .instantiate(&mut store)
+            .map_err(|e| classify(&e, &store, &limits))?;
+        if let Some(memory) = instance.get_memory(&mut store, EXPORT_MEMORY) {
+            let size = memory.data_size(&store);
+            store.data_mut().peak_memory = store.data().peak_memory.max(size);
+        }
+        Ok(Session {
+            store,
+            instance,
+            limits,
+            fuel: limits.fuel,
+        })
+    }
+
+    fn func<P: wasmtime::WasmParams, R: wasmtime::WasmResults>(
+        &mut self,
+        name: &str,
+    ) -> Result<wasmtime::TypedFunc<P, R>, PluginError> {
+        self.instance
+            .get_typed_func::<P, R>(&mut self.store, name)
+            .map_err(|_| PluginError::MissingExport(name.to_owned()))
+    }
+
+    fn fail(&self, e: &wasmtime::Error) -> PluginError {
+        classify(e, &self.store, &self.limits)
+    }
+
+    /// Reads `(ptr << 32) | len` bytes out of guest memory.
+    fn read_packed(&mut self, packed: i64) -> Result<Vec<u8>, PluginError> {
+        let packed = packed as u64;
+        let (ptr, len) = ((packed >> 32) as usize, (packed & 0xffff_ffff) as usize);
+        if len > self.limits.output_bytes {
+            return Err(PluginError::OutputTooLarge {
+                len,
+                cap: self.limits.output_bytes,
+            });
+        }
+        let memory = self
+            .instance
+            .get_memory(&mut self.store, EXPORT_MEMORY)
+            .ok_or_else(|| PluginError::MissingExport(EXPORT_MEMORY.into()))?;
+        memory
+            .data(&self.store)
+            .get(ptr..ptr.saturating_add(len))
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| {
+                PluginError::Contract(format!("output at {ptr}+{len} lies outside guest memory"))
+            })
+    }
+
+    fn finish<T>(
+        mut self,
+        result: Result<T, PluginError>,
+        started: Instant,
+        input_bytes: usize,
+        output_bytes: usize,
+    ) -> Call<T> {
+        let fuel_left = self.store.get_fuel().unwrap_or(0);
+        let state = self.store.data_mut();
+        let mut logs = std::mem::take(&mut state.logs);
+        if state.logs_dropped > 0 {
+            logs.push(LogLine {
+                level: "warn",
+                message: format!(
+                    "{} further log lines dropped (cap {MAX_LINES} per call)",
+                    state.logs_dropped
+                ),
+            });
+        }
+        Call {
+            result,
+            logs,
+            usage: Usage {
+                fuel_used: self.fuel.saturating_sub(fuel_left),
+                peak_memory: state.peak_memory,
+                input_bytes,
+                output_bytes,
+                wall: started.elapsed(),
+            },
+        }
+    }
+}
+
+/// Turns a wasmtime error into the typed error, looking at the trap code
+/// and at whether the memory cap was hit just before (a failed grow makes
+/// Rust guests abort, which traps as `unreachable`).
+fn classify(e: &wasmtime::Error, store: &Store<CallState>, limits: &Limits) -> PluginError {
+    if store.data().cap_hit {
+        return PluginError::MemoryCap {
+            cap: limits.memory_bytes,
+        };
+    }
+    match e.downcast_ref::<Trap>() {
+        Some(Trap::OutOfFuel) => PluginError::OutOfFuel {
+            budget: limits.fuel,
+        },
+        Some(Trap::Interrupt) => PluginError::Deadline {
+            ms: limits.deadline_ms,
+        },
+        Some(Trap::StackOverflow) => PluginError::StackOverflow,
+        Some(trap) => PluginError::Trap(trap.to_string()),
+        None if e.to_string().contains("concurrent") || e.to_string().contains("pool") => {
+            PluginError::Busy
+        }
+        None => PluginError::Trap(format!("{e:#}")),
+    }
+}
+
+/// Runs the entry call on raw input bytes and returns raw output bytes.
+pub fn invoke_raw(plugin: &Plugin, input: &[u8]) -> Call<Vec<u8>> {
+    invoke_raw_with(plugin, plugin.limits, input)
+}
+
+/// [`invoke_raw`] under other limits (the harness compares against
+/// production limits; loading uses the defaults).
+pub fn invoke_raw_with(plugin: &Plugin, limits: Limits, input: &[u8]) -> Call<Vec<u8>> {
+    let started = Instant::now();
+    let failed = |result: PluginError| Call {
+        result: Err(result),
+        usage: Usage {
+            input_bytes: input.len(),
+            wall: started.elapsed(),
+            ..Usage::default()
+        },
+        logs: Vec::new(),
+    };
+    if input.len() > limits.input_bytes {
+        return failed(PluginError::InputTooLarge {
+            len: input.len(),
+            cap: limits.input_bytes,
+        });
+    }
+    let Ok(len) = i32::try_from(input.len()) else {
+        return failed(PluginError::InputTooLarge {
+            len: input.len(),
+            cap: i32::MAX as usize,
+        });
+    };
+    let mut session = match Session::new(plugin, limits) {
+        Ok(s) => s,
+        Err(e) => return failed(e),
+    };
+    let result = (|| {
+        let alloc = session.func::<i32, i32>(EXPORT_ALLOC)?;
+        let ptr = alloc
+            .call(&mut session.store, len)
+            .map_err(|e| session.fail(&e))?;
+        let memory = session
+            .instance
+            .get_memory(&mut session.store, EXPORT_MEMORY)
+            .ok_or_else(|| PluginError::MissingExport(EXPORT_MEMORY.into()))?;
+        memory
+            .write(&mut session.store, ptr as u32 as usize, input)
+            .map_err(|_| {
+                PluginError::Contract(format!(
+                    "{EXPORT_ALLOC} returned {ptr}, outside guest memory"
+                ))
+            })?;
+        let entry = session.func::<(i32, i32), i64>(EXPORT_CALL)?;
+        let packed = entry
+            .call(&mut session.store, (ptr, len))
+            .map_err(|e| session.fail(&e))?;
+        session.read_packed(packed)
+    })();
+    let output_bytes = match &result {
+        Ok(bytes) => bytes.len(),
+        Err(PluginError::OutputTooLarge { len, .. }) => *len,
+        Err(_) => 0,
+    };
+    session.finish(result, started, input.len(), output_bytes)
+}
+
+/// Calls the plugin with typed input and parses its typed reply.
+pub fn invoke<I: Serialize, O: DeserializeOwned>(plugin: &Plugin, input: &I) -> Call<O> {
+    let bytes = match serde_json::to_vec(input) {
+        Ok(b) => b,
+        Err(e) => {
+            return Call {
+                result: Err(PluginError::Host(format!("serializing the input: {e}"))),
+                usage: Usage::default(),
+                logs: Vec::new(),
+            };
+        }
+    };
+    let call = invoke_raw(plugin, &bytes);
+    Call {
+        result: call.result.and_then(|out| parse_reply(&out)),
+        usage: call.usage,
+        logs: call.logs,
+    }
+}
+
+/// Parses a reply: JSON, then the `Reply` envelope, then the output type.
+pub fn parse_reply<O: DeserializeOwned>(bytes: &[u8]) -> Result<O, PluginError> {
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| PluginError::InvalidJson(e.to_string()))?;
+    match serde_json::from_value::<Reply<serde_json::Value>>(value).map_err(|e| {
+        PluginError::Contract(format!(
+            "not a reply envelope ({{\"ok\": ...}} or {{\"error\": ...}}): {e}"
+        ))
+    })? {
+        Reply::Ok(out) => {
+            serde_json::from_value(out).map_err(|e| PluginError::Contract(e.to_string()))
+        }
+        Reply::Error(e) => Err(PluginError::Refused(e.message)),
+    }
+}
+
+/// Calls `outcomes_abi_version` on a fresh instance under scorer limits.
+pub fn abi_version(plugin: &Plugin) -> Result<u32, PluginError> {
+    let mut session = Session::new(plugin, Limits::SCORER)?;
+    let f = session.func::<(), i32>(EXPORT_ABI_VERSION)?;
+    let v = f
+        .call(&mut session.store, ())
+        .map_err(|e| session.fail(&e))?;
+    Ok(v as u32)
+}
+
+/// Calls `outcomes_describe` on a fresh instance under scorer limits.
+pub fn describe(plugin: &Plugin) -> Result<Manifest, PluginError> {
+    let mut session = Session::new(plugin, Limits::SCORER)?;
+    let f = session.func::<(), i64>(EXPORT_DESCRIBE)?;
+    let packed = f
+        .call(&mut session.store, ())
+        .map_err(|e| session.fail(&e))?;
+    let bytes = session.read_packed(packed)?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| PluginError::InvalidJson(format!("manifest: {e}")))?;
+    serde_json::from_value(value).map_err(|e| PluginError::Manifest(e.to_string()))
+}
+
+/// Re-emits a call's log lines through tracing with the plugin's identity.
+pub fn emit_logs(plugin: &Plugin, logs: &[LogLine]) {
+    for line in logs {
+        let (name, version) = (plugin.name(), plugin.version());
+        match line.level {
+            "error" => tracing::error!(plugin = name, version, "{}", line.message),
+            "warn" => tracing::warn!(plugin = name, version, "{}", line.message),
+            "debug" => tracing::debug!(plugin = name, version, "{}", line.message),
+            _ => tracing::info!(plugin = name, version, "{}", line.message),
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! The scoring pipeline: a completed response's answers become the scorer
+//! input, the questionnaire's scorer plugin computes, and the host
+//! completes and checks the outcome (decisions.md §4). A scorer that fails
+//! in any way never costs the response: the outcome records the failure per
+//! score, the failure is logged and counted, and `outcomes rescore` can
+//! recompute it later.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use plugin_sdk::{
+    OptionInfo, PatientInfo, PluginKind, QuestionInfo, QuestionnaireInfo, ScoreInfo, ScorerInput,
+    ScorerOutput,
+};
+
+use crate::domain::answers::Answers;
+use crate::domain::outcome::{self, Outcome, Provenance};
+use crate::domain::questionnaire::Questionnaire;
+use crate::metrics::Metrics;
+use crate::plugins::{Plugin, PluginError, Plugins};
+
+/// What the pipeline needs to know of a response besides its answers.
+#[derive(Debug, Clone, Copy)]
+pub struct ScoringContext {
+    pub completed_at: DateTime<Utc>,
+    pub professional: bool,
+}
+
+/// The parts of a definition plugins see.
+pub fn questionnaire_info(q: &Questionnaire) -> QuestionnaireInfo {
+    QuestionnaireInfo {
+        key: q.key.clone(),
+        name: q.name.clone(),
+        questions: q
+            .questions
+            .iter()
+            .map(|question| QuestionInfo {
+                key: question.key.clone(),
+                title: question.title.resolve(&q.language, "en").to_owned(),
+                kind: question.kind.clone(),
+                options: question
+                    .options
+                    .iter()
+                    .map(|o| OptionInfo {
+                        key: o.key.clone(),
+                        value: o.value as f64,
+                    })
+                    .collect(),
+                required: question.required,
+            })
+            .collect(),
+        scores: q
+            .scores
+            .iter()
+            .map(|s| ScoreInfo {
+                key: s.key.clone(),
+                label: s.label.resolve(&q.language, "en").to_owned(),
+                items: s.items.clone(),
+                norm: s.norm,
+                reliability: s.reliability,
+                sd: s.sd,
+                cutoff: s.cutoff,
+                tonality: s.tonality,
+            })
+            .collect(),
+    }
+}
+
+/// The scorer input for `answers` to `q`.
+pub fn scorer_input(q: &Questionnaire, answers: &Answers, ctx: ScoringContext) -> ScorerInput {
+    let values = answers
+        .0
+        .iter()
+        .map(|(key, answer)| {
+            let value = answer.as_deref().and_then(|a| {
+                q.question(key)
+                    .and_then(|question| question.option(a))
+                    .map(|o| o.value as f64)
+            });
+            (key.clone(), value)
+        })
+        .collect();
+    ScorerInput {
+        questionnaire: questionnaire_info(q),
+        answers: answers.0.iter().cloned().collect(),
+        values,
+        flags: Default::default(),
+        textvars: Default::default(),
+        completed_at: ctx
+            .completed_at
+            .to_rfc3339_opts(SecondsFormat::Millis, true),
+        respondent_type: if ctx.professional {
+            "profess"
+        } else {
+            "patient"
+        }
+        .to_owned(),
+        patient: PatientInfo::default(),
+    }
+}
+
+/// Scores one completed response with the serving scorer of `q`. Never
+/// fails: a failure is the outcome.
+pub async fn score(
+    plugins: &Plugins,
+    metrics: &Metrics,
+    q: &Questionnaire,
+    answers: &Answers,
+    ctx: ScoringContext,
+) -> (Outcome, Provenance) {
+    let plugin = match plugins.get(PluginKind::Scorer, &q.scorer) {
+        Ok(p) => p,
+        Err(e) => return failure(metrics, q, None, &e),
+    };
+    let input = scorer_input(q, answers, ctx);
+    let call = plugins.call::<_, ScorerOutput>(plugin.clone(), input).await;
+    finish(metrics, q, &plugin, call.result)
+}
+
+/// Scores with a given plugin synchronously (rescoring, the harness).
+pub fn score_with(
+    metrics: &Metrics,
+    plugin: &Plugin,
+    q: &Questionnaire,
+    answers: &Answers,
+    ctx: ScoringContext,
+) -> (Outcome, Provenance) {
+    let call =
+        crate::plugins::call::invoke::<_, ScorerOutput>(plugin, &scorer_input(q, answers, ctx));
+    crate::plugins::call::emit_logs(plugin, &call.logs);
+    finish(metrics, q, plugin, call.result)
+}
+
+fn finish(
+    metrics: &Metrics,
+    q: &Questionnaire,
+    plugin: &Plugin,
+    result: Result<ScorerOutput, PluginError>,
+) -> (Outcome, Provenance) {
+    match result.and_then(|output| outcome::complete(q, output).map_err(PluginError::Contract)) {
+        Ok(outcome) => (outcome, provenance(plugin)),
+        Err(e) => failure(metrics, q, Some(plugin), &e),
+    }
+}
+
+fn provenance(plugin: &Plugin) -> Provenance {
+    Provenance {
+        plugin: Some(plugin.name().to_owned()),
+        version: Some(plugin.version().to_owned()),
+        sha256: Some(plugin.sha256.clone()),
+    }
+}
+
+fn failure(
+    metrics: &Metrics,
+    q: &Questionnaire,
+    plugin: Option<&Plugin>,
+    e: &PluginError,
+) -> (Outcome, Provenance) {
+    tracing::error!(
+        questionnaire = q.key,
+        scorer = q.scorer,
+        version = plugin.map(Plugin::version),
+        error = %e,
+        "scoring failed; the response is stored with the failure in its outcome"
+    );
+    metrics.inc(
+        "outcomes_scoring_failures_total",
+        &[("questionnaire", &q.key), ("code", e.code())],
+    );
+    let provenance = match plugin {
+        Some(p) => provenance(p),
+        None => Provenance {
+            plugin: Some(q.scorer.clone()),
+            ..Provenance::default()
+        },
+    };
+    (outcome::failed(q, e.code(), &e.to_string()), provenance)
+}

@@ -1,0 +1,128 @@
+//! Stored outcomes and the plugin modules that computed them: what
+//! `outcomes rescore` reads and writes, and the archive of module versions
+//! by content hash.
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+
+use super::responses::{COLUMNS, FROM, ResponseRow};
+use super::{Store, StoreError};
+use crate::domain::ids::ResponseId;
+use crate::domain::outcome::{Outcome, Provenance};
+use crate::domain::response::Response;
+use crate::domain::time::to_millis;
+
+/// Which completed responses to rescore.
+#[derive(Debug, Clone, Default)]
+pub struct RescoreFilter {
+    pub questionnaire_key: Option<String>,
+    /// Completed at or after.
+    pub since: Option<DateTime<Utc>>,
+}
+
+impl Store {
+    /// Up to `limit` completed responses with ids above `after`, by id.
+    pub async fn completed_responses(
+        &self,
+        filter: &RescoreFilter,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<Response>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} {FROM} WHERE r.completed_at IS NOT NULL AND r.withdrawn_at IS NULL \
+             AND r.id > $1 AND ($2 = '' OR q.key = $2) AND r.completed_at >= $3 ORDER BY r.id LIMIT $4"
+        );
+        sqlx::query_as::<_, ResponseRow>(&sql)
+            .bind(after)
+            .bind(filter.questionnaire_key.clone().unwrap_or_default())
+            .bind(filter.since.map_or(i64::MIN, to_millis))
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?
+            .into_iter()
+            .map(Response::try_from)
+            .collect()
+    }
+
+    /// Replaces the outcome of a completed response.
+    pub async fn set_outcome(
+        &self,
+        id: ResponseId,
+        outcome: &Outcome,
+        provenance: &Provenance,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let text = serde_json::to_string(outcome)
+            .map_err(|e| StoreError::Corrupt(format!("outcome of response {}: {e}", id.0)))?;
+        let provenance = provenance.clone();
+        self.writer
+            .write(move |conn| {
+                Box::pin(async move {
+                    sqlx::query(
+                        "UPDATE responses SET outcome = $1, outcome_plugin = $2, outcome_plugin_version = $3, \
+                         outcome_plugin_sha256 = $4, outcome_computed_at = $5, updated_at = $5 \
+                         WHERE id = $6 AND completed_at IS NOT NULL",
+                    )
+                    .bind(text)
+                    .bind(provenance.plugin)
+                    .bind(provenance.version)
+                    .bind(provenance.sha256)
+                    .bind(to_millis(now))
+                    .bind(id.0)
+                    .execute(&mut *conn)
+                    .await?;
+                    Ok(())
+                })
+            })
+            .await
+    }
+
+    /// Archives a module version (a no-op when its hash is known).
+    pub async fn archive_module(
+        &self,
+        module: ArchivedModule,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        self.writer
+            .write(move |conn| {
+                Box::pin(async move {
+                    sqlx::query(
+                        "INSERT INTO plugin_modules (sha256, name, kind, version, module, first_seen) \
+                         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (sha256) DO NOTHING",
+                    )
+                    .bind(module.sha256)
+                    .bind(module.name)
+                    .bind(module.kind)
+                    .bind(module.version)
+                    .bind(module.bytes)
+                    .bind(to_millis(now))
+                    .execute(&mut *conn)
+                    .await?;
+                    Ok(())
+                })
+            })
+            .await
+    }
+
+    /// The bytes of the module version with this hash.
+    pub async fn archived_module(&self, sha256: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let row = sqlx::query("SELECT module FROM plugin_modules WHERE sha256 = $1")
+            .bind(sha256)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(match row {
+            Some(row) => Some(row.try_get::<Vec<u8>, _>(0)?),
+            None => None,
+        })
+    }
+}
+
+/// A module version to keep.
+#[derive(Debug, Clone)]
+pub struct ArchivedModule {
+    pub sha256: String,
+    pub name: String,
+    pub kind: String,
+    pub version: String,
+    pub bytes: Vec<u8>,
+}
