@@ -8,7 +8,7 @@
 //! `postgres://postgres@127.0.0.1:5432/test`); each test creates its own
 //! database there and drops it afterwards.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -103,6 +103,10 @@ impl TestApp {
             database_url: Some(database_url.clone()),
             questionnaires_dir: Some(repo_root().join("questionnaires")),
             protocols_dir: Some(repo_root().join("protocols")),
+            plugins_dir: Some(built_plugins()),
+            plugin_cache_dir: Some(plugin_cache()),
+            // Tests that exercise hot reload turn it on with their own folders.
+            watch: Some(false),
             max_connections: Some(4),
             ..Settings::default()
         };
@@ -139,6 +143,12 @@ impl TestApp {
             postgres_db,
             _dir: dir,
         }
+    }
+
+    /// The temporary folder of this test app (its SQLite file, and room for
+    /// plugin and definition folders a test builds).
+    pub fn dir(&self) -> &Path {
+        self._dir.path()
     }
 
     /// The absolute URL of `path`.
@@ -410,4 +420,25 @@ mod tests {
             "postgres://u@h/x?sslmode=disable"
         );
     }
+}
+
+/// The plugin folder `cargo xtask plugins` (run by `cargo xtask test`)
+/// builds: every plugin crate compiled to wasm, with its fixtures.
+pub fn built_plugins() -> PathBuf {
+    let dir = repo_root().join("plugins");
+    assert!(
+        dir.join("phq9").is_dir(),
+        "{} holds no built plugins: run the tests with `cargo xtask test`, which builds them \
+         (or build them once with `cargo xtask plugins`)",
+        dir.display()
+    );
+    dir
+}
+
+/// Compiled plugin code shared by every test app of the run: each app has
+/// its own engine, but compiling the same modules again for each test would
+/// dominate the suite's time. Artifacts are keyed by module hash and engine
+/// configuration and written atomically, so sharing is safe.
+pub fn plugin_cache() -> PathBuf {
+    std::env::temp_dir().join("outcomes-test-plugin-cache")
 }

@@ -51,12 +51,19 @@ const ROUTES: &[(&str, &str, &[u16])] = &[
         "/api/v1/questionnaires/{key}",
         &[200, 401, 403, 404, 422],
     ),
+    (
+        "get",
+        "/api/v1/dossiers/{dossier_id}/report_calculations",
+        &[200, 401, 403, 404, 422],
+    ),
+    ("get", "/api/v1/plugins", &[200, 401, 403]),
     ("get", "/api/v1/openapi.json", &[200]),
     ("get", "/health", &[200, 503]),
+    ("get", "/metrics", &[200]),
 ];
 
 /// Routes that answer without credentials.
-const OPEN: [&str; 2] = ["/api/v1/openapi.json", "/health"];
+const OPEN: [&str; 3] = ["/api/v1/openapi.json", "/health", "/metrics"];
 
 const METHODS: [&str; 8] = [
     "get", "put", "post", "delete", "options", "head", "patch", "trace",
