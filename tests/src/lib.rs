@@ -8,6 +8,8 @@
 //! `postgres://postgres@127.0.0.1:5432/test`); each test creates its own
 //! database there and drops it afterwards.
 
+pub mod plugins;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};

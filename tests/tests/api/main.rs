@@ -8,6 +8,12 @@
 //! - `access_log`: one row per dossier access (reads, writes, refusals), none
 //!   outside dossiers; append-only at the database level.
 //! - `tls`: HTTPS served by the host with a certificate made in the test.
+//! - `plugins_hostile`: scorers and calculators that loop, bomb memory,
+//!   recurse, trap, answer garbage or too much, declare another ABI or
+//!   import what is not offered: responses stored with the failure, clear
+//!   report errors, other questionnaires unaffected.
+//! - `hot_reload`: plugin and definition changes while serving: atomic swap
+//!   under load, a broken version leaves the old one serving.
 //! - `catalog`: questionnaires (wrapped, legacy keys or not), protocols,
 //!   measurements and respondents, and their 404s.
 //! - `hostile`: malformed, oversized, deeply nested, non-UTF-8 and mistyped
@@ -36,6 +42,7 @@ mod catalog;
 mod hostile;
 mod openapi;
 mod paths;
+mod plugins_hostile;
 mod responses_create;
 mod responses_delete;
 mod responses_list;
