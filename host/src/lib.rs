@@ -59,6 +59,9 @@ struct Inner {
     secure: bool,
     plugins: Arc<Plugins>,
     metrics: Arc<Metrics>,
+    /// Counts definition reloads, successful or not, for whoever waits on
+    /// one (tests; the watcher's callers).
+    definition_reloads: tokio::sync::watch::Sender<u64>,
 }
 
 impl AppState {
@@ -160,6 +163,11 @@ impl AppState {
         report
     }
 
+    /// Tells of every definition reload attempt (the count so far).
+    pub fn subscribe_definition_reloads(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.0.definition_reloads.subscribe()
+    }
+
     /// Re-reads and re-imports the questionnaire and protocol definitions
     /// and swaps the catalog. Invalid definitions are logged and counted;
     /// the catalog in use stays.
@@ -174,7 +182,7 @@ impl AppState {
                 .map_err(anyhow::Error::from),
             Err(e) => Err(anyhow::Error::from(e)),
         };
-        match result {
+        let loaded = match result {
             Ok(catalog) => {
                 self.set_catalog(catalog);
                 tracing::info!("definitions reloaded");
@@ -190,7 +198,10 @@ impl AppState {
                     .inc("outcomes_definition_reloads_total", &[("result", "failed")]);
                 false
             }
-        }
+        };
+        // After the swap, so a waiter sees the new catalog.
+        self.0.definition_reloads.send_modify(|n| *n += 1);
+        loaded
     }
 
     /// The current time, from the injected clock.
@@ -273,6 +284,7 @@ impl App {
             secure: tls.is_some(),
             plugins,
             metrics,
+            definition_reloads: tokio::sync::watch::Sender::new(0),
         }));
         let report = state.reload_plugins().await;
         tracing::info!(

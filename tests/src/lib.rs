@@ -228,6 +228,21 @@ impl TestApp {
     /// returns the first column of its first row as an integer, if any (use
     /// `RETURNING id`). For arranging state that no public API creates yet;
     /// tests assert through HTTP only.
+    /// Runs a query on the test's database directly and returns its first
+    /// column as text, every row.
+    pub async fn sql_strings(&self, statement: &str) -> Vec<String> {
+        sqlx::any::install_default_drivers();
+        let mut conn = sqlx::AnyConnection::connect(&self.database_url)
+            .await
+            .expect("connect to the test database");
+        let rows = sqlx::query_scalar::<_, String>(statement)
+            .fetch_all(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("SQL failed: {statement}: {e}"));
+        let _ = conn.close().await;
+        rows
+    }
+
     pub async fn sql(&self, statement: &str) -> Option<i64> {
         sqlx::any::install_default_drivers();
         let mut conn = sqlx::AnyConnection::connect(&self.database_url)

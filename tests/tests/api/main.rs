@@ -40,6 +40,7 @@ mod access_log;
 mod auth;
 mod catalog;
 mod hostile;
+mod hot_reload;
 mod openapi;
 mod paths;
 mod plugins_hostile;
