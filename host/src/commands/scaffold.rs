@@ -76,7 +76,7 @@ publish.workspace = true
 crate-type = ["cdylib", "rlib"]
 
 [dependencies]
-plugin-sdk.workspace = true
+plugin-sdk.workspace = true{{extra_deps}}
 
 [lints]
 workspace = true
@@ -215,3 +215,35 @@ const CALCULATOR_FIXTURE: &str = r#"{
   "output": {"results": {"counts": {"phq9": 2}}}
 }
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scaffolded_definition_is_valid_and_matches_its_fixture() {
+        let def =
+            crate::domain::questionnaire::parse(&DEFINITION.replace("{{name}}", "demo"), "demo")
+                .expect("the scaffolded definition parses");
+        assert_eq!(def.scorer, "demo");
+        let fixture: serde_json::Value =
+            serde_json::from_str(&SCORER_FIXTURE.replace("{{name}}", "demo"))
+                .expect("fixture JSON");
+        let keys: Vec<&str> = def.questions.iter().map(|q| q.key.as_str()).collect();
+        let fixture_keys: Vec<&str> = fixture["input"]["questionnaire"]["questions"]
+            .as_array()
+            .expect("questions")
+            .iter()
+            .filter_map(|q| q["key"].as_str())
+            .collect();
+        assert_eq!(keys, fixture_keys);
+        serde_json::from_str::<serde_json::Value>(CALCULATOR_FIXTURE).expect("fixture JSON");
+    }
+
+    #[test]
+    fn names_that_are_not_plugin_names_are_refused() {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        assert!(create(dir.path(), "scorer", "Bad-Name").is_err());
+        assert!(!dir.path().join("questionnaires").exists());
+    }
+}

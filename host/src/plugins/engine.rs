@@ -16,9 +16,13 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(5);
 /// Wasm stack per call. Engine-wide, so not a per-plugin override.
 pub const MAX_WASM_STACK: usize = 512 * 1024;
 
-/// Instances that may exist at once. Calls beyond this wait for a slot
-/// (see `Runtime::slots`), so a burst of requests queues instead of failing.
+/// Calls that may run at once. Calls beyond this wait for a slot (see
+/// `Runtime::slots`), so a burst of requests queues instead of failing.
 pub const INSTANCE_SLOTS: u32 = 64;
+
+/// Further pool slots for loading (describe, self-test) and the harness,
+/// which do not take a call slot.
+const LOAD_SLOTS: u32 = 16;
 
 /// The engine, shared by every plugin version, and the slots that bound
 /// concurrent instances.
@@ -40,9 +44,10 @@ impl Runtime {
     /// engine is dropped).
     pub fn new(max_memory_bytes: usize) -> Result<Runtime, PluginError> {
         let mut pool = PoolingAllocationConfig::new();
-        pool.total_core_instances(INSTANCE_SLOTS)
-            .total_memories(INSTANCE_SLOTS)
-            .total_tables(INSTANCE_SLOTS)
+        let pool_size = INSTANCE_SLOTS + LOAD_SLOTS;
+        pool.total_core_instances(pool_size)
+            .total_memories(pool_size)
+            .total_tables(pool_size)
             .max_memories_per_module(1)
             .max_memory_size(max_memory_bytes)
             .table_elements(100_000);
