@@ -7,6 +7,7 @@
 //! transaction holding its write is durable. Reads use the pool directly.
 
 mod access_log;
+mod batch;
 mod catalog;
 mod dossiers;
 mod error;

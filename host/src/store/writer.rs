@@ -24,8 +24,9 @@ use sqlx::{AnyConnection, Connection, Executor};
 use tokio::sync::{mpsc, oneshot};
 
 use super::access_log::{self, AccessEntry};
+use super::batch::{self, NewResponse, Plan};
 use super::dossiers::DossierCache;
-use super::responses::{self, CreateResult, NewResponse, Plan};
+use super::responses::CreateResult;
 use super::{Backend, Script, StoreError};
 
 /// A boxed future borrowing the write connection.
@@ -358,7 +359,7 @@ async fn guarded<T>(work: impl Future<Output = Result<T, StoreError>>) -> Result
 /// so that a failed commit is known as such. The plan does not look for
 /// taken external ids: the INSERT skips their rows, which shows in its
 /// count. No savepoints: if a statement fails before the commit, or an item
-/// needs [`responses::create_one`] (external id taken or repeated in the
+/// needs [`batch::create_one`] (external id taken or repeated in the
 /// batch), the transaction is rolled back and None returned, and the batch
 /// takes the common path. A failed commit fails the batch.
 async fn scripted(
@@ -497,7 +498,7 @@ async fn run_items(
         .zip(created.iter_mut())
         .filter(|(_, r)| r.is_none())
     {
-        *result = Some(alone(conn, async |c| responses::create_one(c, item).await).await?);
+        *result = Some(alone(conn, async |c| batch::create_one(c, item).await).await?);
     }
     let created = created
         .into_iter()
