@@ -38,6 +38,7 @@
 //! - [`contract`]: the serde types both sides share, and [`ABI_VERSION`].
 //! - [`export_scorer!`], [`export_calculator!`]: the guest glue ([`guest`]).
 //! - [`scoring`]: pure helpers for scoring rules.
+//! - [`time`]: RFC 3339 instants, to order responses without a date library.
 //! - [`log`]: a capped log facility ([`info!`], [`warn!`], [`debug!`]).
 //! - [`testing`]: the native fixture runner (not on `wasm32`).
 //! - `schema` (feature `schema`): the contract as JSON Schema, committed as
@@ -57,6 +58,7 @@ pub mod schema;
 pub mod scoring;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
+pub mod time;
 
 #[doc = include_str!("../docs/writing-a-plugin.md")]
 pub mod guide {}

@@ -12,10 +12,9 @@
 //! the more severe of the two counts. Responses are listed oldest first
 //! (by the instant of `completed_at`, then id).
 
-mod instant;
-
 use std::collections::BTreeMap;
 
+use plugin_sdk::time as instant;
 use plugin_sdk::{CalculatorInput, QuestionnaireInfo, ResponseInfo, ScoreStatus};
 use serde::Serialize;
 

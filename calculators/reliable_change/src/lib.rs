@@ -22,11 +22,11 @@
 //! below it are. A score whose definition lacks what the method needs is
 //! reported with a `reason` instead of comparisons.
 
-mod instant;
 mod method;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use plugin_sdk::time as instant;
 use plugin_sdk::{CalculatorInput, QuestionnaireInfo, ResponseInfo, ScoreInfo, Tonality};
 use serde::Serialize;
 

@@ -14,10 +14,9 @@
 //!   order; scores the definition does not list come last, by key;
 //! - a series without points is left out.
 
-mod instant;
-
 use std::collections::BTreeMap;
 
+use plugin_sdk::time as instant;
 use plugin_sdk::{CalculatorInput, QuestionnaireInfo, ResponseInfo, Tonality};
 use serde::Serialize;
 

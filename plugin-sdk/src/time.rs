@@ -1,8 +1,8 @@
 //! Chronological order of responses by their RFC 3339 `completed_at`.
 //! Comparing the strings is not enough: `…:00Z` and `…:00.5Z` differ in
 //! length, and offsets other than `Z` shift the instant. Plugins have no
-//! clock or date library, so this is a small parser of the one format the
-//! host sends. (The same file is in each calculator that orders responses.)
+//! clock or date library, so this is a small parser of the format the host
+//! sends, shared by every calculator that orders responses.
 
 use std::cmp::Ordering;
 
