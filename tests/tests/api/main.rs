@@ -35,19 +35,40 @@
 //! - `responses_list`: order by id, every filter (both array spellings, Unix
 //!   and ISO 8601 times, all five statuses as the clock moves), invalid
 //!   filters, the shape of responses that are not completed.
+//! - `scoring`: the PHQ-9 outcome on POST and PUT (label, value,
+//!   interpretation, t-score, referenced values, action, alarm, attention,
+//!   completeness), proration and missing values; a response whose scorer
+//!   is not loaded is stored with the failure, listed and counted.
+//! - `reports`: report calculations: validation and its error shapes, 404s
+//!   for unknown calculators and other dossiers' responses, which completed
+//!   responses run (ids, filters, time bounds), the right it needs, and the
+//!   results of score_series, reliable_change and alarm_summary.
+//! - `plugins`: GET /api/v1/plugins lists the bundled plugins serving
+//!   (manifest, hash, fixtures passed); /metrics is Prometheus text without
+//!   credentials and counts plugin calls.
+//! - `golden`: every plugin crate's fixtures give the same bytes natively
+//!   and as wasm through the host's runtime (no database).
+//! - `rescore`: `outcomes rescore` recomputes outcomes stored while the
+//!   scorer was missing (dry run, per questionnaire, exact);
+//!   `outcomes plugin test` passes good fixtures and fails a wrong one.
 
 mod access_log;
 mod auth;
 mod catalog;
+mod golden;
 mod hostile;
 mod hot_reload;
 mod openapi;
 mod paths;
+mod plugins;
 mod plugins_hostile;
+mod reports;
+mod rescore;
 mod responses_create;
 mod responses_delete;
 mod responses_list;
 mod responses_update;
+mod scoring;
 mod smoke;
 mod support;
 mod tls;

@@ -157,3 +157,75 @@ pub async fn spawn_in_amsterdam(db: Db) -> TestApp {
     })
     .await
 }
+
+/// PHQ-9 answers for items `v_1`..`v_9` from a pattern of nine
+/// whitespace-separated option values, `-` for an unanswered item:
+/// `"1 - 1 1 - 1 1 2 1"`. `v_10` is left out (stored as null).
+pub fn phq9_items(pattern: &str) -> Value {
+    let items: Vec<&str> = pattern.split_whitespace().collect();
+    assert_eq!(items.len(), 9, "nine items in {pattern:?}");
+    let mut answers = serde_json::Map::new();
+    for (i, item) in items.into_iter().enumerate() {
+        let answer = match item {
+            "-" => Value::Null,
+            n => json!(format!("a{n}")),
+        };
+        answers.insert(format!("v_{}", i + 1), answer);
+    }
+    Value::Object(answers)
+}
+
+/// POSTs a PHQ-9 response with these answers, filled out at `filled_out_at`
+/// (Unix seconds), that must be stored; its body.
+pub async fn posted_at(
+    app: &TestApp,
+    dossier: &str,
+    external_id: &str,
+    answers: Value,
+    filled_out_at: i64,
+) -> Value {
+    let body = json!({"questionnaire_key": "phq9", "external_id": external_id,
+                      "answer_data": answers, "filled_out_at": filled_out_at});
+    let answer = app.post(&responses(dossier), &body).await;
+    assert_eq!(answer.status, 201, "{}", answer.text);
+    answer.body
+}
+
+/// The host with an empty plugin folder: no scorer or calculator serves.
+pub async fn spawn_without_plugins(db: Db) -> TestApp {
+    TestApp::spawn_with(db, without_plugins).await
+}
+
+/// As [`spawn_with_mini`], with an empty plugin folder.
+pub async fn spawn_with_mini_without_plugins(db: Db) -> TestApp {
+    let dir = tests::repo_root().join("tests/fixtures/questionnaires");
+    TestApp::spawn_with(db, move |config| {
+        config.questionnaires_dir = dir;
+        without_plugins(config);
+    })
+    .await
+}
+
+/// Points the plugin folder at an empty folder in the app's own folder.
+fn without_plugins(config: &mut host::config::Config) {
+    let empty = config.data_dir.join("no-plugins");
+    std::fs::create_dir_all(&empty).expect("an empty plugin folder");
+    config.plugins.dir = empty;
+}
+
+/// The body of `GET /metrics`, asked without credentials.
+pub async fn metrics_text(app: &TestApp) -> String {
+    let answer = app
+        .send_as(tests::reqwest::Method::GET, "/metrics", None, None)
+        .await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    answer.text
+}
+
+/// The value of one series in a Prometheus text exposition (`series` is
+/// the metric name with its labels as written), if present.
+pub fn metric(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
