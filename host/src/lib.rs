@@ -147,18 +147,7 @@ impl AppState {
             .await
             .unwrap_or_default();
         if !report.loaded.is_empty() {
-            for plugin in self.0.plugins.registry().plugins() {
-                let module = store::ArchivedModule {
-                    sha256: plugin.sha256.clone(),
-                    name: plugin.name().to_owned(),
-                    kind: plugin.kind().to_string(),
-                    version: plugin.version().to_owned(),
-                    bytes: plugin.bytes.to_vec(),
-                };
-                if let Err(e) = self.0.store.archive_module(module, now).await {
-                    tracing::warn!(plugin = plugin.name(), error = %e, "could not archive the plugin module");
-                }
-            }
+            archive_modules(&self.0.store, &self.0.plugins.registry(), now).await;
         }
         report
     }
@@ -352,6 +341,25 @@ impl App {
         drop(watch);
         store.close().await;
         Ok(())
+    }
+}
+
+/// Archives every serving module version by hash (a no-op for versions
+/// already archived), so any outcome they compute can be recomputed exactly
+/// (`outcomes rescore --exact`). A failure is logged: it costs
+/// reproducibility later, never a response now.
+pub async fn archive_modules(store: &Store, registry: &plugins::Registry, now: DateTime<Utc>) {
+    for plugin in registry.plugins() {
+        let module = store::ArchivedModule {
+            sha256: plugin.sha256.clone(),
+            name: plugin.name().to_owned(),
+            kind: plugin.kind().to_string(),
+            version: plugin.version().to_owned(),
+            bytes: plugin.bytes.to_vec(),
+        };
+        if let Err(e) = store.archive_module(module, now).await {
+            tracing::warn!(plugin = plugin.name(), error = %e, "could not archive the plugin module");
+        }
     }
 }
 

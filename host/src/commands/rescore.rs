@@ -82,6 +82,10 @@ pub async fn rescore(store: &Store, config: &Config, args: RescoreArgs) -> anyho
     for (folder, why) in &report.failed {
         println!("plugin folder {folder} refused: {why}");
     }
+    // Outcomes written below name these versions; keep them addressable.
+    if !args.dry_run && !args.exact {
+        crate::archive_modules(store, &plugins.registry(), now).await;
+    }
     let filter = RescoreFilter {
         questionnaire_key: args.questionnaire.clone(),
         since,
