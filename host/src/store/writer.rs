@@ -682,7 +682,7 @@ mod tests {
                 let Ok(CreateResult::Created(made)) = result else {
                     panic!("not created: {}", describe(result))
                 };
-                let read = responses::fetch(&mut conn, made.id)
+                let read = super::super::responses::fetch(&mut conn, made.id)
                     .await
                     .expect("reads back");
                 assert_eq!(format!("{made:?}"), format!("{read:?}"));
