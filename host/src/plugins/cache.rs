@@ -66,11 +66,12 @@ impl ArtifactCache {
 #[allow(unsafe_code)]
 fn load(runtime: &Runtime, path: &std::path::Path) -> Result<Module, String> {
     // SAFETY: wasmtime requires that the file be an artifact it produced and
-    // that nobody changes it while mapped. Only this host writes into the
-    // cache folder (under the data directory), always to a temporary name
-    // renamed into place, never over an existing file; the file name binds
-    // it to the module's hash and this engine's configuration, and wasmtime
-    // itself checks the version and configuration header.
+    // that nobody changes it while mapped. Only hosts write into the cache
+    // folder (under the data directory), always to a temporary name renamed
+    // into place: a rename replaces the directory entry, never the bytes of
+    // a file already mapped. The file name binds it to the module's hash and
+    // this engine's configuration, and wasmtime itself checks the version
+    // and configuration header before using it.
     unsafe { Module::deserialize_file(&runtime.engine, path) }.map_err(|e| format!("{e:#}"))
 }
 

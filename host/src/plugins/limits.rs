@@ -130,29 +130,27 @@ impl LimitSettings {
                 "a memory cap above {MAX_MEMORY_BYTES} bytes cannot be configured"
             ));
         }
-        for (name, kind) in std::iter::once(("", PluginKind::Scorer))
-            .chain(std::iter::once(("", PluginKind::Calculator)))
-            .chain(
-                self.overrides
-                    .keys()
-                    .map(|n| (n.as_str(), PluginKind::Scorer)),
-            )
-        {
-            let l = self.limits(name, kind);
-            if l.fuel == 0
-                || l.deadline_ms == 0
-                || l.memory_bytes < 65_536
-                || l.input_bytes == 0
-                || l.output_bytes == 0
-            {
-                return Err(format!(
-                    "limits of {}: fuel, deadline_ms, input_bytes and output_bytes must be positive and memory_bytes at least 65536",
-                    if name.is_empty() {
+        let kinds = [PluginKind::Scorer, PluginKind::Calculator];
+        let names = std::iter::once("").chain(self.overrides.keys().map(String::as_str));
+        for name in names {
+            for kind in kinds {
+                let l = self.limits(name, kind);
+                if l.fuel == 0
+                    || l.deadline_ms == 0
+                    || l.memory_bytes < 65_536
+                    || l.input_bytes == 0
+                    || l.output_bytes == 0
+                {
+                    let whose = if name.is_empty() {
                         kind.to_string()
                     } else {
                         name.to_owned()
-                    }
-                ));
+                    };
+                    return Err(format!(
+                        "limits of {whose}: fuel, deadline_ms, input_bytes and output_bytes must be \
+                         positive and memory_bytes at least 65536"
+                    ));
+                }
             }
         }
         Ok(())
