@@ -287,6 +287,7 @@ async fn post_phase(
     fresh: &Fresh,
 ) -> anyhow::Result<load::PostReport> {
     let server = Server::start(binary, root, fresh).await?;
+    println!("POST: plugins: {}", server.plugins().await);
     println!(
         "POST: {} connections, {} s warm-up + {} s measured, {} dossiers ({} at {})",
         args.clients,

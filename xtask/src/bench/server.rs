@@ -183,7 +183,12 @@ impl Server {
                 command.env_remove(key);
             }
         }
+        // From the repository root, so that the default plugin folder
+        // (./plugins, built by `cargo xtask plugins`) is the one found
+        // whatever folder the benchmark was started from; builds without a
+        // plugin runtime ignore it.
         command
+            .current_dir(root)
             .arg("serve")
             .arg("--listen")
             .arg(addr.to_string())
@@ -222,6 +227,31 @@ impl Server {
             .wait_until(probe, "the API with the benchmark's token")
             .await?;
         Ok(server)
+    }
+
+    /// What the server's plugin runtime serves, in one line: a POST is
+    /// scored only when the questionnaire's scorer serves.
+    pub async fn plugins(&self) -> String {
+        match load::get_once(&self.target, "/api/v1/plugins").await {
+            Ok((200, body)) => {
+                let view: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                let folders = view["plugins"].as_array().cloned().unwrap_or_default();
+                let serving: Vec<&str> = folders
+                    .iter()
+                    .filter(|p| p["state"] == "serving")
+                    .filter_map(|p| p["folder"].as_str())
+                    .collect();
+                format!(
+                    "{} of {} plugin folders serve ({})",
+                    serving.len(),
+                    folders.len(),
+                    serving.join(", ")
+                )
+            }
+            Ok((404, _)) => "no plugin runtime in this build (nothing is scored)".to_owned(),
+            Ok((status, _)) => format!("the plugin list answered {status}"),
+            Err(e) => format!("the plugin list failed: {e:#}"),
+        }
     }
 
     /// Polls `ready` until it holds, for at most 60 s.
