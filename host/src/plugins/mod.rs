@@ -35,6 +35,11 @@ pub use registry::{PluginStatus, Registry, Serving};
 use crate::metrics::Metrics;
 use cache::ArtifactCache;
 
+/// Calls whose fuel budget is at most this run on the request's own task
+/// (a few milliseconds of wasm at most, the scorer default is 10 million);
+/// larger budgets (calculators) run on a blocking thread.
+pub const INLINE_FUEL: u64 = 20_000_000;
+
 /// Where plugins come from and what they may use.
 #[derive(Debug, Clone)]
 pub struct PluginSettings {
@@ -321,25 +326,34 @@ impl Plugins {
         );
     }
 
-    /// Calls `plugin` with `input` on a blocking thread, once an instance
-    /// slot is free; counts the result and re-emits the guest's log lines.
+    /// Calls `plugin` with `input` once a call slot is free (inline for small
+    /// fuel budgets, else on a blocking thread); counts the result and
+    /// re-emits the guest's log lines.
     pub async fn call<I, O>(&self, plugin: Arc<Plugin>, input: I) -> Call<O>
     where
         I: Serialize + Send + 'static,
         O: DeserializeOwned + Send + 'static,
     {
         let permit = self.runtime.slots.clone().acquire_owned().await;
-        let p = plugin.clone();
-        let joined = tokio::task::spawn_blocking(move || {
+        let call = if plugin.limits.fuel <= INLINE_FUEL {
+            // A scoring call takes tens of microseconds; handing it to a
+            // blocking thread would cost more than the call. Its fuel bounds
+            // how long it can hold this worker.
             let _slot = permit;
-            call::invoke::<I, O>(&p, &input)
-        })
-        .await;
-        let call = joined.unwrap_or_else(|e| Call {
-            result: Err(PluginError::Host(format!("plugin call thread failed: {e}"))),
-            usage: Usage::default(),
-            logs: Vec::new(),
-        });
+            call::invoke::<I, O>(&plugin, &input)
+        } else {
+            let p = plugin.clone();
+            tokio::task::spawn_blocking(move || {
+                let _slot = permit;
+                call::invoke::<I, O>(&p, &input)
+            })
+            .await
+            .unwrap_or_else(|e| Call {
+                result: Err(PluginError::Host(format!("plugin call thread failed: {e}"))),
+                usage: Usage::default(),
+                logs: Vec::new(),
+            })
+        };
         call::emit_logs(&plugin, &call.logs);
         let result = match &call.result {
             Ok(_) => "ok",
