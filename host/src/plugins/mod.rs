@@ -163,16 +163,12 @@ impl Plugins {
                 Ok(bytes) => bytes,
                 Err(why) => {
                     self.refuse(
-                        &mut statuses,
-                        &mut report,
+                        (&mut statuses, &mut report, &mut next),
                         folder,
-                        previous.as_ref(),
+                        previous,
                         None,
                         why,
                     );
-                    if let Some(p) = previous {
-                        next.insert(folder.clone(), p);
-                    }
                     continue;
                 }
             };
@@ -209,16 +205,12 @@ impl Plugins {
                             plugin.name()
                         );
                         self.refuse(
-                            &mut statuses,
-                            &mut report,
+                            (&mut statuses, &mut report, &mut next),
                             folder,
-                            previous.as_ref(),
+                            previous,
                             Some(sha),
                             why,
                         );
-                        if let Some(p) = previous {
-                            next.insert(folder.clone(), p);
-                        }
                         continue;
                     }
                     tracing::info!(folder, plugin = plugin.name(), version = plugin.version(), sha256 = %plugin.sha256, fixtures = passed, "plugin loaded");
@@ -244,16 +236,12 @@ impl Plugins {
                 Err(e) => {
                     let why = e.to_string();
                     self.refuse(
-                        &mut statuses,
-                        &mut report,
+                        (&mut statuses, &mut report, &mut next),
                         folder,
-                        previous.as_ref(),
+                        previous,
                         Some(sha),
                         why,
                     );
-                    if let Some(p) = previous {
-                        next.insert(folder.clone(), p);
-                    }
                 }
             }
         }
@@ -295,16 +283,17 @@ impl Plugins {
         report
     }
 
+    /// Records that `folder`'s module was refused, and keeps its previous
+    /// version (if any) in the set being built.
     fn refuse(
         &self,
-        statuses: &mut std::collections::BTreeMap<String, PluginStatus>,
-        report: &mut ReloadReport,
+        (statuses, report, next): Reloading<'_>,
         folder: &str,
-        previous: Option<&Arc<Plugin>>,
+        previous: Option<Arc<Plugin>>,
         sha256: Option<String>,
         why: String,
     ) {
-        tracing::error!(folder, error = %why, keeps_serving = previous.map(|p| p.version()), "plugin refused");
+        tracing::error!(folder, error = %why, keeps_serving = previous.as_ref().map(|p| p.version()), "plugin refused");
         self.metrics.inc(
             "outcomes_plugin_reloads_total",
             &[("folder", folder), ("result", "failed")],
@@ -324,6 +313,9 @@ impl Plugins {
                 refused_sha256: sha256,
             },
         );
+        if let Some(p) = previous {
+            next.insert(folder.to_owned(), p);
+        }
     }
 
     /// Calls `plugin` with `input` once a call slot is free (inline for small
@@ -371,6 +363,13 @@ impl Plugins {
         call
     }
 }
+
+/// What a reload builds: folder statuses, its report, the next serving set.
+type Reloading<'a> = (
+    &'a mut std::collections::BTreeMap<String, PluginStatus>,
+    &'a mut ReloadReport,
+    &'a mut HashMap<String, Arc<Plugin>>,
+);
 
 /// Folders of the plugin directory, by name (sorted).
 fn plugin_folders(dir: &Path) -> Vec<(String, PathBuf)> {
