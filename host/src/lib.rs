@@ -146,9 +146,7 @@ impl AppState {
         let report = tokio::task::spawn_blocking(move || plugins.reload(now))
             .await
             .unwrap_or_default();
-        if !report.loaded.is_empty() {
-            archive_modules(&self.0.store, &self.0.plugins.registry(), now).await;
-        }
+        archive_modules(&self.0.store, &report.loaded, now).await;
         report
     }
 
@@ -344,12 +342,12 @@ impl App {
     }
 }
 
-/// Archives every serving module version by hash (a no-op for versions
-/// already archived), so any outcome they compute can be recomputed exactly
+/// Archives module versions by hash (a no-op for versions already
+/// archived), so any outcome they compute can be recomputed exactly
 /// (`outcomes rescore --exact`). A failure is logged: it costs
 /// reproducibility later, never a response now.
-pub async fn archive_modules(store: &Store, registry: &plugins::Registry, now: DateTime<Utc>) {
-    for plugin in registry.plugins() {
+pub async fn archive_modules(store: &Store, plugins: &[Arc<plugins::Plugin>], now: DateTime<Utc>) {
+    for plugin in plugins {
         let module = store::ArchivedModule {
             sha256: plugin.sha256.clone(),
             name: plugin.name().to_owned(),

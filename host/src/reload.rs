@@ -87,7 +87,12 @@ async fn run(
         if touches(&plugins_dir) {
             let report = state.reload_plugins().await;
             if report.changed() {
-                tracing::info!(loaded = ?report.loaded, refused = report.failed.len(), removed = ?report.removed, "plugins reloaded");
+                let loaded: Vec<String> = report
+                    .loaded
+                    .iter()
+                    .map(|p| format!("{} {}", p.name(), p.version()))
+                    .collect();
+                tracing::info!(?loaded, refused = report.failed.len(), removed = ?report.removed, "plugins reloaded");
             }
         }
         if definition_dirs.iter().any(|d| touches(d)) {

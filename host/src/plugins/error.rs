@@ -1,7 +1,7 @@
 //! What can go wrong with a plugin, as one typed error. The host never
 //! panics or stops serving because of a plugin; every failure ends here.
 
-use plugin_sdk::ABI_VERSION;
+use plugin_sdk::{ABI_VERSION, PluginKind};
 
 /// A plugin failure: at load time (validation) or during a call.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -62,7 +62,7 @@ pub enum PluginError {
     Busy,
     /// No plugin of that name is loaded.
     #[error("no {kind} plugin named {name:?} is loaded")]
-    NotLoaded { kind: &'static str, name: String },
+    NotLoaded { kind: PluginKind, name: String },
     /// A host-side failure around the call.
     #[error("host error: {0}")]
     Host(String),

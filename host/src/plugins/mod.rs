@@ -71,10 +71,10 @@ impl std::fmt::Debug for Plugins {
 }
 
 /// What one reload did.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Default, Clone)]
 pub struct ReloadReport {
-    /// `name version` of every plugin (re)loaded.
-    pub loaded: Vec<String>,
+    /// Every plugin version (re)loaded.
+    pub loaded: Vec<Arc<Plugin>>,
     /// Folder and reason of every module refused.
     pub failed: Vec<(String, String)>,
     /// Folders removed from the serving set.
@@ -121,10 +121,7 @@ impl Plugins {
             .get(kind, name)
             .cloned()
             .ok_or_else(|| PluginError::NotLoaded {
-                kind: match kind {
-                    PluginKind::Scorer => "scorer",
-                    PluginKind::Calculator => "calculator",
-                },
+                kind,
                 name: name.to_owned(),
             })
     }
@@ -218,9 +215,8 @@ impl Plugins {
                         "outcomes_plugin_reloads_total",
                         &[("folder", folder), ("result", "loaded")],
                     );
-                    report
-                        .loaded
-                        .push(format!("{} {}", plugin.name(), plugin.version()));
+                    let plugin = Arc::new(plugin);
+                    report.loaded.push(plugin.clone());
                     statuses.insert(
                         folder.clone(),
                         PluginStatus {
@@ -231,7 +227,7 @@ impl Plugins {
                             refused_sha256: None,
                         },
                     );
-                    next.insert(folder.clone(), Arc::new(plugin));
+                    next.insert(folder.clone(), plugin);
                 }
                 Err(e) => {
                     let why = e.to_string();
