@@ -190,7 +190,7 @@ fn describe(plugin: &Option<String>, version: &Option<String>) -> String {
 }
 
 /// `total 11 -> 12, sub 3 -> failed (out_of_fuel)` for the scores that
-/// differ.
+/// differ, each named once.
 fn score_changes(old: &Outcome, new: &Outcome) -> String {
     let show = |o: &Outcome, key: &str| match o.scores.get(key) {
         None => "absent".to_owned(),
@@ -200,8 +200,8 @@ fn score_changes(old: &Outcome, new: &Outcome) -> String {
             (None, None) => "no value".to_owned(),
         },
     };
-    let mut keys: Vec<&String> = old.scores.keys().chain(new.scores.keys()).collect();
-    keys.dedup();
+    let mut keys: Vec<&String> = old.scores.keys().collect();
+    keys.extend(new.scores.keys().filter(|k| !old.scores.contains_key(*k)));
     let changes: Vec<String> = keys
         .into_iter()
         .filter(|k| old.scores.get(*k) != new.scores.get(*k))
@@ -211,5 +211,26 @@ fn score_changes(old: &Outcome, new: &Outcome) -> String {
         "flags changed".to_owned()
     } else {
         changes.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn each_changed_score_is_named_once() {
+        let outcome = |v: f64| Outcome {
+            scores: json!({"total": {"value": v}, "sub": {"value": 1.0}})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+            ..Outcome::empty()
+        };
+        assert_eq!(
+            score_changes(&outcome(11.0), &outcome(12.0)),
+            "total 11.0 -> 12.0"
+        );
     }
 }
