@@ -1,0 +1,371 @@
+//! Scorer of the DASS-21, the 21-item Depression Anxiety Stress Scales:
+//! three scores `depression`, `anxiety` and `stress`, each the sum of its
+//! seven items × 2 (0–42), with the manual's severity labels, the attention
+//! rule of item 21, and completion.
+//!
+//! Sources:
+//! - Lovibond SH, Lovibond PF. Manual for the Depression Anxiety Stress
+//!   Scales (2nd ed.). Sydney: Psychology Foundation, 1995; the DASS21 form
+//!   and scoring notes on the DASS website (psy.unsw.edu.au/dass): items
+//!   rated 0–3; depression = items 3, 5, 10, 13, 16, 17, 21; anxiety = 2, 4,
+//!   7, 9, 15, 19, 20; stress = 1, 6, 8, 11, 12, 14, 18; the short form's
+//!   sums are multiplied by 2 to use the DASS-42 severity ratings: normal,
+//!   mild, moderate, severe, extremely severe (depression 0–9, 10–13, 14–20,
+//!   21–27, 28+; anxiety 0–7, 8–9, 10–14, 15–19, 20+; stress 0–14, 15–18,
+//!   19–25, 26–33, 34+).
+//! - Item 21, "I felt that life was meaningless", belongs to the depression
+//!   scale's "devaluation of life" content (DASS website, overview). The
+//!   DASS authors define no item-level alarm or attention rule. A routine
+//!   outcome platform (measurely.com.au, DASS-21 page) lists it as a risk
+//!   item: "a patient may be at risk if they endorse item 21", to be
+//!   followed by questions about hopelessness and suicidal ideation. We
+//!   follow that: any answer above "did not apply to me at all" puts
+//!   `v_21` in `attention` (not `alarm`: the item does not ask about
+//!   suicide, it prompts a question about it).
+//!
+//! Unanswered items: the DASS FAQ has a question on missing scores, but its
+//! answer could not be read in any available copy, and no other source
+//! we could check gives a proration rule for the DASS-21. So a scale with
+//! any of its seven items unanswered has no value and lists the missing
+//! items; the other scales are scored as usual.
+//!
+//! Each scale's status is `attention` from the first score above the
+//! manual's "normal" range (the definition's `cutoff`), as the PHQ-9 scorer
+//! does at its cut-off; the manual gives severity labels, not an alarm
+//! level, so no score raises `alarm`.
+
+use plugin_sdk::scoring::{self, Band};
+use plugin_sdk::{Score, ScoreStatus, ScorerInput, ScorerOutput};
+
+/// One DASS scale: score key, items, severity bands (on the × 2 metric,
+/// each from its lowest score) and the cut-off text.
+#[derive(Debug)]
+struct Scale {
+    key: &'static str,
+    items: [&'static str; 7],
+    bands: [Band; 5],
+    norm: &'static str,
+}
+
+/// The scales with their items and bands (Lovibond & Lovibond 1995). The
+/// bands start where the manual's ranges start; a band boundary at an odd
+/// number (21, 15, 19) is reached by the next even score, as every
+/// DASS-21 score is even.
+const SCALES: [Scale; 3] = [
+    Scale {
+        key: "depression",
+        items: ["v_3", "v_5", "v_10", "v_13", "v_16", "v_17", "v_21"],
+        bands: [
+            Band::new(0.0, "normal"),
+            Band::new(10.0, "mild"),
+            Band::new(14.0, "moderate"),
+            Band::new(21.0, "severe"),
+            Band::new(28.0, "extremely severe"),
+        ],
+        norm: ">= 10",
+    },
+    Scale {
+        key: "anxiety",
+        items: ["v_2", "v_4", "v_7", "v_9", "v_15", "v_19", "v_20"],
+        bands: [
+            Band::new(0.0, "normal"),
+            Band::new(8.0, "mild"),
+            Band::new(10.0, "moderate"),
+            Band::new(15.0, "severe"),
+            Band::new(20.0, "extremely severe"),
+        ],
+        norm: ">= 8",
+    },
+    Scale {
+        key: "stress",
+        items: ["v_1", "v_6", "v_8", "v_11", "v_12", "v_14", "v_18"],
+        bands: [
+            Band::new(0.0, "normal"),
+            Band::new(15.0, "mild"),
+            Band::new(19.0, "moderate"),
+            Band::new(26.0, "severe"),
+            Band::new(34.0, "extremely severe"),
+        ],
+        norm: ">= 15",
+    },
+];
+
+/// All items, in form order, for completion.
+const ITEMS: [&str; 21] = [
+    "v_1", "v_2", "v_3", "v_4", "v_5", "v_6", "v_7", "v_8", "v_9", "v_10", "v_11", "v_12", "v_13",
+    "v_14", "v_15", "v_16", "v_17", "v_18", "v_19", "v_20", "v_21",
+];
+
+/// The DASS-21 sums are doubled to the DASS-42 metric of the severity
+/// ratings (Lovibond & Lovibond 1995; DASS21 scoring notes).
+const MULTIPLIER: f64 = 2.0;
+
+/// "I felt that life was meaningless": attention from 1 ("applied to me to
+/// some degree") upwards (see the module docs).
+const MEANINGLESS_ITEM: &str = "v_21";
+
+fn score(input: ScorerInput) -> ScorerOutput {
+    let mut output = ScorerOutput::default();
+    for scale in &SCALES {
+        let values = input.values_of(&scale.items);
+        let score = match scoring::sum(&values) {
+            Some(sum) => scale_score(scale, sum * MULTIPLIER),
+            None => Score::missing(scoring::missing(&input, &scale.items)),
+        };
+        output.scores.insert(scale.key.into(), score);
+    }
+    output.alarm = None;
+    output.attention = Some(scoring::keys_at_or_above(&input, &[MEANINGLESS_ITEM], 1.0));
+    output.completion = Some(scoring::completion(&input.values_of(&ITEMS)));
+    output
+}
+
+/// A scale's score on the × 2 metric, with its severity band, its cut-off
+/// text and attention from the end of the "normal" range.
+fn scale_score(scale: &Scale, value: f64) -> Score {
+    let mut score = Score::of(value);
+    let band = scoring::band(value, &scale.bands);
+    score.interpretation = band.map(String::from);
+    score.norm = Some(scale.norm.to_string());
+    if band.is_some_and(|b| b != "normal") {
+        score.status = Some(ScoreStatus::Attention);
+    }
+    score
+}
+
+plugin_sdk::export_scorer!(score, questionnaires = ["dass21"]);
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use plugin_sdk::QuestionnaireInfo;
+
+    use super::*;
+
+    /// A response with the items `answered` (1-based item, value); every
+    /// other item unanswered.
+    fn input(answered: &[(usize, f64)]) -> ScorerInput {
+        let mut values: BTreeMap<String, Option<f64>> =
+            ITEMS.iter().map(|k| (k.to_string(), None)).collect();
+        for (item, value) in answered {
+            values.insert(format!("v_{item}"), Some(*value));
+        }
+        ScorerInput {
+            questionnaire: QuestionnaireInfo {
+                key: "dass21".into(),
+                name: "DASS-21".into(),
+                questions: Vec::new(),
+                scores: Vec::new(),
+            },
+            answers: BTreeMap::new(),
+            values,
+            flags: BTreeMap::new(),
+            textvars: BTreeMap::new(),
+            completed_at: "2024-05-01T09:00:00Z".into(),
+            respondent_type: "patient".into(),
+            patient: Default::default(),
+        }
+    }
+
+    fn all(value: f64) -> Vec<(usize, f64)> {
+        (1..=21).map(|item| (item, value)).collect()
+    }
+
+    fn scale(key: &str) -> &'static Scale {
+        SCALES
+            .iter()
+            .find(|s| s.key == key)
+            .expect("the scale exists")
+    }
+
+    #[test]
+    fn fixtures() {
+        plugin_sdk::testing::check_fixtures(env!("CARGO_MANIFEST_DIR"), super::call_json);
+    }
+
+    #[test]
+    fn each_scale_is_its_item_sum_times_two() {
+        let output = score(input(&all(3.0)));
+        for key in ["depression", "anxiety", "stress"] {
+            assert_eq!(output.scores[key].value, Some(42.0), "{key}");
+        }
+        let output = score(input(&all(0.0)));
+        for key in ["depression", "anxiety", "stress"] {
+            assert_eq!(output.scores[key].value, Some(0.0), "{key}");
+        }
+    }
+
+    #[test]
+    fn items_belong_to_the_lovibond_scales() {
+        // One item per scale at a time: only its own scale moves.
+        for (key, items) in [
+            ("depression", [3, 5, 10, 13, 16, 17, 21]),
+            ("anxiety", [2, 4, 7, 9, 15, 19, 20]),
+            ("stress", [1, 6, 8, 11, 12, 14, 18]),
+        ] {
+            for item in items {
+                let mut answers = all(0.0);
+                answers[item - 1] = (item, 1.0);
+                let output = score(input(&answers));
+                for other in ["depression", "anxiety", "stress"] {
+                    let expected = if other == key { 2.0 } else { 0.0 };
+                    assert_eq!(
+                        output.scores[other].value,
+                        Some(expected),
+                        "item {item} in {other}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn severity_bands_follow_the_dass_manual() {
+        let cases = [
+            ("depression", 0.0, "normal"),
+            ("depression", 8.0, "normal"),
+            ("depression", 10.0, "mild"),
+            ("depression", 12.0, "mild"),
+            ("depression", 14.0, "moderate"),
+            ("depression", 20.0, "moderate"),
+            ("depression", 22.0, "severe"),
+            ("depression", 26.0, "severe"),
+            ("depression", 28.0, "extremely severe"),
+            ("depression", 42.0, "extremely severe"),
+            ("anxiety", 0.0, "normal"),
+            ("anxiety", 6.0, "normal"),
+            ("anxiety", 8.0, "mild"),
+            ("anxiety", 10.0, "moderate"),
+            ("anxiety", 14.0, "moderate"),
+            ("anxiety", 16.0, "severe"),
+            ("anxiety", 18.0, "severe"),
+            ("anxiety", 20.0, "extremely severe"),
+            ("anxiety", 42.0, "extremely severe"),
+            ("stress", 0.0, "normal"),
+            ("stress", 14.0, "normal"),
+            ("stress", 16.0, "mild"),
+            ("stress", 18.0, "mild"),
+            ("stress", 20.0, "moderate"),
+            ("stress", 24.0, "moderate"),
+            ("stress", 26.0, "severe"),
+            ("stress", 32.0, "severe"),
+            ("stress", 34.0, "extremely severe"),
+            ("stress", 42.0, "extremely severe"),
+        ];
+        for (key, value, label) in cases {
+            let score = scale_score(scale(key), value);
+            assert_eq!(
+                score.interpretation.as_deref(),
+                Some(label),
+                "{key} {value}"
+            );
+        }
+    }
+
+    #[test]
+    fn odd_manual_boundaries_hold_for_any_value() {
+        // The manual's ranges start at 21 (depression severe), 15 (anxiety
+        // severe), 15 and 19 (stress mild and moderate).
+        assert_eq!(
+            scale_score(scale("depression"), 21.0)
+                .interpretation
+                .as_deref(),
+            Some("severe")
+        );
+        assert_eq!(
+            scale_score(scale("anxiety"), 15.0)
+                .interpretation
+                .as_deref(),
+            Some("severe")
+        );
+        assert_eq!(
+            scale_score(scale("stress"), 15.0).interpretation.as_deref(),
+            Some("mild")
+        );
+        assert_eq!(
+            scale_score(scale("stress"), 19.0).interpretation.as_deref(),
+            Some("moderate")
+        );
+    }
+
+    #[test]
+    fn attention_starts_above_the_normal_range() {
+        for (key, normal, above, norm) in [
+            ("depression", 8.0, 10.0, ">= 10"),
+            ("anxiety", 6.0, 8.0, ">= 8"),
+            ("stress", 14.0, 16.0, ">= 15"),
+        ] {
+            let below = scale_score(scale(key), normal);
+            assert_eq!(below.status, None, "{key}");
+            assert_eq!(below.norm.as_deref(), Some(norm), "{key}");
+            let at = scale_score(scale(key), above);
+            assert_eq!(at.status, Some(ScoreStatus::Attention), "{key}");
+            let max = scale_score(scale(key), 42.0);
+            assert_eq!(max.status, Some(ScoreStatus::Attention), "{key}");
+        }
+    }
+
+    #[test]
+    fn item_21_above_zero_needs_attention() {
+        let mut answers = all(0.0);
+        let output = score(input(&answers));
+        assert_eq!(output.attention, Some(Vec::new()));
+        answers[20] = (21, 1.0);
+        let output = score(input(&answers));
+        assert_eq!(output.attention, Some(vec!["v_21".to_string()]));
+        answers[20] = (21, 3.0);
+        let output = score(input(&answers));
+        assert_eq!(output.attention, Some(vec!["v_21".to_string()]));
+        assert_eq!(output.alarm, None);
+    }
+
+    #[test]
+    fn a_missing_item_leaves_only_its_scale_without_value() {
+        let answers: Vec<(usize, f64)> = all(1.0).into_iter().filter(|(i, _)| *i != 5).collect();
+        let output = score(input(&answers));
+        assert_eq!(output.scores["depression"].value, None);
+        assert_eq!(
+            output.scores["depression"].missing_values,
+            Some(vec!["v_5".to_string()])
+        );
+        assert_eq!(output.scores["anxiety"].value, Some(14.0));
+        assert_eq!(output.scores["stress"].value, Some(14.0));
+        assert_eq!(output.completion, Some(20.0 / 21.0));
+    }
+
+    #[test]
+    fn an_unanswered_item_21_raises_nothing() {
+        let answers: Vec<(usize, f64)> = all(0.0).into_iter().filter(|(i, _)| *i != 21).collect();
+        let output = score(input(&answers));
+        assert_eq!(output.attention, Some(Vec::new()));
+        assert_eq!(
+            output.scores["depression"].missing_values,
+            Some(vec!["v_21".to_string()])
+        );
+    }
+
+    #[test]
+    fn nothing_answered_gives_no_values() {
+        let output = score(input(&[]));
+        for scale in &SCALES {
+            assert_eq!(output.scores[scale.key].value, None);
+            assert_eq!(
+                output.scores[scale.key]
+                    .missing_values
+                    .as_ref()
+                    .map(Vec::len),
+                Some(7)
+            );
+        }
+        assert_eq!(output.completion, Some(0.0));
+        assert_eq!(output.attention, Some(Vec::new()));
+    }
+
+    #[test]
+    fn manifest_names_the_questionnaire() {
+        let manifest = manifest();
+        assert_eq!(manifest.name, "dass21");
+        assert_eq!(manifest.questionnaires, ["dass21"]);
+    }
+}
