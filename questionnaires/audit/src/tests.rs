@@ -1,0 +1,222 @@
+//! Unit tests of every scoring rule, and the golden fixtures.
+
+use std::collections::BTreeMap;
+
+use plugin_sdk::{PatientInfo, QuestionnaireInfo};
+
+use super::*;
+
+#[test]
+fn fixtures() {
+    plugin_sdk::testing::check_fixtures(env!("CARGO_MANIFEST_DIR"), super::call_json);
+}
+
+/// An input with points for questions 1–10 (`None`: unanswered).
+fn input(points: [Option<f64>; 10]) -> ScorerInput {
+    ScorerInput {
+        questionnaire: QuestionnaireInfo {
+            key: "audit".into(),
+            name: "AUDIT".into(),
+            questions: Vec::new(),
+            scores: Vec::new(),
+        },
+        answers: BTreeMap::new(),
+        values: ITEMS
+            .iter()
+            .zip(points)
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        flags: BTreeMap::new(),
+        textvars: BTreeMap::new(),
+        completed_at: "2026-03-01T09:30:00Z".into(),
+        respondent_type: "patient".into(),
+        patient: PatientInfo::default(),
+    }
+}
+
+fn all(points: [f64; 10]) -> ScorerInput {
+    input(points.map(Some))
+}
+
+fn total(input: &ScorerInput) -> Score {
+    total_score(&Points::of(input), cutoff_for(input))
+}
+
+#[test]
+fn total_is_the_sum_from_0_to_40() {
+    assert_eq!(total(&all([0.0; 10])).value, Some(0.0));
+    let max = all([4.0; 10]);
+    assert_eq!(total(&max).value, Some(40.0));
+    let some = all([1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 2.0, 0.0]);
+    assert_eq!(total(&some).value, Some(5.0));
+}
+
+#[test]
+fn zones_follow_the_manual() {
+    let cases = [
+        (0.0, "low risk"),
+        (7.0, "low risk"),
+        (8.0, "hazardous"),
+        (15.0, "hazardous"),
+        (16.0, "harmful"),
+        (19.0, "harmful"),
+        (20.0, "possible dependence"),
+        (40.0, "possible dependence"),
+    ];
+    for (value, zone) in cases {
+        assert_eq!(scoring::band(value, &ZONES), Some(zone), "total {value}");
+    }
+}
+
+#[test]
+fn attention_status_from_the_cutoff_of_8() {
+    let seven = all([2.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0]);
+    let score = total(&seven);
+    assert_eq!(score.value, Some(7.0));
+    assert_eq!(score.status, None);
+    assert_eq!(score.norm.as_deref(), Some(">= 8"));
+    let eight = all([2.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 2.0, 0.0, 0.0]);
+    assert_eq!(total(&eight).status, Some(ScoreStatus::Attention));
+}
+
+#[test]
+fn women_and_patients_over_65_have_the_cutoff_of_7() {
+    let seven = [2.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0];
+    let six = [2.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0];
+
+    let mut woman = all(seven);
+    woman.patient.gender = Some("female".into());
+    assert_eq!(total(&woman).status, Some(ScoreStatus::Attention));
+    assert_eq!(total(&woman).norm.as_deref(), Some(">= 7"));
+    let mut woman_six = all(six);
+    woman_six.patient.gender = Some("female".into());
+    assert_eq!(total(&woman_six).status, None);
+
+    // Completed in 2026: born 1960 is over 65 (66 this year), born
+    // 1961 is not (65 this year).
+    let mut older_man = all(seven);
+    older_man.patient = PatientInfo {
+        gender: Some("male".into()),
+        birth_year: Some(1960),
+    };
+    assert_eq!(total(&older_man).status, Some(ScoreStatus::Attention));
+    let mut man_of_65 = all(seven);
+    man_of_65.patient = PatientInfo {
+        gender: Some("male".into()),
+        birth_year: Some(1961),
+    };
+    assert_eq!(total(&man_of_65).status, None);
+    assert_eq!(total(&man_of_65).norm.as_deref(), Some(">= 8"));
+
+    // No birth year, or a completion time that does not parse: no age.
+    let mut unknown = all(seven);
+    unknown.patient.gender = Some("male".into());
+    assert_eq!(cutoff_for(&unknown), CUTOFF);
+    let mut unparsed = older_man.clone();
+    unparsed.completed_at = "yesterday".into();
+    assert_eq!(cutoff_for(&unparsed), CUTOFF);
+}
+
+#[test]
+fn never_drinking_skips_questions_2_to_8() {
+    let mut points = [None; 10];
+    points[0] = Some(0.0);
+    points[8] = Some(2.0);
+    points[9] = Some(4.0);
+    let input = input(points);
+    let p = Points::of(&input);
+    assert_eq!(total(&input).value, Some(6.0));
+    assert_eq!(p.sub_score(&CONSUMPTION).value, Some(0.0));
+    assert_eq!(p.sub_score(&DEPENDENCE).value, Some(0.0));
+    assert_eq!(p.completion(), 1.0);
+    // Question 10 "yes, during the last year" still asks for attention.
+    assert_eq!(attention(&input), vec!["v_10"]);
+}
+
+#[test]
+fn light_drinking_skips_questions_4_to_8() {
+    let mut points = [None; 10];
+    points[0] = Some(1.0);
+    points[1] = Some(0.0);
+    points[2] = Some(0.0);
+    points[8] = Some(0.0);
+    points[9] = Some(2.0);
+    let input = input(points);
+    assert_eq!(total(&input).value, Some(3.0));
+    assert_eq!(Points::of(&input).completion(), 1.0);
+}
+
+#[test]
+fn skips_do_not_reach_questions_9_and_10() {
+    let mut points = [None; 10];
+    points[0] = Some(0.0);
+    let input = input(points);
+    let score = total(&input);
+    assert_eq!(score.value, None);
+    assert_eq!(
+        score.missing_values,
+        Some(vec!["v_9".to_string(), "v_10".to_string()])
+    );
+    assert_eq!(Points::of(&input).completion(), 0.8);
+}
+
+#[test]
+fn answers_after_a_skip_still_count() {
+    // "Never" on 1 but an answer on 4: the answer is scored as given.
+    let mut points = [None; 10];
+    points[0] = Some(0.0);
+    points[3] = Some(2.0);
+    points[8] = Some(0.0);
+    points[9] = Some(0.0);
+    assert_eq!(total(&input(points)).value, Some(2.0));
+}
+
+#[test]
+fn an_unanswered_question_without_a_skip_leaves_no_value() {
+    let mut points = [Some(1.0); 10];
+    points[4] = None;
+    let input = input(points);
+    let p = Points::of(&input);
+    assert_eq!(total(&input).missing_values, Some(vec!["v_5".to_string()]));
+    assert_eq!(p.sub_score(&CONSUMPTION).value, Some(3.0));
+    assert_eq!(
+        p.sub_score(&DEPENDENCE).missing_values,
+        Some(vec!["v_5".to_string()])
+    );
+    assert_eq!(p.completion(), 0.9);
+}
+
+#[test]
+fn questions_2_and_3_scoring_zero_need_both_answered() {
+    // Question 3 unanswered: no skip, so 4–8 and 3 stay missing.
+    let mut points = [None; 10];
+    points[0] = Some(1.0);
+    points[1] = Some(0.0);
+    points[8] = Some(0.0);
+    points[9] = Some(0.0);
+    let score = total(&input(points));
+    assert_eq!(
+        score.missing_values,
+        Some(
+            ["v_3", "v_4", "v_5", "v_6", "v_7", "v_8"]
+                .map(String::from)
+                .to_vec()
+        )
+    );
+}
+
+#[test]
+fn attention_items_follow_the_manual() {
+    // 4–6 at 2 or more, 9–10 at 4; 7 and 8 never.
+    let input = all([4.0, 4.0, 4.0, 1.0, 2.0, 4.0, 4.0, 4.0, 2.0, 4.0]);
+    assert_eq!(attention(&input), vec!["v_5", "v_6", "v_10"]);
+    let none = all([4.0, 4.0, 4.0, 1.0, 1.0, 1.0, 4.0, 4.0, 2.0, 2.0]);
+    assert!(attention(&none).is_empty());
+}
+
+#[test]
+fn manifest_names_the_questionnaire() {
+    let manifest = manifest();
+    assert_eq!(manifest.name, "audit");
+    assert_eq!(manifest.questionnaires, ["audit"]);
+}
