@@ -1,0 +1,258 @@
+//! Scorer of the WHO-5 Well-Being Index: the `raw` score (0–25) and the
+//! `percentage` score (raw × 4, 0–100) from items `v_1`..`v_5`, both higher
+//! is better; the poor well-being cut-off; the items answered 0 or 1 as
+//! attention; and completion.
+//!
+//! Sources:
+//! - The WHO-5 form (1998 version) and its scoring text, Psychiatric
+//!   Research Unit, WHO Collaborating Centre in Mental Health, Frederiksborg
+//!   General Hospital, Hillerød (now Psychiatric Centre North Zealand):
+//!   options 5 "all of the time" to 0 "at no time"; the raw score is the
+//!   total of the five answers (0–25) and the percentage score the raw
+//!   score × 4; a raw score below 13 indicates poor well-being and is an
+//!   indication for testing for depression; the Major Depression Inventory
+//!   is recommended when the raw score is below 13 or when any of the five
+//!   items is answered 0 or 1; the percentage score is used to monitor
+//!   change.
+//! - Topp CW, Østergaard SD, Søndergaard S, Bech P. The WHO-5 Well-Being
+//!   Index: a systematic review of the literature. Psychother Psychosom
+//!   2015;84(3):167-176: the 0–100 scale and a depression screening cut-off
+//!   of 50 or less on it, which selects the same respondents as raw < 13.
+//!
+//! Not implemented: questionnaires.md also lists "percentage ≤ 28 → likely
+//! depression", attributed to Topp et al. 2015. We could not find that
+//! cut-off in the text of Topp et al. or in the WHO-5 scoring text we could
+//! read (only in secondary web pages), so this scorer has no such band.
+//!
+//! Unanswered items: the scoring text defines the raw score as the total of
+//! all five answers and gives no proration rule; we found none published.
+//! With any item missing both scores report `missing_values` and no value.
+//! The attention rule still applies to the items that were answered.
+//!
+//! No norm population is given for the WHO-5 (questionnaires.md), so there
+//! are no t-scores. There is no alarm rule (`alarm` is `None`).
+
+use plugin_sdk::scoring::{self, Band};
+use plugin_sdk::{Score, ScoreStatus, ScorerInput, ScorerOutput};
+
+/// The five items, in form order (WHO-5, 1998 version).
+const ITEMS: [&str; 5] = ["v_1", "v_2", "v_3", "v_4", "v_5"];
+
+/// The percentage score is the raw score × 4 (WHO-5 scoring text).
+const PERCENT_PER_RAW_POINT: f64 = 4.0;
+
+/// A raw score below 13 indicates poor well-being (WHO-5 scoring text), so
+/// 13 is the first raw score outside it.
+const RAW_CUTOFF: f64 = 13.0;
+
+/// An item answered at most this (0 "at no time" or 1 "some of the time")
+/// calls for the Major Depression Inventory, whatever the total (WHO-5
+/// scoring text).
+const ATTENTION_ITEM_MAX: f64 = 1.0;
+
+const POOR: &str = "poor well-being";
+const NOT_POOR: &str = "no indication of poor well-being";
+
+/// Bands of the raw score: 0–12 poor well-being, 13–25 not (WHO-5 scoring
+/// text).
+const RAW_BANDS: [Band; 2] = [Band::new(0.0, POOR), Band::new(RAW_CUTOFF, NOT_POOR)];
+
+/// The same bands on the percentage scale: 0–48 poor well-being, 52–100
+/// not (raw 13 × 4 = 52; Topp et al. 2015: ≤ 50, the same respondents).
+const PERCENTAGE_BANDS: [Band; 2] = [
+    Band::new(0.0, POOR),
+    Band::new(RAW_CUTOFF * PERCENT_PER_RAW_POINT, NOT_POOR),
+];
+
+fn score(input: ScorerInput) -> ScorerOutput {
+    let values = input.values_of(&ITEMS);
+    let mut output = ScorerOutput::default();
+    match scoring::sum(&values) {
+        Some(raw) => {
+            output.scores.insert("raw".into(), raw_score(raw));
+            output
+                .scores
+                .insert("percentage".into(), percentage_score(raw));
+        }
+        None => {
+            let missing = scoring::missing(&input, &ITEMS);
+            output
+                .scores
+                .insert("raw".into(), Score::missing(missing.clone()));
+            output
+                .scores
+                .insert("percentage".into(), Score::missing(missing));
+        }
+    }
+    // The WHO-5 has no alarm rule; its item rule is the attention list.
+    output.alarm = None;
+    output.attention = Some(low_items(&input));
+    output.completion = Some(scoring::completion(&values));
+    output
+}
+
+/// The items answered 0 or 1, in form order; unanswered items raise
+/// nothing.
+fn low_items(input: &ScorerInput) -> Vec<String> {
+    ITEMS
+        .iter()
+        .filter(|k| input.value(k).is_some_and(|v| v <= ATTENTION_ITEM_MAX))
+        .map(|k| k.to_string())
+        .collect()
+}
+
+fn raw_score(raw: f64) -> Score {
+    banded(raw, &RAW_BANDS, raw < RAW_CUTOFF, "< 13")
+}
+
+fn percentage_score(raw: f64) -> Score {
+    let percentage = raw * PERCENT_PER_RAW_POINT;
+    banded(percentage, &PERCENTAGE_BANDS, raw < RAW_CUTOFF, "< 52")
+}
+
+/// A score with its band and cut-off text; poor well-being is an
+/// indication for testing for depression (WHO-5 scoring text), so it needs
+/// attention. It is not raised to alarm: the sources ask for a further
+/// assessment, not for urgent action.
+fn banded(value: f64, bands: &[Band], poor: bool, cutoff_text: &str) -> Score {
+    let mut score = Score::of(value);
+    score.interpretation = scoring::band(value, bands).map(String::from);
+    score.norm = Some(cutoff_text.to_string());
+    if poor {
+        score.status = Some(ScoreStatus::Attention);
+    }
+    score
+}
+
+plugin_sdk::export_scorer!(score, questionnaires = ["who5"]);
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use plugin_sdk::QuestionnaireInfo;
+
+    use super::*;
+
+    /// A response with these values for `v_1`..`v_5` (`None` unanswered).
+    fn input(items: [Option<f64>; 5]) -> ScorerInput {
+        ScorerInput {
+            questionnaire: QuestionnaireInfo {
+                key: "who5".into(),
+                name: "WHO-5".into(),
+                questions: Vec::new(),
+                scores: Vec::new(),
+            },
+            answers: BTreeMap::new(),
+            values: ITEMS
+                .iter()
+                .zip(items)
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            flags: BTreeMap::new(),
+            textvars: BTreeMap::new(),
+            completed_at: "2026-03-01T09:30:00Z".into(),
+            respondent_type: "patient".into(),
+            patient: Default::default(),
+        }
+    }
+
+    #[test]
+    fn fixtures() {
+        plugin_sdk::testing::check_fixtures(env!("CARGO_MANIFEST_DIR"), super::call_json);
+    }
+
+    #[test]
+    fn raw_is_the_sum_and_percentage_four_times_it() {
+        let output = score(input([Some(5.0); 5]));
+        assert_eq!(output.scores["raw"].value, Some(25.0));
+        assert_eq!(output.scores["percentage"].value, Some(100.0));
+        let output = score(input([Some(0.0); 5]));
+        assert_eq!(output.scores["raw"].value, Some(0.0));
+        assert_eq!(output.scores["percentage"].value, Some(0.0));
+        let output = score(input([
+            Some(3.0),
+            Some(2.0),
+            Some(4.0),
+            Some(1.0),
+            Some(5.0),
+        ]));
+        assert_eq!(output.scores["raw"].value, Some(15.0));
+        assert_eq!(output.scores["percentage"].value, Some(60.0));
+    }
+
+    #[test]
+    fn poor_well_being_is_a_raw_score_below_13() {
+        let twelve = raw_score(12.0);
+        assert_eq!(twelve.interpretation.as_deref(), Some(POOR));
+        assert_eq!(twelve.status, Some(ScoreStatus::Attention));
+        assert_eq!(twelve.norm.as_deref(), Some("< 13"));
+        let thirteen = raw_score(13.0);
+        assert_eq!(thirteen.interpretation.as_deref(), Some(NOT_POOR));
+        assert_eq!(thirteen.status, None);
+        assert_eq!(raw_score(0.0).interpretation.as_deref(), Some(POOR));
+        assert_eq!(raw_score(25.0).interpretation.as_deref(), Some(NOT_POOR));
+    }
+
+    #[test]
+    fn the_percentage_carries_the_same_cutoff_times_four() {
+        let forty_eight = percentage_score(12.0);
+        assert_eq!(forty_eight.value, Some(48.0));
+        assert_eq!(forty_eight.interpretation.as_deref(), Some(POOR));
+        assert_eq!(forty_eight.status, Some(ScoreStatus::Attention));
+        assert_eq!(forty_eight.norm.as_deref(), Some("< 52"));
+        let fifty_two = percentage_score(13.0);
+        assert_eq!(fifty_two.value, Some(52.0));
+        assert_eq!(fifty_two.interpretation.as_deref(), Some(NOT_POOR));
+        assert_eq!(fifty_two.status, None);
+    }
+
+    #[test]
+    fn items_answered_0_or_1_need_attention() {
+        let output = score(input([
+            Some(0.0),
+            Some(1.0),
+            Some(2.0),
+            Some(5.0),
+            Some(1.0),
+        ]));
+        assert_eq!(
+            output.attention,
+            Some(vec!["v_1".to_string(), "v_2".into(), "v_5".into()])
+        );
+        let none_low = score(input([Some(2.0); 5]));
+        assert_eq!(none_low.attention, Some(Vec::new()));
+        assert_eq!(none_low.alarm, None);
+    }
+
+    #[test]
+    fn a_missing_item_gives_no_scores_but_answered_low_items_still_count() {
+        let output = score(input([Some(5.0), None, Some(1.0), Some(5.0), Some(5.0)]));
+        for key in ["raw", "percentage"] {
+            let s = &output.scores[key];
+            assert_eq!(s.value, None, "{key}");
+            assert_eq!(s.missing_values, Some(vec!["v_2".to_string()]), "{key}");
+            assert_eq!(s.status, None, "{key}");
+        }
+        assert_eq!(output.attention, Some(vec!["v_3".to_string()]));
+        assert_eq!(output.completion, Some(0.8));
+    }
+
+    #[test]
+    fn nothing_answered_lists_every_item_and_raises_nothing() {
+        let output = score(input([None; 5]));
+        assert_eq!(
+            output.scores["raw"].missing_values.as_deref(),
+            Some(ITEMS.map(String::from).as_slice())
+        );
+        assert_eq!(output.attention, Some(Vec::new()));
+        assert_eq!(output.completion, Some(0.0));
+    }
+
+    #[test]
+    fn manifest_names_the_questionnaire() {
+        let manifest = manifest();
+        assert_eq!(manifest.name, "who5");
+        assert_eq!(manifest.questionnaires, ["who5"]);
+    }
+}
