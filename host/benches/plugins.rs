@@ -270,6 +270,7 @@ fn scoring_section(scale: Scale) {
     let ctx = ScoringContext {
         completed_at: start_time(),
         professional: false,
+        variant: &Default::default(),
     };
     let given = answers(&q, 3);
     let input = scoring::scorer_input(&q, &given, ctx);
@@ -677,6 +678,7 @@ fn calculator_input(plugin: &Plugin, q: &Questionnaire, n: usize) -> CalculatorI
             let ctx = ScoringContext {
                 completed_at,
                 professional: false,
+                variant: &Default::default(),
             };
             let (outcome, _) = scoring::score_with(&metrics, plugin, q, &given, ctx);
             let outcome = serde_json::to_value(&outcome)

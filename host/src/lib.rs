@@ -124,6 +124,7 @@ impl AppState {
         let ctx = scoring::ScoringContext {
             completed_at: completion.completed_at,
             professional,
+            variant: &completion.variant,
         };
         let (outcome, provenance) = scoring::score(
             &self.0.plugins,

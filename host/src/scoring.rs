@@ -14,14 +14,17 @@ use plugin_sdk::{
 use crate::domain::answers::Answers;
 use crate::domain::outcome::{self, Outcome, Provenance};
 use crate::domain::questionnaire::Questionnaire;
+use crate::domain::variant::Variant;
 use crate::metrics::Metrics;
 use crate::plugins::{Plugin, PluginError, Plugins};
 
 /// What the pipeline needs to know of a response besides its answers.
 #[derive(Debug, Clone, Copy)]
-pub struct ScoringContext {
+pub struct ScoringContext<'a> {
     pub completed_at: DateTime<Utc>,
     pub professional: bool,
+    /// The flags and textvars the response was created with.
+    pub variant: &'a Variant,
 }
 
 /// The parts of a definition plugins see.
@@ -64,8 +67,12 @@ pub fn questionnaire_info(q: &Questionnaire) -> QuestionnaireInfo {
     }
 }
 
-/// The scorer input for `answers` to `q`.
-pub fn scorer_input(q: &Questionnaire, answers: &Answers, ctx: ScoringContext) -> ScorerInput {
+/// The scorer input for `answers` to `q`. Answers to questions the
+/// response's variant hides are left out (a hidden question's answer is
+/// ignored by scoring); `flags` holds every flag the questionnaire
+/// declares, with the response's value or the default.
+pub fn scorer_input(q: &Questionnaire, answers: &Answers, ctx: ScoringContext<'_>) -> ScorerInput {
+    let answers = ctx.variant.visible_answers(q, answers);
     let values = answers
         .0
         .iter()
@@ -80,10 +87,14 @@ pub fn scorer_input(q: &Questionnaire, answers: &Answers, ctx: ScoringContext) -
         .collect();
     ScorerInput {
         questionnaire: questionnaire_info(q),
-        answers: answers.0.iter().cloned().collect(),
+        answers: answers.0.into_iter().collect(),
         values,
-        flags: Default::default(),
-        textvars: Default::default(),
+        flags: q
+            .flags
+            .keys()
+            .map(|name| (name.clone(), ctx.variant.flag(q, name)))
+            .collect(),
+        textvars: ctx.variant.textvars.clone(),
         completed_at: ctx
             .completed_at
             .to_rfc3339_opts(SecondsFormat::Millis, true),
@@ -104,7 +115,7 @@ pub async fn score(
     metrics: &Metrics,
     q: &Questionnaire,
     answers: &Answers,
-    ctx: ScoringContext,
+    ctx: ScoringContext<'_>,
 ) -> (Outcome, Provenance) {
     let plugin = match plugins.get(PluginKind::Scorer, &q.scorer) {
         Ok(p) => p,
@@ -121,7 +132,7 @@ pub fn score_with(
     plugin: &Plugin,
     q: &Questionnaire,
     answers: &Answers,
-    ctx: ScoringContext,
+    ctx: ScoringContext<'_>,
 ) -> (Outcome, Provenance) {
     let call =
         crate::plugins::call::invoke::<_, ScorerOutput>(plugin, &scorer_input(q, answers, ctx));

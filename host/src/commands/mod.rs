@@ -6,6 +6,7 @@
     reason = "these commands answer on standard output"
 )]
 
+pub mod fixtures;
 pub mod plugin;
 pub mod rescore;
 mod scaffold;

@@ -31,6 +31,19 @@ pub enum PluginCommand {
     /// non-zero when any module is refused. A running service shows its own
     /// state at GET /api/v1/plugins.
     List,
+    /// Fill in each scorer fixture's input from the questionnaire
+    /// definition: authors write `input.answers` (option keys; flags and
+    /// textvars if the case needs them) and the expected output by hand;
+    /// this adds the questionnaire part, the option values and the flags
+    /// exactly as the service sends them. Rewrites DIR/fixtures/*.json.
+    Fixtures {
+        /// The scorer's folder, holding questionnaire.toml and fixtures/
+        dir: PathBuf,
+        /// Change nothing; exit non-zero when a fixture is not filled in
+        /// or out of date with the definition
+        #[arg(long)]
+        check: bool,
+    },
     /// Scaffold a plugin crate with one fixture: a scorer under
     /// questionnaires/NAME/ (with a two-question definition to start from)
     /// or a calculator under calculators/NAME/.
@@ -51,11 +64,33 @@ pub fn run(command: PluginCommand, config: &Config) -> anyhow::Result<bool> {
     match command {
         PluginCommand::Test { module, fixtures } => test(config, &module, &fixtures),
         PluginCommand::List => list(config),
+        PluginCommand::Fixtures { dir, check } => fixtures(&dir, check),
         PluginCommand::New { kind, name, root } => {
             super::scaffold::create(&root, &kind, &name)?;
             Ok(true)
         }
     }
+}
+
+#[allow(clippy::print_stdout)]
+fn fixtures(dir: &Path, check: bool) -> anyhow::Result<bool> {
+    let filled = super::fixtures::fill_dir(dir, check)?;
+    let stale = filled.iter().filter(|f| f.changed).count();
+    for f in &filled {
+        let state = match (f.changed, check) {
+            (false, _) => "up to date",
+            (true, false) => "filled in",
+            (true, true) => "OUT OF DATE",
+        };
+        println!("{state:<12} {}", f.path.display());
+    }
+    if check && stale > 0 {
+        println!(
+            "{stale} fixture(s) out of date: run `outcomes plugin fixtures {}`",
+            dir.display()
+        );
+    }
+    Ok(!(check && stale > 0))
 }
 
 fn runtime(config: &Config) -> anyhow::Result<Plugins> {

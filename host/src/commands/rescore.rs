@@ -21,6 +21,7 @@ use crate::definitions;
 use crate::domain::outcome::Outcome;
 use crate::domain::response::Response;
 use crate::domain::time::parse_filter;
+use crate::domain::variant::Variant;
 use crate::metrics::Metrics;
 use crate::plugins::{Plugin, Plugins};
 use crate::scoring::{ScoringContext, score_with};
@@ -116,9 +117,11 @@ pub async fn rescore(store: &Store, config: &Config, args: RescoreArgs) -> anyho
                 tally.skipped += 1;
                 continue;
             };
+            let variant = Variant::from_stored(&r.flags, &r.textvars);
             let ctx = ScoringContext {
                 completed_at: r.times.completed_at.unwrap_or(now),
                 professional: r.completer_type == "profess",
+                variant: &variant,
             };
             let (outcome, provenance) = score_with(&metrics, &plugin, &q.def, &r.answers, ctx);
             if outcome == r.outcome && (args.exact || provenance == r.provenance) {

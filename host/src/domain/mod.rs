@@ -14,3 +14,4 @@ pub mod respondent;
 pub mod response;
 pub mod text;
 pub mod time;
+pub mod variant;

@@ -70,9 +70,7 @@ pub fn complete(def: &Questionnaire, output: ScorerOutput) -> Result<Outcome, St
     let mut entries = Map::new();
     let mut status = (false, false);
     for s in &def.scores {
-        let mut entry = Map::new();
-        entry.insert("score".into(), Value::Bool(true));
-        entry.insert("label".into(), Value::String(label(def, s)));
+        let mut entry = head(def, s);
         if let Some(score) = scores.remove(&s.key) {
             for (name, n) in [("value", score.value), ("tscore", score.tscore)] {
                 if n.is_some_and(|n| !n.is_finite()) {
@@ -89,7 +87,10 @@ pub fn complete(def: &Questionnaire, output: ScorerOutput) -> Result<Outcome, St
                 return Err(format!("score {} is not an object", s.key));
             };
             for (name, value) in fields {
-                if !matches!(name.as_str(), "score" | "label" | "referenced_values") {
+                if !matches!(
+                    name.as_str(),
+                    "score" | "label" | "global" | "referenced_values"
+                ) {
                     entry.insert(name, value);
                 }
             }
@@ -129,13 +130,13 @@ pub fn complete(def: &Questionnaire, output: ScorerOutput) -> Result<Outcome, St
 pub fn failed(def: &Questionnaire, code: &str, message: &str) -> Outcome {
     let mut scores = Map::new();
     for s in &def.scores {
-        let entry = serde_json::json!({
-            "score": true,
-            "label": label(def, s),
-            "exception": { "code": code, "message": message },
-            "referenced_values": s.items,
-        });
-        scores.insert(s.key.clone(), entry);
+        let mut entry = head(def, s);
+        entry.insert(
+            "exception".into(),
+            serde_json::json!({ "code": code, "message": message }),
+        );
+        entry.insert("referenced_values".into(), serde_json::json!(s.items));
+        scores.insert(s.key.clone(), Value::Object(entry));
     }
     Outcome {
         scores,
@@ -151,9 +152,20 @@ pub fn has_failure(outcome: &Outcome) -> bool {
         .any(|s| s.get("exception").is_some())
 }
 
-/// A score label in the questionnaire's own language.
-fn label(def: &Questionnaire, s: &ScoreDef) -> String {
-    s.label.resolve(&def.language, "en").to_owned()
+/// What the definition says of a score in every outcome: `score`, its
+/// label in the questionnaire's own language, and `global` for a main
+/// result of the questionnaire.
+fn head(def: &Questionnaire, s: &ScoreDef) -> Map<String, Value> {
+    let mut entry = Map::new();
+    entry.insert("score".into(), Value::Bool(true));
+    entry.insert(
+        "label".into(),
+        Value::String(s.label.resolve(&def.language, "en").to_owned()),
+    );
+    if s.global {
+        entry.insert("global".into(), Value::Bool(true));
+    }
+    entry
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use plugin_sdk::{Norm, Tonality};
 
 use super::text::Text;
+use super::variant::placeholders;
 
 /// The name of the definition file inside a questionnaire's folder.
 pub const DEFINITION_FILE: &str = "questionnaire.toml";
@@ -120,6 +121,10 @@ pub struct ScoreDef {
     /// Which way the score points.
     #[serde(default)]
     pub tonality: Tonality,
+    /// Whether this score is a main result of the questionnaire (`global`
+    /// in the outcome).
+    #[serde(default)]
+    pub global: bool,
 }
 
 /// A boolean flag that changes which questions are shown.
@@ -136,8 +141,10 @@ pub struct FlagDef {
 #[serde(deny_unknown_fields)]
 pub struct TextvarDef {
     pub description: Text,
+    /// What `{{name}}` reads when a response gives no value: one string, or
+    /// one per language.
     #[serde(default)]
-    pub default: Option<String>,
+    pub default: Option<Text>,
 }
 
 /// Registration in the Dutch benchmarking standard (SBG).
@@ -359,6 +366,29 @@ fn validate(file: QuestionnaireFile, folder: &str) -> Result<Questionnaire, Defi
     for name in file.flags.keys().chain(file.textvars.keys()) {
         if !is_valid_key(name) {
             err(format!("flag or textvar {name:?}: invalid name"));
+        }
+    }
+    // Every `{{name}}` in a text must be a declared textvar, or respondents
+    // would read the braces.
+    let mut texts: Vec<(String, &Text)> =
+        vec![("short_description".into(), &file.short_description)];
+    texts.extend(file.description.iter().map(|d| ("description".into(), d)));
+    for q in &questions {
+        texts.push((format!("questions ({}) title", q.key), &q.title));
+        for o in &q.options {
+            texts.push((
+                format!("questions ({}) option {}", q.key, o.key),
+                &o.description,
+            ));
+        }
+    }
+    for (at, text) in texts {
+        for name in text.all().flat_map(placeholders) {
+            if !file.textvars.contains_key(name) {
+                err(format!(
+                    "{at}: {{{{{name}}}}} is not a textvar declared under [textvars]"
+                ));
+            }
         }
     }
     if let Some(sbg) = &file.sbg_info {

@@ -10,6 +10,7 @@ use super::ids::{
     SubscriptionId,
 };
 use super::outcome::{Outcome, Provenance};
+use super::variant::Variant;
 
 /// Response status on the wire (api.md, decisions.md §4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -114,6 +115,9 @@ pub struct Completion {
     pub answers: Answers,
     pub started_at: Option<DateTime<Utc>>,
     pub completed_at: DateTime<Utc>,
+    /// The flags and textvars it was filled out with: those of the pending
+    /// response it completes, or those given with a POST.
+    pub variant: Variant,
     pub outcome: Outcome,
     pub provenance: Provenance,
 }

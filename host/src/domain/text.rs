@@ -29,6 +29,15 @@ impl Text {
         }
     }
 
+    /// Every language's text.
+    pub fn all(&self) -> impl Iterator<Item = &str> {
+        let (plain, localized) = match self {
+            Text::Plain(s) => (Some(s.as_str()), None),
+            Text::Localized(map) => (None, Some(map.values().map(String::as_str))),
+        };
+        plain.into_iter().chain(localized.into_iter().flatten())
+    }
+
     /// True when no language holds any non-blank text.
     pub fn is_blank(&self) -> bool {
         match self {

@@ -26,7 +26,7 @@ pub(super) struct NewResponse {
     pub now: DateTime<Utc>,
 }
 
-/// Rows per multi-row INSERT: 17 parameters each stays far below the
+/// Rows per multi-row INSERT: 19 parameters each stays far below the
 /// parameter limits of SQLite (32766) and PostgreSQL (65535).
 const INSERT_CHUNK: usize = 128;
 
@@ -79,6 +79,8 @@ struct NewRow<'a> {
     completer: &'static str,
     answers: String,
     outcome: String,
+    flags: String,
+    textvars: String,
 }
 
 /// How the POSTed responses of one write batch are stored together, in a
@@ -174,6 +176,8 @@ impl<'a> Plan<'a> {
                     completer,
                     answers: Value::Object(c.answers.to_json()).to_string(),
                     outcome: outcome_json(&c.outcome)?,
+                    flags: Value::Object(c.variant.flags_json()).to_string(),
+                    textvars: Value::Object(c.variant.textvars_json()).to_string(),
                 });
             }
         }
@@ -375,10 +379,10 @@ impl<'a> Plan<'a> {
 }
 
 const INSERT_ROWS: &str = "INSERT INTO responses (dossier_id, respondent_id, questionnaire_id, external_id, completer_type, \
-     started_at, completed_at, answers, outcome, outcome_plugin, outcome_plugin_version, outcome_plugin_sha256, \
+     flags, textvars, started_at, completed_at, answers, outcome, outcome_plugin, outcome_plugin_version, outcome_plugin_sha256, \
      outcome_computed_at, entered_by, created_at, updated_at) VALUES ";
 const INSERT_ROWS_WITH_ID: &str = "INSERT INTO responses (id, dossier_id, respondent_id, questionnaire_id, external_id, completer_type, \
-     started_at, completed_at, answers, outcome, outcome_plugin, outcome_plugin_version, outcome_plugin_sha256, \
+     flags, textvars, started_at, completed_at, answers, outcome, outcome_plugin, outcome_plugin_version, outcome_plugin_sha256, \
      outcome_computed_at, entered_by, created_at, updated_at) VALUES ";
 
 /// The values of a row for [`INSERT_ROWS`], as create_one's INSERT binds them.
@@ -395,6 +399,10 @@ fn push_values(script: &mut Script, row: &NewRow<'_>) {
         .bind(row.item.external_id.clone())
         .sql(", ")
         .bind(row.completer)
+        .sql(", ")
+        .bind(row.flags.clone())
+        .sql(", ")
+        .bind(row.textvars.clone())
         .sql(", ")
         .bind(c.started_at.map(to_millis))
         .sql(", ")
@@ -420,8 +428,7 @@ fn push_values(script: &mut Script, row: &NewRow<'_>) {
 }
 
 /// The row a read back of a response a [`Plan`] inserted would return: what
-/// it bound, the columns' defaults for what it did not (flags, textvars,
-/// requesters), and the questionnaire's key and name. The test
+/// it bound, the columns' defaults for what it did not (requesters), and the questionnaire's key and name. The test
 /// `batches_answer_as_a_read_back` holds it to that.
 fn stored_row(
     row: &NewRow<'_>,
@@ -439,8 +446,8 @@ fn stored_row(
         questionnaire_name,
         external_id: Some(row.item.external_id.clone()),
         completer_type: row.completer.to_owned(),
-        flags: "{}".to_owned(),
-        textvars: "{}".to_owned(),
+        flags: row.flags.clone(),
+        textvars: row.textvars.clone(),
         measurement_id: None,
         protocol_subscription_id: None,
         non_response_id: None,

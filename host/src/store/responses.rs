@@ -287,6 +287,20 @@ impl Store {
             .await
     }
 
+    /// The response a PUT with `segment` would complete, if any (read
+    /// before scoring: its flags and textvars decide what is scored).
+    pub async fn response_to_complete(
+        &self,
+        epd_id: &str,
+        segment: &str,
+    ) -> Result<Option<Response>, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        let Some(dossier) = dossiers::find(&mut conn, epd_id).await? else {
+            return Ok(None);
+        };
+        by_segment(&mut conn, dossier, segment).await
+    }
+
     /// Completes a pending response (PUT): `segment` is matched against the
     /// dossier's external ids, then, if it is a number, against the ids of
     /// responses the service prepared (decisions.md §4).
@@ -303,11 +317,9 @@ impl Store {
                     let Some(dossier) = dossiers::find(conn, &epd_id).await? else {
                         return Ok(Err(CompleteError::NotFound));
                     };
-                    let mut found = by_external_id(conn, dossier, &segment).await?;
-                    if found.is_none() && !segment.is_empty() && segment.len() <= 18 && segment.bytes().all(|b| b.is_ascii_digit()) {
-                        found = prepared_by_id(conn, dossier, segment.parse().unwrap_or_default()).await?;
-                    }
-                    let Some(response) = found else { return Ok(Err(CompleteError::NotFound)) };
+                    let Some(response) = by_segment(conn, dossier, &segment).await? else {
+                        return Ok(Err(CompleteError::NotFound));
+                    };
                     if response.times.completed_at.is_some() {
                         return Ok(Err(CompleteError::AlreadyCompleted));
                     }
@@ -462,8 +474,8 @@ pub(super) async fn insert_completed(
     let row: (i64,) = sqlx::query_as(
         "INSERT INTO responses (dossier_id, respondent_id, questionnaire_id, external_id, completer_type, \
          started_at, completed_at, answers, outcome, outcome_plugin, outcome_plugin_version, outcome_plugin_sha256, \
-         outcome_computed_at, entered_by, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $13, $13) RETURNING id",
+         outcome_computed_at, entered_by, flags, textvars, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $13, $13) RETURNING id",
     )
     .bind(dossier.0)
     .bind(respondent.0)
@@ -479,6 +491,8 @@ pub(super) async fn insert_completed(
     .bind(c.provenance.sha256.clone())
     .bind(to_millis(now))
     .bind(entered_by)
+    .bind(Value::Object(c.variant.flags_json()).to_string())
+    .bind(Value::Object(c.variant.textvars_json()).to_string())
     .fetch_one(&mut *conn)
     .await?;
     Ok(ResponseId(row.0))
@@ -510,6 +524,24 @@ pub(super) async fn by_external_id(
         .fetch_optional(&mut *conn)
         .await?;
     row.map(Response::try_from).transpose()
+}
+
+/// What a PUT path segment names: a response by external id, else, if it is
+/// a number, a response the service prepared by its id (decisions.md §4).
+async fn by_segment(
+    conn: &mut AnyConnection,
+    dossier: DossierId,
+    segment: &str,
+) -> Result<Option<Response>, StoreError> {
+    let found = by_external_id(conn, dossier, segment).await?;
+    if found.is_some()
+        || segment.is_empty()
+        || segment.len() > 18
+        || !segment.bytes().all(|b| b.is_ascii_digit())
+    {
+        return Ok(found);
+    }
+    prepared_by_id(conn, dossier, segment.parse().unwrap_or_default()).await
 }
 
 /// A response the service prepared (it has no external id) by its id.

@@ -571,6 +571,7 @@ mod tests {
                 ]),
                 started_at: Some(from_millis(1_699_999_999_000)),
                 completed_at: now(),
+                variant: Default::default(),
                 outcome: Outcome::empty(),
                 provenance: Provenance::default(),
             },

@@ -18,6 +18,17 @@
 //!   (PHQ) and GAD-7 measures (Pfizer; phqscreeners.com): a patient who
 //!   endorses item 9 needs further assessment of suicide risk.
 //!
+//! - Kroenke K, Strine TW, Spitzer RL, Williams JBW, Berry JT, Mokdad AH.
+//!   The PHQ-8 as a measure of current depression in the general
+//!   population. J Affect Disord 2009;114(1-3):163-173 (the PHQ-8: item 9
+//!   left out, total 0–24, the same bands and cut-off ≥ 10).
+//!
+//! With the definition's flag `phq8` set, item 9 is not asked and the
+//! scorer computes the PHQ-8: the sum of items 1–8 with the same bands and
+//! cut-off, no suicidality alarm (the item was not asked: `alarm` is null,
+//! not an empty list), no t-score (the norm is of the PHQ-9 total) and no
+//! proration (the proration source studied the PHQ-9).
+//!
 //! The norm population for t-scores comes from the questionnaire
 //! definition (`norm` of score `total`), not from this crate, so a site can
 //! choose its own reference group.
@@ -29,6 +40,12 @@ use plugin_sdk::{Norm, Score, ScoreStatus, ScorerInput, ScorerOutput};
 const ITEMS: [&str; 9] = [
     "v_1", "v_2", "v_3", "v_4", "v_5", "v_6", "v_7", "v_8", "v_9",
 ];
+
+/// The items of the PHQ-8 (Kroenke et al. 2009): all but item 9.
+const PHQ8_ITEMS: [&str; 8] = ["v_1", "v_2", "v_3", "v_4", "v_5", "v_6", "v_7", "v_8"];
+
+/// The definition's flag that selects the PHQ-8.
+const PHQ8_FLAG: &str = "phq8";
 
 /// The suicidality item ("thoughts that you would be better off dead or of
 /// hurting yourself").
@@ -55,6 +72,9 @@ const SEVERITY: [Band; 5] = [
 ];
 
 fn score(input: ScorerInput) -> ScorerOutput {
+    if input.flags.get(PHQ8_FLAG).copied().unwrap_or(false) {
+        return score_phq8(&input);
+    }
     let values = input.values_of(&ITEMS);
     let norm = input.questionnaire.score("total").and_then(|s| s.norm);
     let total = match total(&values) {
@@ -75,6 +95,21 @@ fn score(input: ScorerInput) -> ScorerOutput {
         Vec::new()
     });
     // The PHQ-9 defines no item-level attention rule.
+    output.attention = None;
+    output.completion = Some(scoring::completion(&values));
+    output
+}
+
+/// The PHQ-8: the sum of items 1–8, every one of them answered.
+fn score_phq8(input: &ScorerInput) -> ScorerOutput {
+    let values = input.values_of(&PHQ8_ITEMS);
+    let total = match scoring::sum(&values) {
+        Some(total) => total_score(total, None),
+        None => Score::missing(scoring::missing(input, &PHQ8_ITEMS)),
+    };
+    let mut output = ScorerOutput::default();
+    output.scores.insert("total".into(), total);
+    output.alarm = None;
     output.attention = None;
     output.completion = Some(scoring::completion(&values));
     output

@@ -9,6 +9,7 @@ use crate::domain::answers::Answers;
 use crate::domain::catalog::Catalog;
 use crate::domain::outcome::{Outcome, Provenance};
 use crate::domain::response::Completion;
+use crate::domain::variant::Variant;
 use crate::error::{ApiError, Errors};
 
 /// How far in the future a `filled_out_at` may lie, for clocks that differ.
@@ -39,7 +40,21 @@ pub fn parse_create(
     };
     let respondent = f.optional_choice(respondent_key, &["patient", "profess"]);
     let entered_by = f.optional_string("entered_by");
-    let completion = parse_completion(f, catalog, now)?;
+    let mut completion = parse_completion(f, catalog, now)?;
+    // Flags and textvars (an extension of api.md's POST, which lists them
+    // for protocol subscriptions): the variant of the questionnaire the
+    // response was filled out in. Checked as decisions.md §5 checks a
+    // subscription's, with the errors under `base`.
+    if let Some(q) = catalog.questionnaire_by_id(completion.questionnaire_id) {
+        completion.variant = Variant::check([&*q.def], body.get("flags"), body.get("textvars"))
+            .map_err(|reasons| {
+                let mut errors = Errors::new();
+                for reason in reasons {
+                    errors.add("base", reason.code());
+                }
+                ApiError::Invalid(errors)
+            })?;
+    }
     Ok(NewResponseBody {
         external_id: external_id.unwrap_or_default(),
         professional: respondent.as_deref() == Some("profess"),
@@ -94,6 +109,8 @@ fn parse_completion(
         answers,
         started_at,
         completed_at: filled_out_at.unwrap_or(now),
+        // POST reads its own; PUT takes the pending response's.
+        variant: Variant::default(),
         // The handler runs the scorer (AppState::score) once the body is
         // known to be valid; nothing is scored for a refused request.
         outcome: Outcome::empty(),

@@ -9,6 +9,7 @@ use super::body::parse_update;
 use super::view::ResponseView;
 use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject, PathParams};
+use crate::domain::variant::Variant;
 use crate::error::{ApiError, Errors, json};
 use crate::store::CompleteError;
 
@@ -50,6 +51,11 @@ pub async fn update_response(
         .to_owned();
     let now = app.now();
     let mut completion = parse_update(&body, &app.catalog(), now)?;
+    // Scored in the variant the pending response was prepared with; what
+    // is not found is answered by complete_response below.
+    if let Some(pending) = app.store().response_to_complete(&dossier, &segment).await? {
+        completion.variant = Variant::from_stored(&pending.flags, &pending.textvars);
+    }
     app.score(&mut completion, false).await;
     match app
         .store()
