@@ -13,6 +13,8 @@ use utoipa::ToSchema;
 use crate::AppState;
 use crate::api::extract::{PathParams, QueryParams};
 use crate::domain::catalog::CatalogQuestionnaire;
+use crate::domain::text::Text;
+use crate::domain::variant::Variant;
 use crate::error::{ApiError, json};
 
 pub fn router() -> Router<AppState> {
@@ -53,6 +55,10 @@ impl QuestionnaireView {
     pub fn new(q: &CatalogQuestionnaire, legacy: bool) -> QuestionnaireView {
         let def = &q.def;
         let lang = def.language.as_str();
+        // Texts as a respondent without flags or textvars reads them: every
+        // `{{name}}` filled with its textvar's default.
+        let plain = Variant::default();
+        let text = |t: &Text| plain.render(def, t, lang);
         let key_of = |k: &str| {
             if legacy {
                 def.legacy_key(k)
@@ -67,9 +73,9 @@ impl QuestionnaireView {
                 let options: Map<String, Value> = question
                     .options
                     .iter()
-                    .map(|o| (o.key.clone(), value!({"value": o.value, "description": o.description.resolve(lang, lang)})))
+                    .map(|o| (o.key.clone(), value!({"value": o.value, "description": text(&o.description)})))
                     .collect();
-                let body = value!({"title": question.title.resolve(lang, lang), "type": question.kind, "options": options});
+                let body = value!({"title": text(&question.title), "type": question.kind, "options": options});
                 (key_of(&question.key), body)
             })
             .collect();
@@ -95,11 +101,8 @@ impl QuestionnaireView {
             id: q.id.0,
             key: def.key.clone(),
             name: def.name.clone(),
-            description: def
-                .description
-                .as_ref()
-                .map(|d| d.resolve(lang, lang).to_owned()),
-            short_description: def.short_description.resolve(lang, lang).to_owned(),
+            description: def.description.as_ref().map(text),
+            short_description: text(&def.short_description),
             questions,
             scores,
             sbg_info,

@@ -58,6 +58,7 @@ mod catalog;
 mod golden;
 mod hostile;
 mod hot_reload;
+mod library;
 mod openapi;
 mod paths;
 mod plugins;

@@ -18,9 +18,15 @@ use crate::support::*;
 fn bundled() -> Vec<(&'static str, Manifest)> {
     vec![
         ("alarm_summary", alarm_summary::manifest()),
+        ("audit", audit::manifest()),
+        ("dass21", dass21::manifest()),
+        ("gad7", gad7::manifest()),
+        ("k10", k10::manifest()),
+        ("pcl5", pcl5::manifest()),
         ("phq9", phq9::manifest()),
         ("reliable_change", reliable_change::manifest()),
         ("score_series", score_series::manifest()),
+        ("who5", who5::manifest()),
     ]
 }
 
@@ -78,13 +84,14 @@ fn assert_prometheus_text(text: &str) {
     }
 }
 
-db_test!(async fn the_four_bundled_plugins_serve_with_manifest_hash_and_fixtures(app) {
+db_test!(async fn the_bundled_plugins_serve_with_manifest_hash_and_fixtures(app) {
     let answer = app.get("/api/v1/plugins").await;
     assert_eq!(answer.status, 200, "{}", answer.text);
     assert_eq!(answer.headers["content-type"], "application/json; charset=utf-8");
     let listed = answer.body["plugins"].as_array().cloned().unwrap_or_default();
     let folders: Vec<&str> = listed.iter().filter_map(|p| p["folder"].as_str()).collect();
-    assert_eq!(folders, ["alarm_summary", "phq9", "reliable_change", "score_series"]);
+    let expected: Vec<&str> = bundled().iter().map(|(folder, _)| *folder).collect();
+    assert_eq!(folders, expected);
     assert!(answer.body["generation"].as_u64().is_some(), "{}", answer.text);
     for ((folder, manifest), plugin) in bundled().into_iter().zip(&listed) {
         let dir = tests::built_plugins().join(folder);
@@ -105,8 +112,11 @@ db_test!(async fn the_four_bundled_plugins_serve_with_manifest_hash_and_fixtures
         assert!(fixtures > 0, "{folder} ships fixtures");
         assert_eq!(serving["fixtures_passed"], fixtures, "{plugin}");
     }
-    let kinds: Vec<&Value> = listed.iter().map(|p| &p["serving"]["kind"]).collect();
-    assert_eq!(kinds, [&json!("calculator"), &json!("scorer"), &json!("calculator"), &json!("calculator")]);
+    // Scorers sit beside their questionnaires, calculators in calculators/.
+    for ((folder, _), plugin) in bundled().into_iter().zip(&listed) {
+        let kind = if tests::repo_root().join("questionnaires").join(folder).is_dir() { "scorer" } else { "calculator" };
+        assert_eq!(plugin["serving"]["kind"], kind, "{folder}");
+    }
 });
 
 db_test!(async fn the_plugin_list_needs_credentials_and_the_questionnaires_right(app) {
@@ -125,8 +135,9 @@ db_test!(async fn metrics_answer_prometheus_text_without_credentials(app) {
     assert_eq!(answer.status, 200, "{}", answer.text);
     assert_eq!(answer.headers["content-type"], "text/plain; version=0.0.4; charset=utf-8");
     assert_prometheus_text(&answer.text);
-    assert!(answer.text.lines().any(|l| l == "outcomes_plugins_serving 4"), "{}", answer.text);
-    assert_eq!(metric(&answer.text, "outcomes_plugins_serving"), Some(4.0));
+    let serving = bundled().len();
+    assert!(answer.text.lines().any(|l| l == format!("outcomes_plugins_serving {serving}")), "{}", answer.text);
+    assert_eq!(metric(&answer.text, "outcomes_plugins_serving"), Some(serving as f64));
     for name in ["outcomes_plugin_calls_total", "outcomes_plugins_serving", "outcomes_scoring_failures_total"] {
         assert!(answer.text.contains(&format!("# TYPE {name} ")), "{name} is described");
     }

@@ -76,6 +76,7 @@ fn mild_outcome() -> Value {
             "total": {
                 "score": true,
                 "label": "Total score",
+                "global": true,
                 "value": 9.0,
                 "interpretation": "mild",
                 "norm": ">= 10",

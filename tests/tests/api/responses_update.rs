@@ -152,7 +152,7 @@ db_test!(async fn answers_are_checked_as_for_post(app) {
     assert_error(&answer, 422, error("questionnaire_key", "blank"));
     let answer = app.put(&path, &json!({"questionnaire_key": "phq9", "answer_data": ["a0"]})).await;
     assert_error(&answer, 422, error("answer_data", "invalid"));
-    let answer = app.put(&path, &json!({"questionnaire_key": "gad7", "answer_data": {"v_1": "a0"}})).await;
+    let answer = app.put(&path, &json!({"questionnaire_key": "phq10", "answer_data": {"v_1": "a0"}})).await;
     assert_error(&answer, 404, error("questionnaire_key", "not_found"));
     let early = json!({"questionnaire_key": "phq9", "answer_data": {"v_1": "a0"}, "started_at": 946_598_399, "filled_out_at": "x"});
     assert_error(

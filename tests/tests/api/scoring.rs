@@ -42,6 +42,7 @@ db_test!(async fn a_fully_answered_phq9_carries_its_total_with_label_interpretat
                 "total": {
                     "score": true,
                     "label": "Total score",
+                    "global": true,
                     "value": 9.0,
                     "interpretation": "mild",
                     "norm": ">= 10",
@@ -114,6 +115,7 @@ db_test!(async fn three_missing_items_give_missing_values_and_no_value(app) {
                 "total": {
                     "score": true,
                     "label": "Total score",
+                    "global": true,
                     "missing_values": ["v_1", "v_4", "v_7"],
                     "referenced_values": phq9_items_referenced(),
                 }
@@ -185,7 +187,10 @@ db_test!(
             .map(|o| o.keys().map(String::as_str).collect())
             .unwrap_or_default();
         keys.sort_unstable();
-        assert_eq!(keys, ["exception", "label", "referenced_values", "score"]);
+        assert_eq!(
+            keys,
+            ["exception", "global", "label", "referenced_values", "score"]
+        );
         // Nothing was computed, so nothing is claimed.
         assert_eq!(body["outcome"]["action"], Value::Null);
         assert_eq!(body["outcome"]["complete"], Value::Null);
