@@ -19,6 +19,15 @@
 //! carried over). The total therefore needs all seven items; with any
 //! missing the score reports `missing_values` and no value.
 //!
+//! A certain result is still reported without a value: items only add
+//! points (0–3), so the sum of the answered items is the lowest total the
+//! response can reach whatever the missing answers. When that floor
+//! already reaches the cut-off, the score carries `attention` and an
+//! interpretation that says so ("at least 18 from the answered items:
+//! severe"); no value is invented. This is a service rule, not Spitzer et
+//! al.'s: it only reads the published cut-off and bands off a sum that can
+//! only grow.
+//!
 //! The GAD-7 has no item-level alarm or attention rule (no item asks about
 //! risk), so `alarm` and `attention` are `None`.
 //!
@@ -55,7 +64,7 @@ fn score(input: ScorerInput) -> ScorerOutput {
     // No proration: the total is the plain sum of all seven items.
     let total = match scoring::sum(&values) {
         Some(total) => total_score(total, norm),
-        None => Score::missing(scoring::missing(&input, &ITEMS)),
+        None => incomplete_total_score(scoring::missing(&input, &ITEMS), floor(&values)),
     };
 
     let mut output = ScorerOutput::default();
@@ -88,6 +97,35 @@ fn total_score(total: f64, norm: Option<Norm>) -> Score {
         let t = scoring::round_to(t, 1);
         score.tscore = Some(t);
         score.tscore_interpretation = Some(scoring::tscore_band(t).to_string());
+    }
+    score
+}
+
+/// The lowest total a response with unanswered items can still reach: the
+/// sum of its answered items, as an unanswered item adds at least 0 (its
+/// lowest option). Not a score: it only decides whether the cut-off is
+/// reached whatever the missing answers.
+fn floor(values: &[Option<f64>]) -> f64 {
+    scoring::sum_answered(values)
+}
+
+/// The total when items are unanswered: no value, the missing items, and
+/// attention when the floor already reaches the cut-off, with the band of
+/// the floor ("or higher" below the top band: the missing answers can
+/// only raise it).
+fn incomplete_total_score(missing: Vec<String>, floor: f64) -> Score {
+    let mut score = Score::missing(missing);
+    if floor >= CUTOFF {
+        score.status = Some(ScoreStatus::Attention);
+        score.interpretation = scoring::band(floor, &SEVERITY).map(|band| {
+            let top = SEVERITY.last().is_some_and(|b| floor >= b.from);
+            let band = if top {
+                band.to_string()
+            } else {
+                format!("{band} or higher")
+            };
+            format!("at least {floor} from the answered items: {band}")
+        });
     }
     score
 }
@@ -159,7 +197,8 @@ mod tests {
 
     #[test]
     fn one_missing_item_gives_no_total_and_names_it() {
-        let mut items = [Some(3.0); 7];
+        // Six answered at 1: floor 6, below the cut-off, nothing raised.
+        let mut items = [Some(1.0); 7];
         items[3] = None;
         let output = score(input(items));
         let total = &output.scores["total"];
@@ -168,6 +207,40 @@ mod tests {
         assert_eq!(total.interpretation, None);
         assert_eq!(total.status, None);
         assert_eq!(output.completion, Some(6.0 / 7.0));
+    }
+
+    #[test]
+    fn the_floor_is_the_sum_of_the_answered_items() {
+        assert_eq!(floor(&[Some(3.0), None, Some(2.0)]), 5.0);
+        assert_eq!(floor(&[None, None]), 0.0);
+    }
+
+    #[test]
+    fn a_floor_at_the_cutoff_needs_attention_without_a_value() {
+        // Six answered at 3: at least 18 whatever v_4 is, severe.
+        let mut items = [Some(3.0); 7];
+        items[3] = None;
+        let total = &score(input(items)).scores["total"];
+        assert_eq!(total.value, None);
+        assert_eq!(total.missing_values, Some(vec!["v_4".to_string()]));
+        assert_eq!(total.status, Some(ScoreStatus::Attention));
+        assert_eq!(
+            total.interpretation.as_deref(),
+            Some("at least 18 from the answered items: severe")
+        );
+        // Exactly 10 with two missing: moderate or higher.
+        let score10 = incomplete_total_score(vec!["v_1".into(), "v_2".into()], 10.0);
+        assert_eq!(score10.status, Some(ScoreStatus::Attention));
+        assert_eq!(
+            score10.interpretation.as_deref(),
+            Some("at least 10 from the answered items: moderate or higher")
+        );
+        // One below the cut-off: nothing raised.
+        let score9 = incomplete_total_score(vec!["v_1".into()], 9.0);
+        assert_eq!(score9.status, None);
+        assert_eq!(score9.interpretation, None);
+        assert_eq!(score9.value, None);
+        assert_eq!(score9.missing_values, Some(vec!["v_1".to_string()]));
     }
 
     #[test]
