@@ -29,6 +29,16 @@
 //! With any item missing both scores report `missing_values` and no value.
 //! The attention rule still applies to the items that were answered.
 //!
+//! Poor well-being can still be certain without a value: higher is better
+//! and an item adds at most 5, so the answered items plus 5 for each
+//! missing one is the best raw score the response can reach whatever the
+//! missing answers. When even that is below 13, both scores carry
+//! `attention` and an interpretation that says so ("at most 12 with the
+//! missing items at their best: poor well-being"; the percentage × 4); no
+//! value is invented. This is a service rule, not the scoring text's: it
+//! applies the published cut-off to the best score the response could
+//! still reach.
+//!
 //! No norm population is given for the WHO-5 (questionnaires.md), so there
 //! are no t-scores. There is no alarm rule (`alarm` is `None`).
 
@@ -44,6 +54,9 @@ const PERCENT_PER_RAW_POINT: f64 = 4.0;
 /// A raw score below 13 indicates poor well-being (WHO-5 scoring text), so
 /// 13 is the first raw score outside it.
 const RAW_CUTOFF: f64 = 13.0;
+
+/// The best answer, "all of the time" (WHO-5 form).
+const BEST_ANSWER: f64 = 5.0;
 
 /// An item answered at most this (0 "at no time" or 1 "some of the time")
 /// calls for the Major Depression Inventory, whatever the total (WHO-5
@@ -76,12 +89,14 @@ fn score(input: ScorerInput) -> ScorerOutput {
         }
         None => {
             let missing = scoring::missing(&input, &ITEMS);
+            let best = best_possible(&values);
             output
                 .scores
-                .insert("raw".into(), Score::missing(missing.clone()));
-            output
-                .scores
-                .insert("percentage".into(), Score::missing(missing));
+                .insert("raw".into(), incomplete_score(missing.clone(), best, 1.0));
+            output.scores.insert(
+                "percentage".into(),
+                incomplete_score(missing, best, PERCENT_PER_RAW_POINT),
+            );
         }
     }
     // The WHO-5 has no alarm rule; its item rule is the attention list.
@@ -120,6 +135,31 @@ fn banded(value: f64, bands: &[Band], poor: bool, cutoff_text: &str) -> Score {
     score.norm = Some(cutoff_text.to_string());
     if poor {
         score.status = Some(ScoreStatus::Attention);
+    }
+    score
+}
+
+/// The highest raw score a response with unanswered items can still
+/// reach: the sum of its answered items plus the best answer, 5, for each
+/// unanswered one. Not a score: it only decides whether poor well-being is
+/// certain whatever the missing answers.
+fn best_possible(values: &[Option<f64>]) -> f64 {
+    let unanswered = values.len() - scoring::answered(values);
+    scoring::sum_answered(values) + BEST_ANSWER * unanswered as f64
+}
+
+/// A score when items are unanswered: no value, the missing items, and
+/// attention when even the best possible raw score (`best`) is below 13,
+/// stated on the score's own scale (`per_raw_point`: 1 for `raw`, 4 for
+/// `percentage`).
+fn incomplete_score(missing: Vec<String>, best: f64, per_raw_point: f64) -> Score {
+    let mut score = Score::missing(missing);
+    if best < RAW_CUTOFF {
+        score.status = Some(ScoreStatus::Attention);
+        score.interpretation = Some(format!(
+            "at most {} with the missing items at their best: {POOR}",
+            best * per_raw_point
+        ));
     }
     score
 }
@@ -236,6 +276,42 @@ mod tests {
         }
         assert_eq!(output.attention, Some(vec!["v_3".to_string()]));
         assert_eq!(output.completion, Some(0.8));
+    }
+
+    #[test]
+    fn the_best_possible_adds_5_per_missing_item() {
+        assert_eq!(best_possible(&[Some(1.0), None, Some(2.0)]), 8.0);
+        assert_eq!(best_possible(&[None; 5]), 25.0);
+        assert_eq!(best_possible(&[Some(0.0); 5]), 0.0);
+    }
+
+    #[test]
+    fn poor_well_being_certain_without_a_value_needs_attention() {
+        // 2 + 2 + 2 + 1 = 7, v_5 at best 5: at most 12 (percentage 48).
+        let output = score(input([Some(2.0), Some(2.0), Some(2.0), Some(1.0), None]));
+        let raw = &output.scores["raw"];
+        assert_eq!(raw.value, None);
+        assert_eq!(raw.missing_values, Some(vec!["v_5".to_string()]));
+        assert_eq!(raw.status, Some(ScoreStatus::Attention));
+        assert_eq!(
+            raw.interpretation.as_deref(),
+            Some("at most 12 with the missing items at their best: poor well-being")
+        );
+        let percentage = &output.scores["percentage"];
+        assert_eq!(percentage.value, None);
+        assert_eq!(percentage.status, Some(ScoreStatus::Attention));
+        assert_eq!(
+            percentage.interpretation.as_deref(),
+            Some("at most 48 with the missing items at their best: poor well-being")
+        );
+        assert_eq!(output.attention, Some(vec!["v_4".to_string()]));
+        // 1 + 1 + 1, two missing at best 5: at most 13, not certain.
+        let output = score(input([Some(1.0), Some(1.0), Some(1.0), None, None]));
+        for key in ["raw", "percentage"] {
+            let s = &output.scores[key];
+            assert_eq!(s.status, None, "{key}");
+            assert_eq!(s.interpretation, None, "{key}");
+        }
     }
 
     #[test]
