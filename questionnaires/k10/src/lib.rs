@@ -29,7 +29,21 @@
 //!   procedure, not a rule for one respondent, so we do not follow it.)
 //! - ABS National Health Survey 2017-18, Users' Guide (K10): a very high
 //!   level of distress "may indicate a need for professional help"; hence
-//!   the attention status from 30.
+//!   the attention status from 30. The definition's `cutoff` is 20 instead
+//!   (Table F: 20 or more is likely to have a mental disorder): it marks
+//!   the clinical range for clinically significant change, which the
+//!   reliable-change calculator reads; this scorer does not read it.
+//!
+//! With two or more items missing there is no total, but very high
+//! distress can still be certain: each item scores at least 1, so the
+//! answered items plus 1 for each missing one is the lowest total the
+//! response can reach whatever the missing answers. When that floor
+//! reaches 30, the score carries `attention` and an interpretation that
+//! says so ("at least 42 with the missing items at their lowest: very
+//! high"); no value is invented. This is a service rule, not the ABS's or
+//! AMHOCN's: it applies the published level to the lowest total the
+//! response could still have. With one item missing the prorated total
+//! decides, as above.
 //!
 //! No norm population is shipped: t-scores appear only when a site's
 //! definition gives score `total` a `norm`.
@@ -55,6 +69,9 @@ const LEVELS: [Band; 4] = [
     Band::new(30.0, "very high"),
 ];
 
+/// The lowest answer, "none of the time", scores 1 (ABS 2012, Table D).
+const LOWEST_ANSWER: f64 = 1.0;
+
 /// From this total the distress is very high, which "may indicate a need
 /// for professional help" (ABS 2012, Table E; ABS National Health Survey
 /// 2017-18, Users' Guide).
@@ -65,7 +82,7 @@ fn score(input: ScorerInput) -> ScorerOutput {
     let norm = input.questionnaire.score("total").and_then(|s| s.norm);
     let total = match prorated_total(&values) {
         Some(total) => total_score(total, norm),
-        None => Score::missing(scoring::missing(&input, &ITEMS)),
+        None => incomplete_total_score(scoring::missing(&input, &ITEMS), floor(&values)),
     };
 
     let mut output = ScorerOutput::default();
@@ -98,6 +115,29 @@ fn total_score(total: f64, norm: Option<Norm>) -> Score {
     if let Some(t) = tscore(total, norm) {
         score.tscore = Some(t);
         score.tscore_interpretation = Some(scoring::tscore_band(t).to_string());
+    }
+    score
+}
+
+/// The lowest total a response with unanswered items can still reach: the
+/// sum of its answered items plus the lowest answer, 1, for each unanswered
+/// one. Not a score: it only decides whether very high distress is certain
+/// whatever the missing answers.
+fn floor(values: &[Option<f64>]) -> f64 {
+    let unanswered = values.len() - scoring::answered(values);
+    scoring::sum_answered(values) + LOWEST_ANSWER * unanswered as f64
+}
+
+/// The total when too many items are unanswered to prorate: no value, the
+/// missing items, and attention when the floor already reaches very high
+/// distress, the top level, so the floor's level is the total's.
+fn incomplete_total_score(missing: Vec<String>, floor: f64) -> Score {
+    let mut score = Score::missing(missing);
+    if floor >= VERY_HIGH {
+        score.status = Some(ScoreStatus::Attention);
+        score.interpretation = scoring::band(floor, &LEVELS).map(|level| {
+            format!("at least {floor} with the missing items at their lowest: {level}")
+        });
     }
     score
 }
@@ -153,6 +193,38 @@ mod tests {
         values[7] = None;
         assert_eq!(prorated_total(&values), None);
         assert_eq!(prorated_total(&[None; 10]), None);
+    }
+
+    #[test]
+    fn the_floor_counts_each_missing_item_at_its_lowest_answer() {
+        let mut values = answered([5.0; 10]);
+        values[2] = None;
+        values[7] = None;
+        assert_eq!(floor(&values), 42.0);
+        assert_eq!(floor(&[None; 10]), 10.0);
+    }
+
+    #[test]
+    fn a_floor_of_very_high_distress_needs_attention_without_a_value() {
+        // Eight answered at 5 (40), two missing at least 1 each: at least 42.
+        let score = incomplete_total_score(vec!["v_3".into(), "v_8".into()], 42.0);
+        assert_eq!(score.value, None);
+        assert_eq!(
+            score.missing_values,
+            Some(vec!["v_3".to_string(), "v_8".to_string()])
+        );
+        assert_eq!(score.status, Some(ScoreStatus::Attention));
+        assert_eq!(
+            score.interpretation.as_deref(),
+            Some("at least 42 with the missing items at their lowest: very high")
+        );
+        // Eight answered summing 28, two missing: at least 30, attention.
+        let at = incomplete_total_score(vec!["v_1".into(), "v_2".into()], 30.0);
+        assert_eq!(at.status, Some(ScoreStatus::Attention));
+        // Eight answered summing 27: at least 29 only, nothing raised.
+        let below = incomplete_total_score(vec!["v_1".into(), "v_2".into()], 29.0);
+        assert_eq!(below.status, None);
+        assert_eq!(below.interpretation, None);
     }
 
     #[test]
