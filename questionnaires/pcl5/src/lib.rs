@@ -9,9 +9,10 @@
 //!   PTSD Checklist for DSM-5 (PCL-5). National Center for PTSD, 2013
 //!   (items, 0–4 option values).
 //! - National Center for PTSD. Using the PTSD Checklist for DSM-5 (PCL-5)
-//!   (scoring handout, ptsd.va.gov): total = sum of the 20 items (0–80);
-//!   cluster sums B = items 1–5, C = 6–7, D = 8–14, E = 15–20; a total of
-//!   31–33 indicates probable PTSD; a provisional diagnosis treats each item
+//!   (the guide to the PCL-5 of Weathers et al. 2013, ptsd.va.gov): total
+//!   = sum of the 20 items (0–80); cluster sums B = items 1–5, C = 6–7,
+//!   D = 8–14, E = 15–20; initial research suggests a total of 31–33
+//!   indicates probable PTSD; a provisional diagnosis treats each item
 //!   rated 2 ("moderately") or higher as an endorsed symptom and follows the
 //!   DSM-5 rule of at least 1 B, 1 C, 2 D and 2 E symptoms. The same rules
 //!   are given by the Australian Comorbidity Guidelines (PCL-5: scoring and
@@ -29,9 +30,21 @@
 //! handout included) allows prorating the PCL-5, so a score with any of its
 //! items unanswered has no value and lists the missing items. The DSM-5
 //! rule is still reported when the answered items settle it (see
-//! [`Criterion`]). The PCL-5 defines no item-level alarm or attention rule,
-//! so `alarm` and `attention` are `None`; the score itself carries
-//! `attention` when PTSD is probable or provisionally diagnosed.
+//! [`Criterion`]). Probable PTSD is reported too when it is certain: items
+//! only add points (0–4), so the sum of the answered items is the lowest
+//! total the response can reach whatever the missing answers, and when
+//! that floor reaches 33 the total carries `attention` and says so ("at
+//! least 72 from the answered items: probable PTSD"); no value is
+//! invented. That is a service rule, not the National Center's: it applies
+//! the published cut-off to the lowest total the response could still
+//! have. The cluster scores have no cut-off, so no such rule.
+//!
+//! The PCL-5 defines no item-level alarm or attention rule, so `alarm` and
+//! `attention` are `None`; the total itself carries `attention` when PTSD
+//! is probable or provisionally diagnosed.
+//!
+//! Interpretation texts are lower-case except for proper abbreviations and
+//! names: "PTSD", "DSM-5" and the DSM-5 criterion letters ("criterion B").
 
 use plugin_sdk::scoring;
 use plugin_sdk::{Score, ScoreStatus, ScorerInput, ScorerOutput};
@@ -57,25 +70,25 @@ struct Cluster {
 const CLUSTERS: [Cluster; 4] = [
     Cluster {
         key: "intrusion",
-        criterion: "b",
+        criterion: "B",
         items: &["v_1", "v_2", "v_3", "v_4", "v_5"],
         required: 1,
     },
     Cluster {
         key: "avoidance",
-        criterion: "c",
+        criterion: "C",
         items: &["v_6", "v_7"],
         required: 1,
     },
     Cluster {
         key: "cognition_mood",
-        criterion: "d",
+        criterion: "D",
         items: &["v_8", "v_9", "v_10", "v_11", "v_12", "v_13", "v_14"],
         required: 2,
     },
     Cluster {
         key: "arousal",
-        criterion: "e",
+        criterion: "E",
         items: &["v_15", "v_16", "v_17", "v_18", "v_19", "v_20"],
         required: 2,
     },
@@ -86,8 +99,8 @@ const CLUSTERS: [Cluster; 4] = [
 const ENDORSED: f64 = 2.0;
 
 /// Probable PTSD from a total of 33: the upper end of the 31–33 range of
-/// the National Center for PTSD and Bovin et al. (2016), the value the
-/// National Center first proposed and questionnaires.md lists.
+/// the National Center for PTSD ("Using the PCL-5") and Bovin et al.
+/// (2016), the value questionnaires.md lists.
 const CUTOFF: f64 = 33.0;
 
 /// Whether a DSM-5 criterion (or the whole rule) is met by the answers.
@@ -128,7 +141,8 @@ impl Criterion {
         }
     }
 
-    /// Lower-case text, or `None` when undetermined.
+    /// The text (lower-case but for `subject`'s proper names), or `None`
+    /// when undetermined.
     fn text(self, subject: &str) -> Option<String> {
         match self {
             Criterion::Met => Some(format!("{subject} met")),
@@ -157,7 +171,7 @@ fn score(input: ScorerInput) -> ScorerOutput {
     let rule = Criterion::all(&criteria);
     let total = match scoring::sum(&values) {
         Some(total) => total_score(total, rule),
-        None => incomplete_total_score(scoring::missing(&input, &ITEMS), rule),
+        None => incomplete_total_score(scoring::missing(&input, &ITEMS), floor(&values), rule),
     };
     output.scores.insert("total".into(), total);
     output.alarm = None;
@@ -172,12 +186,12 @@ fn score(input: ScorerInput) -> ScorerOutput {
 /// assessment (Comorbidity Guidelines, PCL-5 scoring and interpretation).
 fn total_score(total: f64, rule: Criterion) -> Score {
     let band = if total >= CUTOFF {
-        "probable ptsd"
+        "probable PTSD"
     } else {
-        "below the probable ptsd cut-off"
+        "below the probable PTSD cut-off"
     };
     let mut score = Score::of(total);
-    score.interpretation = Some(match rule.text("dsm-5 symptom criteria") {
+    score.interpretation = Some(match rule.text("DSM-5 symptom criteria") {
         Some(rule) => format!("{band}; {rule}"),
         None => band.to_string(),
     });
@@ -188,13 +202,27 @@ fn total_score(total: f64, rule: Criterion) -> Score {
     score
 }
 
-/// The total when items are unanswered: no value, but the DSM-5 rule when
-/// the answered items settle it, with attention when it is met, so a
-/// provisional diagnosis is never hidden by a skipped item.
-fn incomplete_total_score(missing: Vec<String>, rule: Criterion) -> Score {
+/// The lowest total a response with unanswered items can still reach: the
+/// sum of its answered items, as an unanswered item adds at least 0 ("not
+/// at all"). Not a score: it only decides whether the cut-off is reached
+/// whatever the missing answers.
+fn floor(values: &[Option<f64>]) -> f64 {
+    scoring::sum_answered(values)
+}
+
+/// The total when items are unanswered: no value, but probable PTSD when
+/// the floor already reaches the cut-off and the DSM-5 rule when the
+/// answered items settle it, with attention when either points to PTSD,
+/// so neither is hidden by a skipped item.
+fn incomplete_total_score(missing: Vec<String>, floor: f64, rule: Criterion) -> Score {
     let mut score = Score::missing(missing);
-    score.interpretation = rule.text("dsm-5 symptom criteria");
-    if rule == Criterion::Met {
+    let probable = floor >= CUTOFF;
+    let band = probable.then(|| format!("at least {floor} from the answered items: probable PTSD"));
+    score.interpretation = match (band, rule.text("DSM-5 symptom criteria")) {
+        (Some(band), Some(rule)) => Some(format!("{band}; {rule}")),
+        (band, rule) => band.or(rule),
+    };
+    if probable || rule == Criterion::Met {
         score.status = Some(ScoreStatus::Attention);
     }
     score
@@ -291,14 +319,14 @@ mod tests {
         let below = total_score(32.0, Criterion::NotMet);
         assert_eq!(
             below.interpretation.as_deref(),
-            Some("below the probable ptsd cut-off; dsm-5 symptom criteria not met")
+            Some("below the probable PTSD cut-off; DSM-5 symptom criteria not met")
         );
         assert_eq!(below.status, None);
         assert_eq!(below.norm.as_deref(), Some(">= 33"));
         let at = total_score(33.0, Criterion::NotMet);
         assert_eq!(
             at.interpretation.as_deref(),
-            Some("probable ptsd; dsm-5 symptom criteria not met")
+            Some("probable PTSD; DSM-5 symptom criteria not met")
         );
         assert_eq!(at.status, Some(ScoreStatus::Attention));
     }
@@ -308,13 +336,13 @@ mod tests {
         let score = total_score(6.0, Criterion::Met);
         assert_eq!(
             score.interpretation.as_deref(),
-            Some("below the probable ptsd cut-off; dsm-5 symptom criteria met")
+            Some("below the probable PTSD cut-off; DSM-5 symptom criteria met")
         );
         assert_eq!(score.status, Some(ScoreStatus::Attention));
         let both = total_score(80.0, Criterion::Met);
         assert_eq!(
             both.interpretation.as_deref(),
-            Some("probable ptsd; dsm-5 symptom criteria met")
+            Some("probable PTSD; DSM-5 symptom criteria met")
         );
     }
 
@@ -333,31 +361,31 @@ mod tests {
         assert_eq!(value(&output, "total"), Some(12.0));
         assert_eq!(
             interpretation(&output, "total"),
-            Some("below the probable ptsd cut-off; dsm-5 symptom criteria met")
+            Some("below the probable PTSD cut-off; DSM-5 symptom criteria met")
         );
         assert_eq!(
             interpretation(&output, "intrusion"),
-            Some("criterion b met")
+            Some("criterion B met")
         );
         assert_eq!(
             interpretation(&output, "avoidance"),
-            Some("criterion c met")
+            Some("criterion C met")
         );
         assert_eq!(
             interpretation(&output, "cognition_mood"),
-            Some("criterion d met")
+            Some("criterion D met")
         );
-        assert_eq!(interpretation(&output, "arousal"), Some("criterion e met"));
+        assert_eq!(interpretation(&output, "arousal"), Some("criterion E met"));
     }
 
     #[test]
     fn each_cluster_one_short_fails_the_rule() {
         // Lower one endorsed item of each cluster to 1 in turn.
         for (item, key, criterion) in [
-            (1, "intrusion", "criterion b not met"),
-            (6, "avoidance", "criterion c not met"),
-            (9, "cognition_mood", "criterion d not met"),
-            (16, "arousal", "criterion e not met"),
+            (1, "intrusion", "criterion B not met"),
+            (6, "avoidance", "criterion C not met"),
+            (9, "cognition_mood", "criterion D not met"),
+            (16, "arousal", "criterion E not met"),
         ] {
             let mut values = minimum_rule();
             values[item - 1] = Some(1.0);
@@ -365,7 +393,7 @@ mod tests {
             assert_eq!(interpretation(&output, key), Some(criterion), "item {item}");
             assert_eq!(
                 interpretation(&output, "total"),
-                Some("below the probable ptsd cut-off; dsm-5 symptom criteria not met"),
+                Some("below the probable PTSD cut-off; DSM-5 symptom criteria not met"),
                 "item {item}"
             );
             assert_eq!(output.scores["total"].status, None, "item {item}");
@@ -379,11 +407,11 @@ mod tests {
         assert_eq!(value(&output, "total"), Some(20.0));
         assert_eq!(
             interpretation(&output, "total"),
-            Some("below the probable ptsd cut-off; dsm-5 symptom criteria not met")
+            Some("below the probable PTSD cut-off; DSM-5 symptom criteria not met")
         );
         assert_eq!(
             interpretation(&output, "intrusion"),
-            Some("criterion b not met")
+            Some("criterion B not met")
         );
     }
 
@@ -418,7 +446,7 @@ mod tests {
         assert_eq!(total.value, None);
         assert_eq!(
             total.interpretation.as_deref(),
-            Some("dsm-5 symptom criteria met")
+            Some("DSM-5 symptom criteria met")
         );
         assert_eq!(total.status, Some(ScoreStatus::Attention));
         // Not met whatever the missing item: cluster C both at 0, item 20 missing.
@@ -428,7 +456,7 @@ mod tests {
         let total = &output.scores["total"];
         assert_eq!(
             total.interpretation.as_deref(),
-            Some("dsm-5 symptom criteria not met")
+            Some("DSM-5 symptom criteria not met")
         );
         assert_eq!(total.status, None);
         // Undetermined: item 6 missing, item 7 at 0, the rest meets the rule.
@@ -439,6 +467,55 @@ mod tests {
         assert_eq!(total.interpretation, None);
         assert_eq!(total.status, None);
         assert_eq!(output.scores["avoidance"].interpretation, None);
+    }
+
+    #[test]
+    fn the_floor_is_the_sum_of_the_answered_items() {
+        assert_eq!(floor(&[Some(4.0), None, Some(1.0)]), 5.0);
+        assert_eq!(floor(&[None; 20]), 0.0);
+    }
+
+    #[test]
+    fn a_floor_at_the_cutoff_is_probable_ptsd_without_a_value() {
+        // Both avoidance items blank, the other 18 at 4: at least 72; the
+        // rule is undetermined (criterion C could go either way).
+        let mut values = all(4.0);
+        values[5] = None;
+        values[6] = None;
+        let output = score(input(values));
+        let total = &output.scores["total"];
+        assert_eq!(total.value, None);
+        assert_eq!(
+            total.missing_values,
+            Some(vec!["v_6".to_string(), "v_7".to_string()])
+        );
+        assert_eq!(
+            total.interpretation.as_deref(),
+            Some("at least 72 from the answered items: probable PTSD")
+        );
+        assert_eq!(total.status, Some(ScoreStatus::Attention));
+        assert_eq!(output.scores["avoidance"].interpretation, None);
+        assert_eq!(output.scores["avoidance"].status, None);
+        // Exactly 33 with the rule not met: both said, attention.
+        let at = incomplete_total_score(vec!["v_20".into()], 33.0, Criterion::NotMet);
+        assert_eq!(
+            at.interpretation.as_deref(),
+            Some(
+                "at least 33 from the answered items: probable PTSD; DSM-5 symptom criteria not met"
+            )
+        );
+        assert_eq!(at.status, Some(ScoreStatus::Attention));
+        // 32: only the rule, no attention.
+        let below = incomplete_total_score(vec!["v_20".into()], 32.0, Criterion::NotMet);
+        assert_eq!(
+            below.interpretation.as_deref(),
+            Some("DSM-5 symptom criteria not met")
+        );
+        assert_eq!(below.status, None);
+        let undetermined =
+            incomplete_total_score(vec!["v_6".into()], 32.0, Criterion::Undetermined);
+        assert_eq!(undetermined.interpretation, None);
+        assert_eq!(undetermined.status, None);
     }
 
     #[test]
