@@ -14,14 +14,14 @@
 //!   21–27, 28+; anxiety 0–7, 8–9, 10–14, 15–19, 20+; stress 0–14, 15–18,
 //!   19–25, 26–33, 34+).
 //! - Item 21, "I felt that life was meaningless", belongs to the depression
-//!   scale's "devaluation of life" content (DASS website, overview). The
-//!   DASS authors define no item-level alarm or attention rule. A routine
-//!   outcome platform (measurely.com.au, DASS-21 page) lists it as a risk
-//!   item: "a patient may be at risk if they endorse item 21", to be
-//!   followed by questions about hopelessness and suicidal ideation. We
-//!   follow that: any answer above "did not apply to me at all" puts
-//!   `v_21` in `attention` (not `alarm`: the item does not ask about
-//!   suicide, it prompts a question about it).
+//!   scale's "devaluation of life" content (DASS website, overview). No DASS
+//!   author defines an item-level alarm or attention rule. Attention on
+//!   item 21 is a decision of this service, from its instrument notes
+//!   (questionnaires.md, DASS-21: "Attention: item 21 > 0"): any answer
+//!   above "did not apply to me at all" puts `v_21` in `attention`, so that
+//!   a clinician can ask about hopelessness and suicidal thoughts. Not
+//!   `alarm`: the item does not ask about suicide, it prompts a question
+//!   about it.
 //!
 //! Unanswered items: the DASS FAQ has a question on missing scores, but its
 //! answer could not be read in any available copy, and no other source
@@ -29,22 +29,38 @@
 //! any of its seven items unanswered has no value and lists the missing
 //! items; the other scales are scored as usual.
 //!
-//! Each scale's status is `attention` from the first score above the
-//! manual's "normal" range (the definition's `cutoff`), as the PHQ-9 scorer
-//! does at its cut-off; the manual gives severity labels, not an alarm
-//! level, so no score raises `alarm`.
+//! Each scale's status is `attention` from the start of the manual's
+//! "mild" band, the first score above its "normal" range (depression 10,
+//! anxiety 8, stress 15; [`Scale::cutoff`]), as the PHQ-9 scorer does at
+//! its cut-off. The manual gives severity labels, not an alarm level, so
+//! no score raises `alarm`. The shipped definition's `cutoff`s have the
+//! same values; the reliable-change calculator reads those, while the
+//! scorer keeps its own constants (a unit test checks that the two agree),
+//! so a site that moves a definition's `cutoff` for clinically significant
+//! change does not silently move the attention rule.
+//!
+//! A scale with items missing can still be certain to be above "normal":
+//! items only add points (0–3, × 2), so twice the sum of its answered items
+//! is the lowest score it can reach whatever the missing answers. When that
+//! floor reaches the scale's cut-off, the scale carries `attention` and an
+//! interpretation that says so ("at least 12 from the answered items: mild
+//! or higher"); no value is invented. This is a service rule, not the
+//! manual's: it applies the manual's bands to the lowest score the
+//! response could still have.
 
 use plugin_sdk::scoring::{self, Band};
 use plugin_sdk::{Score, ScoreStatus, ScorerInput, ScorerOutput};
 
 /// One DASS scale: score key, items, severity bands (on the × 2 metric,
-/// each from its lowest score) and the cut-off text.
+/// each from its lowest score) and the cut-off.
 #[derive(Debug)]
 struct Scale {
     key: &'static str,
     items: [&'static str; 7],
     bands: [Band; 5],
-    norm: &'static str,
+    /// Where attention starts: the first score of the "mild" band, i.e. the
+    /// first above the manual's "normal" range.
+    cutoff: f64,
 }
 
 /// The scales with their items and bands (Lovibond & Lovibond 1995). The
@@ -62,7 +78,7 @@ const SCALES: [Scale; 3] = [
             Band::new(21.0, "severe"),
             Band::new(28.0, "extremely severe"),
         ],
-        norm: ">= 10",
+        cutoff: 10.0,
     },
     Scale {
         key: "anxiety",
@@ -74,7 +90,7 @@ const SCALES: [Scale; 3] = [
             Band::new(15.0, "severe"),
             Band::new(20.0, "extremely severe"),
         ],
-        norm: ">= 8",
+        cutoff: 8.0,
     },
     Scale {
         key: "stress",
@@ -86,7 +102,7 @@ const SCALES: [Scale; 3] = [
             Band::new(26.0, "severe"),
             Band::new(34.0, "extremely severe"),
         ],
-        norm: ">= 15",
+        cutoff: 15.0,
     },
 ];
 
@@ -110,7 +126,11 @@ fn score(input: ScorerInput) -> ScorerOutput {
         let values = input.values_of(&scale.items);
         let score = match scoring::sum(&values) {
             Some(sum) => scale_score(scale, sum * MULTIPLIER),
-            None => Score::missing(scoring::missing(&input, &scale.items)),
+            None => incomplete_scale_score(
+                scale,
+                scoring::missing(&input, &scale.items),
+                floor(&values),
+            ),
         };
         output.scores.insert(scale.key.into(), score);
     }
@@ -121,14 +141,42 @@ fn score(input: ScorerInput) -> ScorerOutput {
 }
 
 /// A scale's score on the × 2 metric, with its severity band, its cut-off
-/// text and attention from the end of the "normal" range.
+/// text and attention from the cut-off (the start of "mild").
 fn scale_score(scale: &Scale, value: f64) -> Score {
     let mut score = Score::of(value);
-    let band = scoring::band(value, &scale.bands);
-    score.interpretation = band.map(String::from);
-    score.norm = Some(scale.norm.to_string());
-    if band.is_some_and(|b| b != "normal") {
+    score.interpretation = scoring::band(value, &scale.bands).map(String::from);
+    score.norm = Some(format!(">= {}", scale.cutoff));
+    if value >= scale.cutoff {
         score.status = Some(ScoreStatus::Attention);
+    }
+    score
+}
+
+/// The lowest score a scale with unanswered items can still reach, on the
+/// × 2 metric: twice the sum of its answered items, as an unanswered item
+/// adds at least 0 ("did not apply to me at all"). Not a score: it only
+/// decides whether the cut-off is reached whatever the missing answers.
+fn floor(values: &[Option<f64>]) -> f64 {
+    scoring::sum_answered(values) * MULTIPLIER
+}
+
+/// A scale with unanswered items: no value, the missing items, and
+/// attention when the floor already reaches the cut-off, with the band of
+/// the floor ("or higher" below the top band: the missing answers can only
+/// raise it).
+fn incomplete_scale_score(scale: &Scale, missing: Vec<String>, floor: f64) -> Score {
+    let mut score = Score::missing(missing);
+    if floor >= scale.cutoff {
+        score.status = Some(ScoreStatus::Attention);
+        score.interpretation = scoring::band(floor, &scale.bands).map(|band| {
+            let top = scale.bands.last().is_some_and(|b| floor >= b.from);
+            let band = if top {
+                band.to_string()
+            } else {
+                format!("{band} or higher")
+            };
+            format!("at least {floor} from the answered items: {band}")
+        });
     }
     score
 }
@@ -304,6 +352,65 @@ mod tests {
             let max = scale_score(scale(key), 42.0);
             assert_eq!(max.status, Some(ScoreStatus::Attention), "{key}");
         }
+    }
+
+    #[test]
+    fn the_cutoff_is_the_start_of_mild_and_the_definitions_cutoff() {
+        let definition = include_str!("../questionnaire.toml");
+        for scale in &SCALES {
+            assert_eq!(scale.bands[1].label, "mild", "{}", scale.key);
+            assert_eq!(scale.cutoff, scale.bands[1].from, "{}", scale.key);
+            // The `cutoff` line of this score's [[scores]] table.
+            let table = definition
+                .split("[[scores]]")
+                .find(|t| t.contains(&format!("key = \"{}\"", scale.key)))
+                .expect("the definition has the score");
+            let cutoff: f64 = table
+                .lines()
+                .find_map(|l| l.strip_prefix("cutoff = "))
+                .and_then(|v| v.trim().parse().ok())
+                .expect("the score has a cutoff");
+            assert_eq!(cutoff, scale.cutoff, "{}", scale.key);
+        }
+    }
+
+    #[test]
+    fn the_floor_is_twice_the_sum_of_the_answered_items() {
+        assert_eq!(floor(&[Some(1.0), None, Some(3.0)]), 8.0);
+        assert_eq!(floor(&[None; 7]), 0.0);
+    }
+
+    #[test]
+    fn a_floor_at_the_cutoff_needs_attention_without_a_value() {
+        // Depression: six answered at 1, item 5 missing: at least 12.
+        let answers: Vec<(usize, f64)> = all(1.0).into_iter().filter(|(i, _)| *i != 5).collect();
+        let depression = &score(input(&answers)).scores["depression"];
+        assert_eq!(depression.value, None);
+        assert_eq!(depression.missing_values, Some(vec!["v_5".to_string()]));
+        assert_eq!(depression.status, Some(ScoreStatus::Attention));
+        assert_eq!(
+            depression.interpretation.as_deref(),
+            Some("at least 12 from the answered items: mild or higher")
+        );
+        for (key, below, at) in [
+            ("depression", 8.0, 10.0),
+            ("anxiety", 6.0, 8.0),
+            ("stress", 14.0, 16.0),
+        ] {
+            let scale = scale(key);
+            let below = incomplete_scale_score(scale, vec!["v_1".into()], below);
+            assert_eq!(below.status, None, "{key}");
+            assert_eq!(below.interpretation, None, "{key}");
+            let at = incomplete_scale_score(scale, vec!["v_1".into()], at);
+            assert_eq!(at.status, Some(ScoreStatus::Attention), "{key}");
+            assert_eq!(at.value, None, "{key}");
+        }
+        // The top band needs no "or higher".
+        let top = incomplete_scale_score(scale("anxiety"), vec!["v_20".into()], 36.0);
+        assert_eq!(
+            top.interpretation.as_deref(),
+            Some("at least 36 from the answered items: extremely severe")
+        );
     }
 
     #[test]
