@@ -21,7 +21,10 @@
 //!   for alcohol dependence";
 //! - the cut-off: 8 or more indicates hazardous and harmful alcohol use as
 //!   well as possible dependence; one point lower, 7, for women and for men
-//!   over 65 "will increase sensitivity for these population groups";
+//!   over 65 "will increase sensitivity for these population groups" (the
+//!   scorer applies 7 only when the input says the patient is a woman or
+//!   over 65; the host does not send patient details yet, so until it does,
+//!   8 applies to everyone: see [`cutoff_for`]);
 //! - the table of zones' note: "Provide the next highest level of
 //!   intervention to patients who score 2 or more on Questions 4, 5 and 6,
 //!   or 4 on Questions 9 or 10", which gives the attention list.
@@ -30,6 +33,22 @@
 //! instructions: it sums every answer and prorates nothing. So a question
 //! neither answered nor skipped by those instructions leaves its scores
 //! without a value (`missing_values`).
+//!
+//! A total without a value can still be certain to reach the cut-off:
+//! answers only add points, so the sum of the answered questions (skipped
+//! ones count 0) is the lowest total the response can reach whatever the
+//! missing answers. When that floor reaches the patient's cut-off, the
+//! total carries `attention` and an interpretation that says so ("at least
+//! 12 from the answered items: hazardous or higher"); no value is invented.
+//! This is a service rule, not the manual's: it applies the manual's
+//! cut-off and zones to the lowest total the response could still have.
+//!
+//! Completion counts a question as done when it is answered or when the
+//! skip instructions leave it out: only questions 2–8 after "Never" on 1,
+//! or 4–8 after 0 on both 2 and 3, and only when those answers were given.
+//! Questions 9 and 10 are never skipped, so a respondent who stops early
+//! is never 100% complete: "Never" on question 1 and nothing else is 80%
+//! (1 answered, 2–8 skipped, 9 and 10 missing).
 //!
 //! Not implemented, for lack of a rule in the manual: bands or cut-offs of
 //! the sub-scores (the AUDIT-C cut-offs belong to the separately validated
@@ -74,6 +93,12 @@ const CUTOFF: f64 = 8.0;
 
 /// The cut-off for women and for men over 65 (the manual).
 const CUTOFF_MORE_SENSITIVE: f64 = 7.0;
+
+/// What a total of 7 means under the lower cut-off: the zone is still low
+/// risk, but the patient's cut-off is reached.
+fn lower_cutoff_reached() -> String {
+    format!("at or above the cut-off of {CUTOFF_MORE_SENSITIVE} for women and people over 65")
+}
 
 /// Over this age (in years) the lower cut-off applies (the manual).
 const OLDER_THAN: i32 = 65;
@@ -163,9 +188,19 @@ impl Points {
         }
     }
 
+    /// The lowest sum over `keys` whatever the missing answers: the points
+    /// of the answered and skipped questions (a missing one adds at least
+    /// 0). Not a score: it only decides whether a cut-off is reached.
+    fn floor(&self, keys: &[&str]) -> f64 {
+        scoring::sum_answered(&self.of_keys(keys))
+    }
+
     /// Questions answered or skipped by the manual's instructions, over all
     /// ten: a skipped question was rightly not asked, so it does not make
-    /// the response incomplete.
+    /// the response incomplete. [`Points::of`] fills in only what the skip
+    /// instructions leave out after answers that trigger them, and never
+    /// questions 9 and 10, so a respondent who simply stopped is counted
+    /// incomplete.
     fn completion(&self) -> f64 {
         scoring::completion(&self.points)
     }
@@ -182,16 +217,51 @@ fn skip(points: &mut [Option<f64>; 10], numbers: std::ops::RangeInclusive<usize>
 
 fn total_score(points: &Points, cutoff: f64) -> Score {
     let Some(total) = points.sum(&ITEMS) else {
-        return Score::missing(points.missing(&ITEMS));
+        return incomplete_total_score(points.missing(&ITEMS), points.floor(&ITEMS), cutoff);
     };
     let mut score = Score::of(total);
-    score.interpretation = scoring::band(total, &ZONES).map(String::from);
+    score.interpretation = scoring::band(total, &ZONES).map(|zone| {
+        if total >= cutoff && total < CUTOFF {
+            // Only the lower cut-off gets here (a total of 7): the zone is
+            // still "low risk", so say why the total needs attention.
+            format!("{zone} zone; {}", lower_cutoff_reached())
+        } else {
+            zone.to_string()
+        }
+    });
     score.norm = Some(format!(">= {cutoff}"));
     // At or above the cut-off the drinking is at least hazardous. Zone IV
     // is not raised to alarm: its step is referral for diagnostic
     // evaluation and treatment, not an emergency (the manual).
     if total >= cutoff {
         score.status = Some(ScoreStatus::Attention);
+    }
+    score
+}
+
+/// The total when questions are unanswered: no value, the missing
+/// questions, and attention when the floor already reaches `cutoff`, with
+/// the floor's zone ("or higher" below the top zone: the missing answers
+/// can only raise it), or, for a floor of 7 under the lower cut-off, the
+/// cut-off it reaches.
+fn incomplete_total_score(missing: Vec<String>, floor: f64, cutoff: f64) -> Score {
+    let mut score = Score::missing(missing);
+    if floor >= cutoff {
+        score.status = Some(ScoreStatus::Attention);
+        let reached = if floor < CUTOFF {
+            Some(lower_cutoff_reached())
+        } else {
+            scoring::band(floor, &ZONES).map(|zone| {
+                let top = ZONES.last().is_some_and(|z| floor >= z.from);
+                if top {
+                    zone.to_string()
+                } else {
+                    format!("{zone} or higher")
+                }
+            })
+        };
+        score.interpretation =
+            reached.map(|reached| format!("at least {floor} from the answered items: {reached}"));
     }
     score
 }
@@ -203,13 +273,21 @@ fn total_score(points: &Points, cutoff: f64) -> Score {
 /// birthday (favouring sensitivity, as the lower cut-off means to). The
 /// manual says "men over 65"; women have the lower cut-off at any age and we
 /// apply it to patients of other or unknown gender over 65 as well.
+///
+/// The host does not send patient details (gender, birth year) yet: in
+/// production `input.patient` is empty, so until it does, this is 8 for
+/// everyone. The rule stays so that it applies as soon as the host supplies
+/// the data.
 fn cutoff_for(input: &ScorerInput) -> f64 {
     let patient = &input.patient;
     let woman = patient.gender.as_deref() == Some("female");
+    // Checked: an absurd birth year (say i32::MIN) must give no age, not
+    // an overflow.
     let older = patient
         .birth_year
         .zip(completion_year(&input.completed_at))
-        .is_some_and(|(born, year)| year - born > OLDER_THAN);
+        .and_then(|(born, year)| year.checked_sub(born))
+        .is_some_and(|age| age > OLDER_THAN);
     if woman || older {
         CUTOFF_MORE_SENSITIVE
     } else {

@@ -118,6 +118,108 @@ fn women_and_patients_over_65_have_the_cutoff_of_7() {
 }
 
 #[test]
+fn under_the_lower_cutoff_a_total_of_7_says_why_it_needs_attention() {
+    let mut woman = all([2.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0]);
+    woman.patient.gender = Some("female".into());
+    let score = total(&woman);
+    assert_eq!(score.value, Some(7.0));
+    assert_eq!(score.status, Some(ScoreStatus::Attention));
+    assert_eq!(score.norm.as_deref(), Some(">= 7"));
+    assert_eq!(
+        score.interpretation.as_deref(),
+        Some("low risk zone; at or above the cut-off of 7 for women and people over 65")
+    );
+    // From 8 the zone says it all, whatever the cut-off.
+    let mut eight = all([2.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 2.0, 0.0, 0.0]);
+    eight.patient.gender = Some("female".into());
+    assert_eq!(total(&eight).interpretation.as_deref(), Some("hazardous"));
+    // Without patient details (as the host sends today) 7 is low risk.
+    let seven = all([2.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0]);
+    assert_eq!(total(&seven).interpretation.as_deref(), Some("low risk"));
+}
+
+#[test]
+fn an_absurd_birth_year_does_not_overflow() {
+    // 2026 − i32::MIN overflows: no age. i32::MAX and 3000 give a
+    // negative age: not over 65.
+    for born in [i32::MIN, i32::MIN + 1, i32::MAX, 3000] {
+        let mut input = all([0.0; 10]);
+        input.patient.birth_year = Some(born);
+        assert_eq!(cutoff_for(&input), CUTOFF, "born {born}");
+    }
+    // A plausible but very old birth year is over 65.
+    let mut old = all([0.0; 10]);
+    old.patient.birth_year = Some(1900);
+    assert_eq!(cutoff_for(&old), CUTOFF_MORE_SENSITIVE);
+}
+
+#[test]
+fn a_floor_at_the_cutoff_needs_attention_without_a_value() {
+    // Question 7 unanswered, the others sum to 8: at least 8.
+    let mut points = [2.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 2.0, 0.0].map(Some);
+    points[6] = None;
+    let score = total(&input(points));
+    assert_eq!(score.value, None);
+    assert_eq!(score.missing_values, Some(vec!["v_7".to_string()]));
+    assert_eq!(score.status, Some(ScoreStatus::Attention));
+    assert_eq!(
+        score.interpretation.as_deref(),
+        Some("at least 8 from the answered items: hazardous or higher")
+    );
+    // The top zone needs no "or higher".
+    let top = incomplete_total_score(vec!["v_4".into()], 36.0, CUTOFF);
+    assert_eq!(
+        top.interpretation.as_deref(),
+        Some("at least 36 from the answered items: possible dependence")
+    );
+    // A floor of 7: nothing under the cut-off of 8, attention under 7.
+    let seven = incomplete_total_score(vec!["v_7".into()], 7.0, CUTOFF);
+    assert_eq!(seven.status, None);
+    assert_eq!(seven.interpretation, None);
+    let lower = incomplete_total_score(vec!["v_7".into()], 7.0, CUTOFF_MORE_SENSITIVE);
+    assert_eq!(lower.status, Some(ScoreStatus::Attention));
+    assert_eq!(
+        lower.interpretation.as_deref(),
+        Some(
+            "at least 7 from the answered items: at or above the cut-off of 7 for women and people over 65"
+        )
+    );
+}
+
+#[test]
+fn skipped_questions_count_0_in_the_floor() {
+    // "Never" on 1 skips 2–8; question 10 unanswered, 9 at 4: at least 4.
+    let mut points = [None; 10];
+    points[0] = Some(0.0);
+    points[8] = Some(4.0);
+    let p = Points::of(&input(points));
+    assert_eq!(p.floor(&ITEMS), 4.0);
+}
+
+#[test]
+fn a_respondent_who_stops_is_not_complete() {
+    // Only question 1 answered, not "never": 1 of 10.
+    let mut points = [None; 10];
+    points[0] = Some(2.0);
+    assert_eq!(Points::of(&input(points)).completion(), 0.1);
+    // 1–3 answered with 2 and 3 at 0, then stopped: 4–8 skipped, 9 and
+    // 10 missing: 8 of 10.
+    let mut points = [None; 10];
+    points[0] = Some(1.0);
+    points[1] = Some(0.0);
+    points[2] = Some(0.0);
+    assert_eq!(Points::of(&input(points)).completion(), 0.8);
+    // 1–3 answered with 3 above 0, then stopped: no skip, 3 of 10.
+    points[2] = Some(1.0);
+    assert_eq!(Points::of(&input(points)).completion(), 0.3);
+    // A skip needs its answers: 1 unanswered skips nothing.
+    let mut points = [None; 10];
+    points[8] = Some(0.0);
+    points[9] = Some(0.0);
+    assert_eq!(Points::of(&input(points)).completion(), 0.2);
+}
+
+#[test]
 fn never_drinking_skips_questions_2_to_8() {
     let mut points = [None; 10];
     points[0] = Some(0.0);
