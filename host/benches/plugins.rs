@@ -273,7 +273,13 @@ fn scoring_section(scale: Scale) {
         variant: &Default::default(),
     };
     let given = answers(&q, 3);
-    let input = scoring::scorer_input(&q, &given, ctx);
+    let full = scoring::scorer_input(&q, &given, ctx);
+    // What the host sends this scorer: without the questions when its
+    // manifest declines them (the PHQ-9 scorer does).
+    let mut input = full.clone();
+    if !plugin.manifest.questions {
+        input.questionnaire.questions.clear();
+    }
     let input_json = serde_json::to_vec(&input).expect("input JSON");
 
     let probe = call::invoke::<_, ScorerOutput>(&plugin, &input);
@@ -377,9 +383,11 @@ fn scoring_section(scale: Scale) {
         println!("{label:<40} {}", samples.line(Unit::Micros));
     }
     // The guest's cost against the input it parses: an empty object (the
-    // fixed cost: allocation, a refusal, the reply), the input without
-    // question titles and score labels, and the full input.
-    let mut lean = input.clone();
+    // fixed cost: allocation, a refusal, the reply), the input as the host
+    // sends it, and the input with the questions, without their titles and
+    // score labels, whole, and twice.
+    let full_json = serde_json::to_vec(&full).expect("input JSON");
+    let mut lean = full.clone();
     for question in &mut lean.questionnaire.questions {
         question.title.clear();
     }
@@ -387,14 +395,15 @@ fn scoring_section(scale: Scale) {
         score.label.clear();
     }
     let lean_json = serde_json::to_vec(&lean).expect("input JSON");
-    let mut doubled = input.clone();
+    let mut doubled = full.clone();
     let again = doubled.questionnaire.questions.clone();
     doubled.questionnaire.questions.extend(again);
     let doubled_json = serde_json::to_vec(&doubled).expect("input JSON");
     for (label, bytes) in [
         ("{} (refused)", b"{}".as_slice()),
-        ("without titles/labels", lean_json.as_slice()),
-        ("full input", input_json.as_slice()),
+        ("as sent (questions declined)", input_json.as_slice()),
+        ("questions without titles/labels", lean_json.as_slice()),
+        ("questions whole", full_json.as_slice()),
         ("questions twice", doubled_json.as_slice()),
     ] {
         let fuel = call::invoke_raw(&plugin, bytes).usage.fuel_used;
@@ -402,7 +411,7 @@ fn scoring_section(scale: Scale) {
             black_box(call::invoke_raw(&plugin, black_box(bytes)).result).expect("raw call");
         });
         println!(
-            "guest on {label:<22} {:>5} bytes: fuel {fuel:>7}, invoke_raw p50 {}",
+            "guest on {label:<32} {:>5} bytes: fuel {fuel:>7}, invoke_raw p50 {}",
             bytes.len(),
             Unit::Micros.show(time.at(50.0))
         );

@@ -29,12 +29,19 @@ pub struct ScoringContext<'a> {
 
 /// The parts of a definition plugins see.
 pub fn questionnaire_info(q: &Questionnaire) -> QuestionnaireInfo {
+    info(q, true)
+}
+
+/// The parts of a definition plugins see, the questions left empty unless
+/// `questions` (a scorer's manifest may decline them).
+fn info(q: &Questionnaire, questions: bool) -> QuestionnaireInfo {
     QuestionnaireInfo {
         key: q.key.clone(),
         name: q.name.clone(),
         questions: q
             .questions
             .iter()
+            .take(if questions { usize::MAX } else { 0 })
             .map(|question| QuestionInfo {
                 key: question.key.clone(),
                 title: question.title.resolve(&q.language, "en").to_owned(),
@@ -72,6 +79,26 @@ pub fn questionnaire_info(q: &Questionnaire) -> QuestionnaireInfo {
 /// ignored by scoring); `flags` holds every flag the questionnaire
 /// declares, with the response's value or the default.
 pub fn scorer_input(q: &Questionnaire, answers: &Answers, ctx: ScoringContext<'_>) -> ScorerInput {
+    build_input(q, answers, ctx, true)
+}
+
+/// The scorer input for `answers` to `q` as `plugin` asked for it: without
+/// the questions when its manifest declines them.
+fn input_for(
+    plugin: &Plugin,
+    q: &Questionnaire,
+    answers: &Answers,
+    ctx: ScoringContext<'_>,
+) -> ScorerInput {
+    build_input(q, answers, ctx, plugin.manifest.questions)
+}
+
+fn build_input(
+    q: &Questionnaire,
+    answers: &Answers,
+    ctx: ScoringContext<'_>,
+    questions: bool,
+) -> ScorerInput {
     let answers = ctx.variant.visible_answers(q, answers);
     let values = answers
         .0
@@ -86,7 +113,7 @@ pub fn scorer_input(q: &Questionnaire, answers: &Answers, ctx: ScoringContext<'_
         })
         .collect();
     ScorerInput {
-        questionnaire: questionnaire_info(q),
+        questionnaire: info(q, questions),
         answers: answers.0.into_iter().collect(),
         values,
         flags: q
@@ -121,7 +148,7 @@ pub async fn score(
         Ok(p) => p,
         Err(e) => return failure(metrics, q, None, &e),
     };
-    let input = scorer_input(q, answers, ctx);
+    let input = input_for(&plugin, q, answers, ctx);
     let call = plugins.call::<_, ScorerOutput>(plugin.clone(), input).await;
     finish(metrics, q, &plugin, call.result)
 }
@@ -134,8 +161,10 @@ pub fn score_with(
     answers: &Answers,
     ctx: ScoringContext<'_>,
 ) -> (Outcome, Provenance) {
-    let call =
-        crate::plugins::call::invoke::<_, ScorerOutput>(plugin, &scorer_input(q, answers, ctx));
+    let call = crate::plugins::call::invoke::<_, ScorerOutput>(
+        plugin,
+        &input_for(plugin, q, answers, ctx),
+    );
     crate::plugins::call::emit_logs(plugin, &call.logs);
     finish(metrics, q, plugin, call.result)
 }

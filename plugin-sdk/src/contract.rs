@@ -52,6 +52,22 @@ pub struct Manifest {
     /// For a scorer: the keys of the questionnaires it scores.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub questionnaires: Vec<String>,
+    /// For a scorer: whether its input carries the questionnaire's
+    /// questions (`questionnaire.questions`: titles, options, values).
+    /// A scorer that works on `values` alone declares `false` and the host
+    /// sends the questions empty, which makes every call cheaper (parsing
+    /// them is most of a small scorer's work). Absent means `true`, so a
+    /// module built before the field existed gets what it always got.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub questions: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// Which way a score points.
@@ -402,3 +418,24 @@ impl std::fmt::Display for PluginError {
 }
 
 impl std::error::Error for PluginError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_manifest_without_questions_means_the_questions_are_wanted() {
+        let old = r#"{"name":"x","kind":"scorer","version":"1.0.0","abi_version":1}"#;
+        let manifest: Manifest = serde_json::from_str(old).expect("a manifest");
+        assert!(manifest.questions);
+        let declined = Manifest {
+            questions: false,
+            ..manifest.clone()
+        };
+        let json = serde_json::to_string(&declined).expect("json");
+        assert!(json.contains(r#""questions":false"#), "{json}");
+        // The default is left out, so older hosts read the same bytes.
+        let json = serde_json::to_string(&manifest).expect("json");
+        assert!(!json.contains("questions"), "{json}");
+    }
+}

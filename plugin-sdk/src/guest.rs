@@ -129,22 +129,43 @@ pub mod wasm {
 ///
 /// ```ignore
 /// plugin_sdk::export_scorer!(score, questionnaires = ["phq9"]);
+/// // A scorer that works on `input.values` alone, and so does not need the
+/// // questions (titles, options) in its input: every call is cheaper.
+/// plugin_sdk::export_scorer!(score, questionnaires = ["phq9"], questions = false);
 /// ```
 ///
 /// The plugin's name and version are the crate's name and version.
 #[macro_export]
 macro_rules! export_scorer {
-    ($score:path, questionnaires = [$($q:literal),* $(,)?] $(,)?) => {
+    ($score:path, questionnaires = [$($q:literal),* $(,)?] $(, questions = $questions:literal)? $(,)?) => {
         $crate::__export!(
-            $crate::PluginKind::Scorer,
-            ::std::vec![$(::std::string::String::from($q)),*],
+            $crate::__manifest!(
+                $crate::PluginKind::Scorer,
+                ::std::vec![$(::std::string::String::from($q)),*],
+                $crate::__or_true!($($questions)?)
+            ),
             |input: &[u8]| $crate::guest::call_json::<$crate::ScorerInput, $crate::ScorerOutput, _>(input, $score)
         );
         /// The manifest this crate exports, for native tests.
         #[allow(dead_code)]
         pub fn manifest() -> $crate::Manifest {
-            $crate::__manifest!($crate::PluginKind::Scorer, ::std::vec![$(::std::string::String::from($q)),*])
+            $crate::__manifest!(
+                $crate::PluginKind::Scorer,
+                ::std::vec![$(::std::string::String::from($q)),*],
+                $crate::__or_true!($($questions)?)
+            )
         }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __or_true {
+    () => {
+        true
+    };
+    ($value:literal) => {
+        $value
     };
 }
 
@@ -159,8 +180,7 @@ macro_rules! export_scorer {
 macro_rules! export_calculator {
     ($calculate:path $(,)?) => {
         $crate::__export!(
-            $crate::PluginKind::Calculator,
-            ::std::vec::Vec::new(),
+            $crate::__manifest!($crate::PluginKind::Calculator, ::std::vec::Vec::new(), true),
             |input: &[u8]| $crate::guest::call_json::<$crate::CalculatorInput, _, _>(input, |i| {
                 $calculate(i).map(|results| $crate::guest::Results { results })
             })
@@ -168,7 +188,7 @@ macro_rules! export_calculator {
         /// The manifest this crate exports, for native tests.
         #[allow(dead_code)]
         pub fn manifest() -> $crate::Manifest {
-            $crate::__manifest!($crate::PluginKind::Calculator, ::std::vec::Vec::new())
+            $crate::__manifest!($crate::PluginKind::Calculator, ::std::vec::Vec::new(), true)
         }
     };
 }
@@ -176,13 +196,14 @@ macro_rules! export_calculator {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __manifest {
-    ($kind:expr, $questionnaires:expr) => {
+    ($kind:expr, $questionnaires:expr, $questions:expr) => {
         $crate::Manifest {
             name: ::std::string::String::from(::std::env!("CARGO_PKG_NAME")),
             kind: $kind,
             version: ::std::string::String::from(::std::env!("CARGO_PKG_VERSION")),
             abi_version: $crate::ABI_VERSION,
             questionnaires: $questionnaires,
+            questions: $questions,
         }
     };
 }
@@ -190,7 +211,7 @@ macro_rules! __manifest {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __export {
-    ($kind:expr, $questionnaires:expr, $call:expr) => {
+    ($manifest:expr, $call:expr) => {
         #[cfg(target_arch = "wasm32")]
         #[allow(unsafe_code)]
         #[unsafe(no_mangle)]
@@ -209,10 +230,7 @@ macro_rules! __export {
         #[allow(unsafe_code)]
         #[unsafe(no_mangle)]
         extern "C" fn outcomes_describe() -> u64 {
-            $crate::guest::wasm::output($crate::guest::manifest_json(&$crate::__manifest!(
-                $kind,
-                $questionnaires
-            )))
+            $crate::guest::wasm::output($crate::guest::manifest_json(&$manifest))
         }
 
         #[cfg(target_arch = "wasm32")]

@@ -44,6 +44,19 @@ pub struct NewResponseBody {
     /// EPD user id of the professional who entered the response; blank
     /// means the respondent did.
     pub entered_by: Option<String>,
+    /// Flag name to boolean: the variant of the questionnaire that was
+    /// filled out (a flag may hide or show questions; answers to hidden
+    /// questions are kept but not scored). Names must be flags of the
+    /// questionnaire (422 `{"errors":{"base":["flag_does_not_exist"]}}`),
+    /// values booleans (`flag_value_invalid`). Kept on the response.
+    #[schema(value_type = Option<Object>)]
+    pub flags: Option<serde_json::Value>,
+    /// Textvar name to string, filling `{{name}}` in the questionnaire's
+    /// texts. Names must be textvars of the questionnaire
+    /// (`textvar_does_not_exist`), values strings (`invalid`). Kept on the
+    /// response.
+    #[schema(value_type = Option<Object>)]
+    pub textvars: Option<serde_json::Value>,
 }
 
 /// The body of `PUT .../responses/{external_id}`.

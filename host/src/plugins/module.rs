@@ -75,6 +75,7 @@ impl Plugin {
                 version: String::new(),
                 abi_version: 0,
                 questionnaires: Vec::new(),
+                questions: true,
             },
             sha256,
             bytes: Arc::from(bytes),

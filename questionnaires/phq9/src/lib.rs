@@ -29,6 +29,10 @@
 //! not an empty list), no t-score (the norm is of the PHQ-9 total) and no
 //! proration (the proration source studied the PHQ-9).
 //!
+//! Attention: item 9 left unanswered is listed in `attention` (a service
+//! rule, not the instrument's: a skipped suicidality item must not read
+//! like "not at all"; the total may still be prorated over it).
+//!
 //! The norm population for t-scores comes from the questionnaire
 //! definition (`norm` of score `total`), not from this crate, so a site can
 //! choose its own reference group.
@@ -94,8 +98,16 @@ fn score(input: ScorerInput) -> ScorerOutput {
     } else {
         Vec::new()
     });
-    // The PHQ-9 defines no item-level attention rule.
-    output.attention = None;
+    // An unanswered item 9 is not "not at all": nobody knows, and a
+    // respondent who skips exactly that question may be the one to ask.
+    // The PHQ-9 itself defines no attention rule; this one is ours (see
+    // the module docs).
+    let item9_unanswered = input.value(SUICIDALITY_ITEM).is_none();
+    output.attention = Some(if item9_unanswered {
+        vec![SUICIDALITY_ITEM.to_string()]
+    } else {
+        Vec::new()
+    });
     output.completion = Some(scoring::completion(&values));
     output
 }
@@ -150,7 +162,8 @@ fn total_score(total: f64, norm: Option<Norm>) -> Score {
     score
 }
 
-plugin_sdk::export_scorer!(score, questionnaires = ["phq9"]);
+// Works on `values` alone: the host need not send the questions.
+plugin_sdk::export_scorer!(score, questionnaires = ["phq9"], questions = false);
 
 #[cfg(test)]
 mod tests {
@@ -262,10 +275,51 @@ mod tests {
         assert_eq!(total_score(5.0, None).tscore, None);
     }
 
+    fn input_with(values: &[(&str, f64)], flags: &[(&str, bool)]) -> ScorerInput {
+        let mut input = ScorerInput {
+            questionnaire: plugin_sdk::QuestionnaireInfo {
+                key: "phq9".into(),
+                name: "PHQ-9".into(),
+                questions: Vec::new(),
+                scores: Vec::new(),
+            },
+            answers: Default::default(),
+            values: Default::default(),
+            flags: Default::default(),
+            textvars: Default::default(),
+            completed_at: "2026-03-01T09:30:00Z".into(),
+            respondent_type: "patient".into(),
+            patient: Default::default(),
+        };
+        for (key, value) in values {
+            input.values.insert((*key).into(), Some(*value));
+        }
+        for (name, on) in flags {
+            input.flags.insert((*name).into(), *on);
+        }
+        input
+    }
+
+    #[test]
+    fn an_unanswered_item_9_is_listed_in_attention_but_not_in_the_phq8() {
+        let eight: Vec<(&str, f64)> = PHQ8_ITEMS.iter().map(|k| (*k, 1.0)).collect();
+        let skipped = score(input_with(&eight, &[]));
+        assert_eq!(skipped.attention, Some(vec!["v_9".to_string()]));
+        assert_eq!(skipped.alarm, Some(Vec::new()));
+        let mut nine = eight.clone();
+        nine.push(("v_9", 0.0));
+        assert_eq!(score(input_with(&nine, &[])).attention, Some(Vec::new()));
+        let phq8 = score(input_with(&eight, &[("phq8", true)]));
+        assert_eq!(phq8.attention, None);
+        assert_eq!(phq8.alarm, None);
+        assert_eq!(phq8.scores["total"].value, Some(8.0));
+    }
+
     #[test]
     fn manifest_names_the_questionnaire() {
         let manifest = manifest();
         assert_eq!(manifest.name, "phq9");
         assert_eq!(manifest.questionnaires, ["phq9"]);
+        assert!(!manifest.questions, "works on values alone");
     }
 }

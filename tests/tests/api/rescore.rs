@@ -87,7 +87,7 @@ fn mild_outcome() -> Value {
         },
         "action": null,
         "alarm": [],
-        "attention": null,
+        "attention": [],
         "complete": "100%",
     })
 }

@@ -53,7 +53,7 @@ db_test!(async fn a_fully_answered_phq9_carries_its_total_with_label_interpretat
             },
             "action": null,
             "alarm": [],
-            "attention": null,
+            "attention": [],
             "complete": "100%",
         })
     );
@@ -66,7 +66,7 @@ db_test!(async fn item_9_above_zero_raises_the_alarm_whatever_the_total(app) {
     assert_eq!(outcome["scores"]["total"].get("status"), None);
     assert_eq!(outcome["alarm"], json!(["v_9"]));
     assert_eq!(outcome["action"], "alarm");
-    assert_eq!(outcome["attention"], Value::Null);
+    assert_eq!(outcome["attention"], json!([]));
     assert_eq!(outcome["complete"], "100%");
 });
 
@@ -78,7 +78,7 @@ db_test!(async fn a_total_at_the_cut_off_needs_attention_without_an_alarm(app) {
     assert_eq!(total["status"], "attention");
     assert_eq!(total["tscore"], 70.1);
     assert_eq!(outcome["alarm"], json!([]));
-    assert_eq!(outcome["attention"], Value::Null);
+    assert_eq!(outcome["attention"], json!([]));
     assert_eq!(outcome["action"], "attention");
 });
 
@@ -90,6 +90,14 @@ db_test!(async fn an_alarm_outranks_attention_in_the_action(app) {
     assert_eq!(total["status"], "attention");
     assert_eq!(outcome["alarm"], json!(["v_9"]));
     assert_eq!(outcome["action"], "alarm");
+});
+
+db_test!(async fn an_unanswered_item_9_is_listed_for_attention_even_with_a_low_total(app) {
+    let outcome = outcome_of(&app, "ext-1", "0 0 0 0 0 0 0 0 -").await;
+    assert_eq!(outcome["scores"]["total"]["value"], 0.0);
+    assert_eq!(outcome["alarm"], json!([]));
+    assert_eq!(outcome["attention"], json!(["v_9"]));
+    assert_eq!(outcome["action"], "attention");
 });
 
 db_test!(async fn two_missing_items_are_prorated_and_completion_is_78_percent(app) {
@@ -122,7 +130,7 @@ db_test!(async fn three_missing_items_give_missing_values_and_no_value(app) {
             },
             "action": null,
             "alarm": [],
-            "attention": null,
+            "attention": [],
             "complete": "67%",
         })
     );
@@ -142,7 +150,9 @@ db_test!(async fn a_phq9_with_no_scored_item_answered_is_0_percent_complete_with
     assert_eq!(outcome["scores"]["total"].get("value"), None);
     assert_eq!(outcome["complete"], "0%");
     assert_eq!(outcome["alarm"], json!([]));
-    assert_eq!(outcome["action"], Value::Null);
+    // Item 9 was not answered: that needs a look, whatever else is missing.
+    assert_eq!(outcome["attention"], json!(["v_9"]));
+    assert_eq!(outcome["action"], "attention");
 });
 
 db_test!(async fn completing_a_prepared_response_by_put_scores_it(app) {

@@ -20,7 +20,9 @@ use crate::store::CreateResult;
 /// (`respondent_type` is accepted as an alias). `started_at` and
 /// `filled_out_at` are Unix seconds, at least 946598400 (1999-12-31), at most
 /// an hour ahead of the service's clock; `filled_out_at` defaults to now.
-/// External ids may be strings or integers, 1-255 characters.
+/// External ids may be strings or integers, 1-255 characters. `flags` and
+/// `textvars` (optional) record the variant of the questionnaire that was
+/// filled out: a question a flag hides is not scored.
 /// A 201 means the response is on disk.
 #[utoipa::path(
     post,
@@ -35,7 +37,7 @@ use crate::store::CreateResult;
         (status = 404, description = "`{\"errors\":{\"questionnaire_key\":[\"not_found\"]}}`", body = crate::api::openapi::ErrorBody),
         (status = 413, description = "`{\"errors\":{\"base\":[\"too_large\"]}}`", body = crate::api::openapi::ErrorBody),
         (status = 415, description = "`{\"errors\":{\"base\":[\"unsupported_media_type\"]}}`: a Content-Type other than JSON", body = crate::api::openapi::ErrorBody),
-        (status = 422, description = "Field errors: `blank`, `invalid`, `too_early`, `taken` (external_id used for other data), or under `answer_data` per question `unknown_question` / `invalid_option`", body = crate::api::openapi::ErrorBody),
+        (status = 422, description = "Field errors: `blank`, `invalid`, `too_early`, `taken` (external_id used for other data), under `answer_data` per question `unknown_question` / `invalid_option`, or under `base` `flag_does_not_exist` / `flag_value_invalid` / `textvar_does_not_exist` / `invalid` for flags and textvars", body = crate::api::openapi::ErrorBody),
     )
 )]
 pub async fn create_response(
