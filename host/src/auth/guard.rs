@@ -116,18 +116,20 @@ fn check(
         .get(header::AUTHORIZATION)
         .map(|v| v.to_str().unwrap_or("!"));
     let credentials = header.and_then(Credentials::parse);
-    // Who the caller claims to be, for the access log, before any check.
-    match &credentials {
-        Some(Credentials::Basic { key, .. }) => identity.consumer_key = Some(truncate(key)),
-        Some(Credentials::Bearer(jwt)) => {
-            identity.consumer_key = super::jwt::kid(jwt).ok().map(|kid| truncate(&kid))
-        }
-        None => {}
+    // Who the caller claims to be, for the access log, before any check. A
+    // JWT's kid is read here only when the request is refused before its
+    // verification (which reads it anyway), so a token is parsed once.
+    let claimed_kid = |jwt: &str| super::jwt::kid(jwt).ok().map(|kid| truncate(&kid));
+    if let Some(Credentials::Basic { key, .. }) = &credentials {
+        identity.consumer_key = Some(truncate(key));
     }
     if header.is_some()
         && !app.is_secure()
         && !transport_trusted(peer, &app.config().trusted_proxies)
     {
+        if let Some(Credentials::Bearer(jwt)) = &credentials {
+            identity.consumer_key = claimed_kid(jwt);
+        }
         return Err(ApiError::Forbidden("https_required"));
     }
     let Some(credentials) = credentials else {
@@ -152,9 +154,12 @@ fn check(
         }
         Credentials::Bearer(jwt) => {
             let (token, verified) = tokens.bearer(jwt, app.now().timestamp()).map_err(|e| {
+                identity.consumer_key = claimed_kid(jwt);
                 tracing::info!(reason = %e, "bearer token refused");
                 ApiError::Unauthorized(BEARER_CHALLENGE)
             })?;
+            // The kid named this token.
+            identity.consumer_key = Some(truncate(&token.consumer_key));
             identity.jwt_issuer = Some(truncate(&verified.iss));
             (token, Some(Arc::new(verified)))
         }

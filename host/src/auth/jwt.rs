@@ -421,27 +421,46 @@ pub fn verify(
     now_unix: i64,
     key_for: impl FnOnce(&str) -> Option<RsaPublicKey>,
 ) -> Result<VerifiedJwt, JwtError> {
+    verify_with(token, now_unix, |kid| {
+        key_for(kid).map(|key| ((), vec![key]))
+    })
+    .map(|((), verified)| verified)
+}
+
+/// Full verification against the keys of whoever owns the kid: `lookup`
+/// is called at most once, with the kid, and returns the owner and its
+/// keys (several during a rotation: the first that verifies wins), or
+/// `None` (-> [`JwtError::UnknownKey`]). The token is parsed once, however
+/// many keys are tried. Answers the owner with the verified claims.
+pub fn verify_with<T, K: std::borrow::Borrow<RsaPublicKey>>(
+    token: &str,
+    now_unix: i64,
+    lookup: impl FnOnce(&str) -> Option<(T, Vec<K>)>,
+) -> Result<(T, VerifiedJwt), JwtError> {
     let parsed = parse(token)?;
-
-    let key = key_for(&parsed.kid).ok_or(JwtError::UnknownKey)?;
-
-    let valid = jsonwebtoken::crypto::verify(
-        parsed.signature_b64,
-        parsed.signing_input.as_bytes(),
-        &key.inner.decoding,
-        parsed.alg,
-    )
-    .unwrap_or(false);
-    if !valid {
-        return Err(JwtError::Signature);
+    let (owner, keys) = lookup(&parsed.kid).ok_or(JwtError::UnknownKey)?;
+    let verifies = |key: &RsaPublicKey| {
+        jsonwebtoken::crypto::verify(
+            parsed.signature_b64,
+            parsed.signing_input.as_bytes(),
+            &key.inner.decoding,
+            parsed.alg,
+        )
+        .unwrap_or(false)
+    };
+    if !keys.iter().any(|key| verifies(key.borrow())) {
+        return Err(if keys.is_empty() {
+            JwtError::UnknownKey
+        } else {
+            JwtError::Signature
+        });
     }
-
     let claims = json_object(
         &parsed.payload,
         "payload is not JSON",
         "payload is not a JSON object",
     )?;
-    check_claims(&claims, parsed.kid, now_unix)
+    check_claims(&claims, parsed.kid, now_unix).map(|verified| (owner, verified))
 }
 
 /// Size, structure and header rules.

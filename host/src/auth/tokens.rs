@@ -114,21 +114,13 @@ impl TokenTable {
         token: &str,
         now_unix: i64,
     ) -> Result<(Arc<Token>, VerifiedJwt), JwtError> {
-        let kid = jwt::kid(token)?;
-        let owner = self
-            .by_key
-            .get(&kid)
-            .filter(|t| !t.revoked && !t.keys.is_empty())
-            .ok_or(JwtError::UnknownKey)?;
-        // Several keys during a rotation: the first that verifies wins.
-        let mut last = JwtError::UnknownKey;
-        for key in &owner.keys {
-            match jwt::verify(token, now_unix, |_| Some(key.clone())) {
-                Ok(verified) => return Ok((owner.clone(), verified)),
-                Err(e) => last = e,
-            }
-        }
-        Err(last)
+        jwt::verify_with(token, now_unix, |kid| {
+            let owner = self
+                .by_key
+                .get(kid)
+                .filter(|t| !t.revoked && !t.keys.is_empty())?;
+            Some((owner.clone(), owner.keys.iter().collect()))
+        })
     }
 }
 

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -99,39 +100,52 @@ pub async fn post_once(target: &Target, path: &str, body: String) -> anyhow::Res
     .await
 }
 
-/// What the POST load came to, over the measured window.
+/// What a load came to, over the measured window.
 #[derive(Debug)]
-pub struct PostReport {
-    /// 201s completed in the window.
-    pub created: u64,
-    /// 201s in all, warm-up and stragglers after the window included.
-    pub created_total: u64,
-    /// Non-201 answers by status, and transport errors, in the window.
+pub struct LoadReport {
+    /// What the requests were, for the report line (`POST`, `GET Basic`).
+    pub label: String,
+    /// The answer status that counts as success.
+    pub expect: u16,
+    /// Successes completed in the window.
+    pub ok: u64,
+    /// Successes in all, warm-up and stragglers after the window included.
+    pub ok_total: u64,
+    /// Other answers by status, and transport errors, in the window.
     pub errors: BTreeMap<String, u64>,
     /// One error answer, to show what went wrong.
     pub error_sample: Option<String>,
-    /// Latency of the 201s, in microseconds.
+    /// Latency of the successes, in microseconds.
     pub histogram: Histogram<u64>,
     pub window: Duration,
     pub cpu: Option<CpuUse>,
 }
 
-impl PostReport {
+impl LoadReport {
     pub fn throughput(&self) -> f64 {
-        self.created as f64 / self.window.as_secs_f64()
+        self.ok as f64 / self.window.as_secs_f64()
     }
 
     pub fn error_count(&self) -> u64 {
         self.errors.values().sum()
     }
 
+    /// Server CPU time per successful request, in microseconds, when the
+    /// server's CPU use was measured.
+    pub fn server_cpu_micros(&self) -> Option<f64> {
+        let cpu = self.cpu.as_ref()?;
+        (self.ok > 0).then(|| cpu.server * self.window.as_secs_f64() * 1e6 / self.ok as f64)
+    }
+
     pub fn describe(&self) -> String {
         let h = &self.histogram;
         let ms = |p: f64| h.value_at_percentile(p) as f64 / 1000.0;
         let mut out = format!(
-            "POST: {:.0} req/s ({} x 201 in {:.1} s); latency p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            "{}: {:.0} req/s ({} x {} in {:.1} s); latency p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            self.label,
             self.throughput(),
-            self.created,
+            self.ok,
+            self.expect,
             self.window.as_secs_f64(),
             ms(50.0),
             ms(90.0),
@@ -154,8 +168,9 @@ impl PostReport {
         if let Some(cpu) = &self.cpu {
             let _ = write!(
                 out,
-                "\n      CPU: server {:.2} cores, load generator {:.2} cores, machine {:.0}% busy",
+                "\n      CPU: server {:.2} cores ({:.0} µs per request), load generator {:.2} cores, machine {:.0}% busy",
                 cpu.server,
+                self.server_cpu_micros().unwrap_or(0.0),
                 cpu.client,
                 cpu.machine * 100.0
             );
@@ -166,33 +181,42 @@ impl PostReport {
 
 /// What one connection saw.
 struct ClientResult {
-    created: u64,
-    created_total: u64,
+    ok: u64,
+    ok_total: u64,
     errors: BTreeMap<String, u64>,
     error_sample: Option<String>,
     histogram: Histogram<u64>,
 }
 
-/// `clients` connections post responses until `warmup + duration` has
-/// passed; answers completed within the last `duration` are counted.
-pub async fn post_load(
+/// One request of a load: method, path and JSON body, made from the
+/// request's sequence number (unique across connections).
+pub type MakeRequest = Arc<dyn Fn(usize) -> (Method, String, Option<Bytes>) + Send + Sync>;
+
+/// `clients` connections send `make`'s requests until `warmup + duration`
+/// has passed; answers completed within the last `duration` are counted,
+/// those with status `expect` as successes.
+#[allow(clippy::too_many_arguments)]
+pub async fn run_load(
+    label: &str,
     target: &Target,
     server_pid: u32,
     clients: usize,
-    dossiers: usize,
     warmup: Duration,
     duration: Duration,
-) -> anyhow::Result<PostReport> {
+    expect: u16,
+    make: MakeRequest,
+) -> anyhow::Result<LoadReport> {
     let start = Instant::now();
     let measure_from = start + warmup;
     let end = measure_from + duration;
     let tasks: Vec<_> = (0..clients)
         .map(|client| {
-            tokio::spawn(post_client(
+            tokio::spawn(client_loop(
                 target.clone(),
                 client,
                 clients,
-                dossiers,
+                expect,
+                make.clone(),
                 measure_from,
                 end,
             ))
@@ -202,9 +226,11 @@ pub async fn post_load(
     let cpu_from = CpuSample::take(server_pid);
     tokio::time::sleep_until(end.into()).await;
     let cpu = cpu_from.and_then(|s| s.since());
-    let mut report = PostReport {
-        created: 0,
-        created_total: 0,
+    let mut report = LoadReport {
+        label: label.to_owned(),
+        expect,
+        ok: 0,
+        ok_total: 0,
         errors: BTreeMap::new(),
         error_sample: None,
         histogram: histogram(),
@@ -213,8 +239,8 @@ pub async fn post_load(
     };
     for task in tasks {
         let r = task.await.context("a load task failed")?;
-        report.created += r.created;
-        report.created_total += r.created_total;
+        report.ok += r.ok;
+        report.ok_total += r.ok_total;
         for (k, v) in r.errors {
             *report.errors.entry(k).or_default() += v;
         }
@@ -227,24 +253,60 @@ pub async fn post_load(
     Ok(report)
 }
 
-async fn post_client(
+/// `clients` connections post PHQ-9 responses to `dossiers` dossiers; a
+/// 201 is a success.
+pub async fn post_load(
+    target: &Target,
+    server_pid: u32,
+    clients: usize,
+    dossiers: usize,
+    warmup: Duration,
+    duration: Duration,
+) -> anyhow::Result<LoadReport> {
+    let make: MakeRequest = Arc::new(move |n| {
+        // Every request a new external id; consecutive requests of one
+        // connection go to different dossiers.
+        let mut body = String::with_capacity(256);
+        let _ = write!(
+            body,
+            r#"{{"questionnaire_key":"phq9","external_id":"b{n}","answer_data":{{"#
+        );
+        for q in 1..=9 {
+            let _ = write!(
+                body,
+                r#"{}"v_{q}":"a{}""#,
+                if q == 1 { "" } else { "," },
+                (n + q) % 4
+            );
+        }
+        body.push_str("}}");
+        let path = format!("/api/v1/dossiers/bench-{}/responses", n % dossiers);
+        (Method::POST, path, Some(Bytes::from(body)))
+    });
+    run_load(
+        "POST", target, server_pid, clients, warmup, duration, 201, make,
+    )
+    .await
+}
+
+async fn client_loop(
     target: Target,
     client: usize,
     clients: usize,
-    dossiers: usize,
+    expect: u16,
+    make: MakeRequest,
     measure_from: Instant,
     end: Instant,
 ) -> ClientResult {
     let mut result = ClientResult {
-        created: 0,
-        created_total: 0,
+        ok: 0,
+        ok_total: 0,
         errors: BTreeMap::new(),
         error_sample: None,
         histogram: histogram(),
     };
     let mut sender: Option<Sender> = None;
     let mut seq = 0usize;
-    let mut body = String::with_capacity(256);
     while Instant::now() < end {
         let s = match sender.as_mut() {
             Some(s) => s,
@@ -260,30 +322,10 @@ async fn post_client(
                 }
             },
         };
-        // Every request a new external id; consecutive requests of one
-        // connection go to different dossiers.
         let n = seq * clients + client;
         seq += 1;
-        body.clear();
-        let _ = write!(
-            body,
-            r#"{{"questionnaire_key":"phq9","external_id":"b{n}","answer_data":{{"#
-        );
-        for q in 1..=9 {
-            let _ = write!(
-                body,
-                r#"{}"v_{q}":"a{}""#,
-                if q == 1 { "" } else { "," },
-                (n + q) % 4
-            );
-        }
-        body.push_str("}}");
-        let path = format!("/api/v1/dossiers/bench-{}/responses", n % dossiers);
-        let request = match target.request(
-            Method::POST,
-            &path,
-            Some(Bytes::copy_from_slice(body.as_bytes())),
-        ) {
+        let (method, path, body) = make(n);
+        let request = match target.request(method, &path, body) {
             Ok(r) => r,
             Err(e) => {
                 result
@@ -297,10 +339,10 @@ async fn post_client(
         let done = Instant::now();
         let counted = done >= measure_from && done <= end;
         match answer {
-            Ok((201, _)) => {
-                result.created_total += 1;
+            Ok((status, _)) if status == expect => {
+                result.ok_total += 1;
                 if counted {
-                    result.created += 1;
+                    result.ok += 1;
                     let _ = result.histogram.record(micros(done - sent));
                 }
             }

@@ -13,13 +13,20 @@
 //!   sizes. Each dossier's rows are spread evenly over the table (round
 //!   robin), as when many patients answer over time.
 //!
-//! The POST and list phases each get their own server and database; servers
+//! - Authenticated GETs: the same GET (a questionnaire, then a dossier's
+//!   response list) under `--clients` connections for `--seconds`, once with
+//!   HTTP Basic and once with an RS256 JWT (the test suite's key pair
+//!   registered with `outcomes token add-key`): throughput and server CPU
+//!   per request with each.
+//!
+//! The POST, auth and list phases each get their own server and database; servers
 //! are killed and PostgreSQL databases dropped at the end, also on error or
 //! Ctrl-C.
 
 // The report is the task's output.
 #![allow(clippy::print_stdout)]
 
+mod auth;
 mod load;
 mod seed;
 mod server;
@@ -80,6 +87,10 @@ pub struct BenchArgs {
     /// Skip the list latency
     #[arg(long)]
     no_list: bool,
+
+    /// Skip the authenticated GETs (Basic vs RS256 JWT, --seconds each)
+    #[arg(long)]
+    no_auth: bool,
 
     /// Threads of the load generator's runtime (it shares the machine with
     /// the server)
@@ -220,7 +231,8 @@ fn build(root: &Path, skip: bool) -> anyhow::Result<PathBuf> {
 
 #[derive(Debug, Default)]
 struct BackendReport {
-    post: Option<load::PostReport>,
+    post: Option<load::LoadReport>,
+    auth: Option<auth::AuthReport>,
     list: Option<ListReport>,
 }
 
@@ -247,6 +259,14 @@ async fn bench_backend(
         report.post = Some(
             phase(backend, args, async |fresh| {
                 post_phase(backend, args, binary, root, fresh).await
+            })
+            .await?,
+        );
+    }
+    if !args.no_auth {
+        report.auth = Some(
+            phase(backend, args, async |fresh| {
+                auth::auth_phase(backend, args, binary, root, fresh).await
             })
             .await?,
         );
@@ -285,7 +305,7 @@ async fn post_phase(
     binary: &Path,
     root: &Path,
     fresh: &Fresh,
-) -> anyhow::Result<load::PostReport> {
+) -> anyhow::Result<load::LoadReport> {
     let server = Server::start(binary, root, fresh).await?;
     println!("POST: plugins: {}", server.plugins().await);
     println!(
@@ -311,9 +331,9 @@ async fn post_phase(
     // Every 201 is a response on disk, and nothing else is.
     let stored = seed::count_responses(&fresh.url()).await?;
     anyhow::ensure!(
-        stored == report.created_total,
+        stored == report.ok_total,
         "the server answered 201 {} times but the database holds {stored} responses",
-        report.created_total
+        report.ok_total
     );
     println!(
         "      stored: all {stored} responses answered with 201 (warm-up included), no others"
@@ -412,6 +432,18 @@ fn print_summary(args: &BenchArgs, reports: &[(Backend, BackendReport)]) {
         "(list columns: median latency at {} and {} rows in total)",
         args.small, args.large
     );
+    for (backend, report) in reports {
+        if let Some(auth) = &report.auth {
+            println!(
+                "Authenticated GETs, {} ({} clients):",
+                backend.name(),
+                args.clients
+            );
+            for line in auth.summary() {
+                println!("  {line}");
+            }
+        }
+    }
     for (backend, report) in reports {
         if *backend != Backend::Sqlite {
             continue;

@@ -163,7 +163,7 @@ pub struct Server {
 }
 
 /// Consumer key of the API token the benchmark makes for itself.
-const CONSUMER_KEY: &str = "bench";
+pub(super) const CONSUMER_KEY: &str = "bench";
 
 impl Server {
     /// Starts the server on a free loopback port, waits until /health
