@@ -356,6 +356,20 @@ pub struct VerifiedJwt {
     pub sub: Option<String>,
     pub iat: i64,
     pub exp: i64,
+    pub nbf: Option<i64>,
+}
+
+impl VerifiedJwt {
+    /// Whether the time rules still hold at `now_unix`: everything else a
+    /// verification checked depends only on the token's text, so a token
+    /// verified before is valid now exactly when this holds (the same
+    /// leeway; the clock may also have gone back).
+    pub fn valid_at(&self, now_unix: i64) -> bool {
+        let now = i128::from(now_unix);
+        let leeway = i128::from(LEEWAY_SECS);
+        let from = i128::from(self.nbf.map_or(self.iat, |nbf| nbf.max(self.iat)));
+        from - leeway <= now && now < i128::from(self.exp) + leeway
+    }
 }
 
 /// Why a token is refused. All of these are the same 401 for the client;
@@ -626,6 +640,7 @@ fn check_claims(
         sub,
         iat,
         exp,
+        nbf,
     })
 }
 
@@ -761,6 +776,7 @@ mod tests {
                 sub: Some("dossier-1".to_owned()),
                 iat: NOW,
                 exp: NOW + 600,
+                nbf: None,
             }
         );
     }

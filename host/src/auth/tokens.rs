@@ -5,7 +5,7 @@
 //! makes itself.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -38,7 +38,19 @@ impl Token {
 #[derive(Debug, Default)]
 pub struct TokenTable {
     by_key: HashMap<String, Arc<Token>>,
+    /// Bearer tokens verified before, by their exact text. An EPD sends the
+    /// same JWT with every request for its lifetime (at most an hour), and
+    /// the RSA signature check is most of what a cheap request costs; a hit
+    /// re-checks only the time rules ([`VerifiedJwt::valid_at`]), since
+    /// everything else depends on the text alone. The table is rebuilt on
+    /// every token reload, so a revocation or a key change empties it.
+    verified: Mutex<HashMap<Box<str>, (Arc<Token>, VerifiedJwt)>>,
 }
+
+/// At most this many verified bearer tokens are remembered; when full,
+/// the memory starts over (bounded: a flood of distinct tokens costs RSA
+/// checks, never memory).
+const VERIFIED_CAPACITY: usize = 4096;
 
 /// Compared against when the consumer key is unknown, so that an unknown
 /// key costs the same as a wrong secret (decisions.md §2).
@@ -88,7 +100,10 @@ impl TokenTable {
                 }
             }
         }
-        TokenTable { by_key }
+        TokenTable {
+            by_key,
+            verified: Mutex::default(),
+        }
     }
 
     /// Whether any unrevoked token exists.
@@ -109,18 +124,44 @@ impl TokenTable {
     }
 
     /// Verifies a bearer JWT against the keys registered for its `kid`.
+    /// A token verified before is taken from memory when its time rules
+    /// still hold.
     pub fn bearer(
         &self,
         token: &str,
         now_unix: i64,
     ) -> Result<(Arc<Token>, VerifiedJwt), JwtError> {
-        jwt::verify_with(token, now_unix, |kid| {
+        if let Some(hit) = self
+            .remembered()
+            .get(token)
+            .filter(|(_, verified)| verified.valid_at(now_unix))
+        {
+            return Ok(hit.clone());
+        }
+        let (owner, verified) = jwt::verify_with(token, now_unix, |kid| {
             let owner = self
                 .by_key
                 .get(kid)
                 .filter(|t| !t.revoked && !t.keys.is_empty())?;
             Some((owner.clone(), owner.keys.iter().collect()))
-        })
+        })?;
+        let mut remembered = self.remembered();
+        if remembered.len() >= VERIFIED_CAPACITY {
+            remembered.clear();
+        }
+        remembered.insert(token.into(), (owner.clone(), verified.clone()));
+        Ok((owner, verified))
+    }
+
+    /// The verified tokens; a panic elsewhere while holding the lock
+    /// cannot leave them inconsistent (inserts are whole), so a poisoned
+    /// lock is used as it is.
+    fn remembered(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<Box<str>, (Arc<Token>, VerifiedJwt)>> {
+        self.verified
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -191,6 +232,77 @@ mod tests {
         assert_eq!(Credentials::parse("Basic !!!"), None);
         assert_eq!(Credentials::parse("Bearer "), None);
         assert_eq!(Credentials::parse("Digest x"), None);
+    }
+
+    const PRIVATE_PEM: &[u8] = include_bytes!("../../../tests/fixtures/keys/rsa2048.pem");
+    const PUBLIC_PEM: &str = include_str!("../../../tests/fixtures/keys/rsa2048.pub.pem");
+    const NOW: i64 = 1_750_000_000;
+
+    fn jwt(kid: &str, claims: serde_json::Value) -> String {
+        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+        header.kid = Some(kid.to_owned());
+        let key = jsonwebtoken::EncodingKey::from_rsa_pem(PRIVATE_PEM).expect("fixture key");
+        jsonwebtoken::encode(&header, &claims, &key).expect("sign")
+    }
+
+    fn with_key(key: &str, revoked: bool) -> StoredToken {
+        StoredToken {
+            public_keys: vec![PUBLIC_PEM.to_owned()],
+            ..stored(key, "x", revoked)
+        }
+    }
+
+    #[test]
+    fn a_remembered_bearer_token_still_obeys_the_time_rules() {
+        let table = TokenTable::new(vec![with_key("epd", false)]);
+        let token = jwt(
+            "epd",
+            serde_json::json!({"iss": "epd", "aud": "api", "iat": NOW, "nbf": NOW + 100, "exp": NOW + 600}),
+        );
+        assert_eq!(
+            table.bearer(&token, NOW).map(|_| ()),
+            Err(JwtError::NotYetValid)
+        );
+        let (owner, verified) = table.bearer(&token, NOW + 100).expect("valid from nbf");
+        assert_eq!(owner.consumer_key, "epd");
+        assert_eq!(verified.kid, "epd");
+        // Remembered now: the same answer without a signature check, as
+        // long as the time rules hold; after exp (and the leeway) refused,
+        // and refused again when the clock goes back before nbf.
+        assert_eq!(
+            table.bearer(&token, NOW + 300).map(|(_, v)| v),
+            Ok(verified)
+        );
+        assert_eq!(
+            table
+                .bearer(&token, NOW + 600 + jwt::LEEWAY_SECS)
+                .map(|_| ()),
+            Err(JwtError::Expired)
+        );
+        assert_eq!(
+            table.bearer(&token, NOW).map(|_| ()),
+            Err(JwtError::NotYetValid)
+        );
+        // A token differing in one character is another token.
+        let mut tampered = token.clone();
+        tampered.pop();
+        tampered.push(if token.ends_with('A') { 'B' } else { 'A' });
+        assert!(table.bearer(&tampered, NOW + 300).is_err());
+    }
+
+    #[test]
+    fn a_reload_forgets_remembered_tokens_so_a_revocation_holds_at_once() {
+        let token = jwt(
+            "epd",
+            serde_json::json!({"iss": "epd", "aud": "api", "iat": NOW, "exp": NOW + 600}),
+        );
+        let before = TokenTable::new(vec![with_key("epd", false)]);
+        assert!(before.bearer(&token, NOW).is_ok());
+        let after = TokenTable::new(vec![with_key("epd", true)]);
+        assert_eq!(
+            after.bearer(&token, NOW).map(|_| ()),
+            Err(JwtError::UnknownKey)
+        );
     }
 
     #[test]

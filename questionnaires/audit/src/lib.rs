@@ -312,7 +312,8 @@ fn attention(input: &ScorerInput) -> Vec<String> {
     keys
 }
 
-plugin_sdk::export_scorer!(score, questionnaires = ["audit"]);
+// Works on `values` alone: the host need not send the questions.
+plugin_sdk::export_scorer!(score, questionnaires = ["audit"], questions = false);
 
 #[cfg(test)]
 mod tests;

@@ -181,7 +181,8 @@ fn incomplete_scale_score(scale: &Scale, missing: Vec<String>, floor: f64) -> Sc
     score
 }
 
-plugin_sdk::export_scorer!(score, questionnaires = ["dass21"]);
+// Works on `values` alone: the host need not send the questions.
+plugin_sdk::export_scorer!(score, questionnaires = ["dass21"], questions = false);
 
 #[cfg(test)]
 mod tests {

@@ -130,7 +130,8 @@ fn incomplete_total_score(missing: Vec<String>, floor: f64) -> Score {
     score
 }
 
-plugin_sdk::export_scorer!(score, questionnaires = ["gad7"]);
+// Works on `values` alone: the host need not send the questions.
+plugin_sdk::export_scorer!(score, questionnaires = ["gad7"], questions = false);
 
 #[cfg(test)]
 mod tests {

@@ -150,7 +150,8 @@ fn tscore(total: f64, norm: Option<Norm>) -> Option<f64> {
     t.is_finite().then(|| scoring::round_to(t, 1))
 }
 
-plugin_sdk::export_scorer!(score, questionnaires = ["k10"]);
+// Works on `values` alone: the host need not send the questions.
+plugin_sdk::export_scorer!(score, questionnaires = ["k10"], questions = false);
 
 #[cfg(test)]
 mod tests {

@@ -228,7 +228,8 @@ fn incomplete_total_score(missing: Vec<String>, floor: f64, rule: Criterion) -> 
     score
 }
 
-plugin_sdk::export_scorer!(score, questionnaires = ["pcl5"]);
+// Works on `values` alone: the host need not send the questions.
+plugin_sdk::export_scorer!(score, questionnaires = ["pcl5"], questions = false);
 
 #[cfg(test)]
 mod tests {

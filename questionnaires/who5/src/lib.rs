@@ -164,7 +164,8 @@ fn incomplete_score(missing: Vec<String>, best: f64, per_raw_point: f64) -> Scor
     score
 }
 
-plugin_sdk::export_scorer!(score, questionnaires = ["who5"]);
+// Works on `values` alone: the host need not send the questions.
+plugin_sdk::export_scorer!(score, questionnaires = ["who5"], questions = false);
 
 #[cfg(test)]
 mod tests {
