@@ -719,12 +719,14 @@ fn calculators_section(scale: Scale) {
         .get(PluginKind::Scorer, "phq9")
         .expect("phq9 serves");
     let input = calculator_input(&scorer, &q, 1_000);
-    let input_json = serde_json::to_vec(&input).expect("input JSON");
     let (warmup, n) = (scale.n(10, 1), scale.n(200, 3));
     for name in ["score_series", "reliable_change"] {
         let plugin = plugins
             .get(PluginKind::Calculator, name)
             .expect("calculator serves");
+        // What the reports API sends this calculator.
+        let input = scoring::calculator_input_for(&plugin, input.clone());
+        let input_json = serde_json::to_vec(&input).expect("input JSON");
         let probe = call::invoke::<_, CalculatorOutput>(&plugin, &input);
         let output = probe.result.expect("the calculator answers");
         black_box(output);

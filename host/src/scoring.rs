@@ -7,8 +7,8 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use plugin_sdk::{
-    OptionInfo, PatientInfo, PluginKind, QuestionInfo, QuestionnaireInfo, ScoreInfo, ScorerInput,
-    ScorerOutput,
+    CalculatorInput, OptionInfo, PatientInfo, PluginKind, QuestionInfo, QuestionnaireInfo,
+    ScoreInfo, ScorerInput, ScorerOutput,
 };
 
 use crate::domain::answers::Answers;
@@ -72,6 +72,23 @@ fn info(q: &Questionnaire, questions: bool) -> QuestionnaireInfo {
             })
             .collect(),
     }
+}
+
+/// A calculator's input as `plugin` asked for it: the questions left out
+/// of the definitions and the answers out of the responses when its
+/// manifest declines them.
+pub fn calculator_input_for(plugin: &Plugin, mut input: CalculatorInput) -> CalculatorInput {
+    if !plugin.manifest.questions {
+        for q in input.questionnaires.values_mut() {
+            q.questions.clear();
+        }
+    }
+    if !plugin.manifest.answers {
+        for r in &mut input.responses {
+            r.values.clear();
+        }
+    }
+    input
 }
 
 /// The scorer input for `answers` to `q`. Answers to questions the

@@ -52,14 +52,21 @@ pub struct Manifest {
     /// For a scorer: the keys of the questionnaires it scores.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub questionnaires: Vec<String>,
-    /// For a scorer: whether its input carries the questionnaire's
-    /// questions (`questionnaire.questions`: titles, options, values).
-    /// A scorer that works on `values` alone declares `false` and the host
-    /// sends the questions empty, which makes every call cheaper (parsing
-    /// them is most of a small scorer's work). Absent means `true`, so a
-    /// module built before the field existed gets what it always got.
+    /// Whether the questionnaire definitions in its input carry their
+    /// questions (titles, options, values). A scorer that works on `values`
+    /// alone, or a calculator that works on stored outcomes, declares
+    /// `false` and the host sends the questions empty, which makes every
+    /// call cheaper (parsing them is most of a small scorer's work). Absent
+    /// means `true`, so a module built before the field existed gets what it
+    /// always got.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub questions: bool,
+    /// For a calculator: whether each response in its input carries its
+    /// answers (`values`). A calculator that works on stored outcomes alone
+    /// declares `false`: for a thousand responses that is a good part of
+    /// the input. Absent means `true`.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub answers: bool,
 }
 
 fn yes() -> bool {
@@ -428,6 +435,7 @@ mod tests {
         let old = r#"{"name":"x","kind":"scorer","version":"1.0.0","abi_version":1}"#;
         let manifest: Manifest = serde_json::from_str(old).expect("a manifest");
         assert!(manifest.questions);
+        assert!(manifest.answers);
         let declined = Manifest {
             questions: false,
             ..manifest.clone()

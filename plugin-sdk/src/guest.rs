@@ -175,12 +175,20 @@ macro_rules! __or_true {
 ///
 /// ```ignore
 /// plugin_sdk::export_calculator!(calculate);
+/// // One that works on stored outcomes alone: no questions in the
+/// // definitions, no answers in the responses (a smaller input).
+/// plugin_sdk::export_calculator!(calculate, questions = false, answers = false);
 /// ```
 #[macro_export]
 macro_rules! export_calculator {
-    ($calculate:path $(,)?) => {
+    ($calculate:path $(, questions = $questions:literal)? $(, answers = $answers:literal)? $(,)?) => {
         $crate::__export!(
-            $crate::__manifest!($crate::PluginKind::Calculator, ::std::vec::Vec::new(), true),
+            $crate::__manifest!(
+                $crate::PluginKind::Calculator,
+                ::std::vec::Vec::new(),
+                $crate::__or_true!($($questions)?),
+                $crate::__or_true!($($answers)?)
+            ),
             |input: &[u8]| $crate::guest::call_json::<$crate::CalculatorInput, _, _>(input, |i| {
                 $calculate(i).map(|results| $crate::guest::Results { results })
             })
@@ -188,7 +196,12 @@ macro_rules! export_calculator {
         /// The manifest this crate exports, for native tests.
         #[allow(dead_code)]
         pub fn manifest() -> $crate::Manifest {
-            $crate::__manifest!($crate::PluginKind::Calculator, ::std::vec::Vec::new(), true)
+            $crate::__manifest!(
+                $crate::PluginKind::Calculator,
+                ::std::vec::Vec::new(),
+                $crate::__or_true!($($questions)?),
+                $crate::__or_true!($($answers)?)
+            )
         }
     };
 }
@@ -197,6 +210,9 @@ macro_rules! export_calculator {
 #[macro_export]
 macro_rules! __manifest {
     ($kind:expr, $questionnaires:expr, $questions:expr) => {
+        $crate::__manifest!($kind, $questionnaires, $questions, true)
+    };
+    ($kind:expr, $questionnaires:expr, $questions:expr, $answers:expr) => {
         $crate::Manifest {
             name: ::std::string::String::from(::std::env!("CARGO_PKG_NAME")),
             kind: $kind,
@@ -204,6 +220,7 @@ macro_rules! __manifest {
             abi_version: $crate::ABI_VERSION,
             questionnaires: $questionnaires,
             questions: $questions,
+            answers: $answers,
         }
     };
 }

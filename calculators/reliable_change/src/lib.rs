@@ -186,7 +186,8 @@ fn score_order<T>(definition: Option<&QuestionnaireInfo>, seen: &BTreeMap<&str, 
     order
 }
 
-plugin_sdk::export_calculator!(calculate);
+// Works on stored outcomes and score definitions alone.
+plugin_sdk::export_calculator!(calculate, questions = false, answers = false);
 
 #[cfg(test)]
 mod tests;

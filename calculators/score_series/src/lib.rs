@@ -135,7 +135,8 @@ fn score_order<T>(
     order
 }
 
-plugin_sdk::export_calculator!(calculate);
+// Works on stored outcomes and score definitions alone.
+plugin_sdk::export_calculator!(calculate, questions = false, answers = false);
 
 #[cfg(test)]
 mod tests {

@@ -21,7 +21,7 @@ use crate::api::extract::{DossierPath, QueryParams};
 use crate::domain::response::{Response as StoredResponse, Status};
 use crate::domain::time::parse_filter;
 use crate::error::{ApiError, Errors, json};
-use crate::scoring::questionnaire_info;
+use crate::scoring::{calculator_input_for, questionnaire_info};
 use crate::store::ResponseFilter;
 
 pub fn router() -> Router<AppState> {
@@ -95,10 +95,13 @@ pub async fn get_report_calculation(
         }
     }
     let response_ids: Vec<i64> = responses.iter().map(|r| r.id.0).collect();
-    let input = CalculatorInput {
-        responses: responses.iter().map(response_info).collect(),
-        questionnaires,
-    };
+    let input = calculator_input_for(
+        &plugin,
+        CalculatorInput {
+            responses: responses.iter().map(response_info).collect(),
+            questionnaires,
+        },
+    );
     let call = app
         .plugins()
         .call::<_, CalculatorOutput>(plugin.clone(), input)

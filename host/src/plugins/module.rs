@@ -76,6 +76,7 @@ impl Plugin {
                 abi_version: 0,
                 questionnaires: Vec::new(),
                 questions: true,
+                answers: true,
             },
             sha256,
             bytes: Arc::from(bytes),
