@@ -28,7 +28,7 @@
 //! assert_eq!(scoring::band(total, &BANDS), Some("moderate"));
 //! ```
 
-use crate::contract::{Norm, ScorerInput};
+use crate::contract::{Norm, Score, ScorerInput};
 
 /// Sum of all values; `None` when any is missing. The sum of no values is
 /// `Some(0.0)`.
@@ -163,6 +163,25 @@ pub fn band(value: f64, bands: &[Band]) -> Option<&'static str> {
 /// checks `is_finite` before reporting it.
 pub fn tscore(raw: f64, norm: Norm) -> f64 {
     50.0 + 10.0 * (raw - norm.mean) / norm.sd
+}
+
+/// Sets `score.tscore` (the linear T of `raw` against `norm`, to one
+/// decimal) and `score.tscore_interpretation` (its band, [`tscore_band`])
+/// when there is a norm with a positive SD; leaves both unset otherwise.
+/// The norm is the one the questionnaire definition carries
+/// (`input.questionnaire.score(key).and_then(|s| s.norm)`), so a site
+/// chooses its reference group without rebuilding the scorer.
+pub fn set_tscore(score: &mut Score, raw: f64, norm: Option<Norm>) {
+    let Some(t) = norm
+        .filter(|n| n.sd > 0.0)
+        .map(|n| tscore(raw, n))
+        .filter(|t| t.is_finite())
+    else {
+        return;
+    };
+    let t = round_to(t, 1);
+    score.tscore = Some(t);
+    score.tscore_interpretation = Some(tscore_band(t).to_string());
 }
 
 /// The t-score bands of questionnaires.md, each starting at its lower bound
@@ -368,6 +387,25 @@ mod tests {
         let degenerate = Norm { mean: 1.0, sd: 0.0 };
         assert!(!tscore(2.0, degenerate).is_finite());
         assert!(tscore(1.0, degenerate).is_nan());
+    }
+
+    #[test]
+    fn set_tscore_rounds_and_bands_and_skips_a_missing_or_degenerate_norm() {
+        let norm = Norm {
+            mean: 2.91,
+            sd: 3.52,
+        };
+        let mut score = Score::of(10.0);
+        set_tscore(&mut score, 10.0, Some(norm));
+        // 50 + 10 × 7.09 / 3.52 = 70.14
+        assert_eq!(score.tscore, Some(70.1));
+        assert_eq!(score.tscore_interpretation.as_deref(), Some("very high"));
+        for norm in [None, Some(Norm { mean: 1.0, sd: 0.0 })] {
+            let mut score = Score::of(10.0);
+            set_tscore(&mut score, 10.0, norm);
+            assert_eq!(score.tscore, None);
+            assert_eq!(score.tscore_interpretation, None);
+        }
     }
 
     #[test]

@@ -87,17 +87,8 @@ fn total_score(total: f64, norm: Option<Norm>) -> Score {
     if total >= CUTOFF {
         score.status = Some(ScoreStatus::Attention);
     }
-    // Linear T against the norm the definition carries, to one decimal; a
-    // norm without a positive SD gives none.
-    if let Some(t) = norm
-        .filter(|n| n.sd > 0.0)
-        .map(|n| scoring::tscore(total, n))
-        .filter(|t| t.is_finite())
-    {
-        let t = scoring::round_to(t, 1);
-        score.tscore = Some(t);
-        score.tscore_interpretation = Some(scoring::tscore_band(t).to_string());
-    }
+    // Linear T against the norm the definition carries, to one decimal.
+    scoring::set_tscore(&mut score, total, norm);
     score
 }
 

@@ -112,10 +112,7 @@ fn total_score(total: f64, norm: Option<Norm>) -> Score {
     if total >= VERY_HIGH {
         score.status = Some(ScoreStatus::Attention);
     }
-    if let Some(t) = tscore(total, norm) {
-        score.tscore = Some(t);
-        score.tscore_interpretation = Some(scoring::tscore_band(t).to_string());
-    }
+    scoring::set_tscore(&mut score, total, norm);
     score
 }
 
@@ -140,14 +137,6 @@ fn incomplete_total_score(missing: Vec<String>, floor: f64) -> Score {
         });
     }
     score
-}
-
-/// The linear t-score against the definition's norm, to one decimal;
-/// `None` without a norm or with one whose SD is not positive.
-fn tscore(total: f64, norm: Option<Norm>) -> Option<f64> {
-    let norm = norm.filter(|n| n.sd > 0.0)?;
-    let t = scoring::tscore(total, norm);
-    t.is_finite().then(|| scoring::round_to(t, 1))
 }
 
 // Works on `values` alone: the host need not send the questions.
