@@ -43,6 +43,15 @@ pub fn sum_answered(values: &[Option<f64>]) -> f64 {
     values.iter().flatten().sum()
 }
 
+/// Sum of the values with each unanswered one counted as `fill`. With an
+/// item's lowest possible value this is the least the complete sum can
+/// still be (a floor); with its highest, the most (a ceiling). For
+/// deciding what a response with missing items has certainly reached,
+/// never as the score's value.
+pub fn sum_with_missing_as(values: &[Option<f64>], fill: f64) -> f64 {
+    values.iter().map(|v| v.unwrap_or(fill)).sum()
+}
+
 /// The number of answered values.
 pub fn answered(values: &[Option<f64>]) -> usize {
     values.iter().filter(|v| v.is_some()).count()
@@ -151,6 +160,20 @@ pub fn band(value: f64, bands: &[Band]) -> Option<&'static str> {
         .take_while(|b| b.from <= value)
         .last()
         .map(|b| b.label)
+}
+
+/// The band a sum with unanswered items has certainly reached, given its
+/// `floor` (see [`sum_with_missing_as`]): the floor's band, with "or
+/// higher" below the top band, since the missing answers can only raise
+/// the sum. `None` below the first band.
+pub fn band_at_least(floor: f64, bands: &[Band]) -> Option<String> {
+    let label = band(floor, bands)?;
+    let top = bands.last().is_some_and(|b| floor >= b.from);
+    Some(if top {
+        label.to_string()
+    } else {
+        format!("{label} or higher")
+    })
 }
 
 /// The linear t-score of `raw` against a norm population: `50 + 10 × (raw −
@@ -387,6 +410,24 @@ mod tests {
         let degenerate = Norm { mean: 1.0, sd: 0.0 };
         assert!(!tscore(2.0, degenerate).is_finite());
         assert!(tscore(1.0, degenerate).is_nan());
+    }
+
+    #[test]
+    fn missing_values_count_as_the_fill_for_floors_and_ceilings() {
+        let values = [Some(2.0), None, Some(1.0), None];
+        assert_eq!(sum_with_missing_as(&values, 0.0), 3.0);
+        assert_eq!(sum_with_missing_as(&values, 5.0), 13.0);
+        assert_eq!(sum_with_missing_as(&[], 5.0), 0.0);
+    }
+
+    #[test]
+    fn a_floor_reaches_its_band_or_higher_except_at_the_top() {
+        assert_eq!(
+            band_at_least(12.0, &PHQ9_BANDS).as_deref(),
+            Some("moderate or higher")
+        );
+        assert_eq!(band_at_least(20.0, &PHQ9_BANDS).as_deref(), Some("severe"));
+        assert_eq!(band_at_least(-1.0, &PHQ9_BANDS), None);
     }
 
     #[test]

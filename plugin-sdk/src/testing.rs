@@ -43,7 +43,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Number, Value};
 
-use crate::contract::{PluginError, Reply};
+use crate::contract::{PluginError, QuestionnaireInfo, Reply, ScorerInput};
 use crate::log::{self, Level};
 
 /// What a fixture expects the plugin to answer.
@@ -432,6 +432,37 @@ fn preview(text: &str) -> String {
     match text.char_indices().nth(PREVIEW_CHARS) {
         Some((end, _)) => format!("{}…", &text[..end]),
         None => text.to_owned(),
+    }
+}
+
+/// A scorer input for a unit test: questionnaire `key` (no questions, no
+/// score definitions), these values (question key to value, `None`
+/// unanswered), no answers, flags or textvars, completed by the patient at
+/// 2026-03-01T09:30:00Z. Set further fields on the result as a test needs.
+///
+/// ```rust
+/// let input = plugin_sdk::testing::scorer_input("mood4", [("v_1", Some(2.0)), ("v_2", None)]);
+/// assert_eq!(input.value("v_1"), Some(2.0));
+/// assert_eq!(input.value("v_2"), None);
+/// ```
+pub fn scorer_input<'a>(
+    key: &str,
+    values: impl IntoIterator<Item = (&'a str, Option<f64>)>,
+) -> ScorerInput {
+    ScorerInput {
+        questionnaire: QuestionnaireInfo {
+            key: key.to_owned(),
+            name: key.to_owned(),
+            questions: Vec::new(),
+            scores: Vec::new(),
+        },
+        answers: Default::default(),
+        values: values.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+        flags: Default::default(),
+        textvars: Default::default(),
+        completed_at: "2026-03-01T09:30:00Z".to_owned(),
+        respondent_type: "patient".to_owned(),
+        patient: Default::default(),
     }
 }
 

@@ -251,14 +251,7 @@ fn incomplete_total_score(missing: Vec<String>, floor: f64, cutoff: f64) -> Scor
         let reached = if floor < CUTOFF {
             Some(lower_cutoff_reached())
         } else {
-            scoring::band(floor, &ZONES).map(|zone| {
-                let top = ZONES.last().is_some_and(|z| floor >= z.from);
-                if top {
-                    zone.to_string()
-                } else {
-                    format!("{zone} or higher")
-                }
-            })
+            scoring::band_at_least(floor, &ZONES)
         };
         score.interpretation =
             reached.map(|reached| format!("at least {floor} from the answered items: {reached}"));

@@ -1,8 +1,6 @@
 //! Unit tests of every scoring rule, and the golden fixtures.
 
-use std::collections::BTreeMap;
-
-use plugin_sdk::{PatientInfo, QuestionnaireInfo};
+use plugin_sdk::PatientInfo;
 
 use super::*;
 
@@ -13,25 +11,7 @@ fn fixtures() {
 
 /// An input with points for questions 1–10 (`None`: unanswered).
 fn input(points: [Option<f64>; 10]) -> ScorerInput {
-    ScorerInput {
-        questionnaire: QuestionnaireInfo {
-            key: "audit".into(),
-            name: "AUDIT".into(),
-            questions: Vec::new(),
-            scores: Vec::new(),
-        },
-        answers: BTreeMap::new(),
-        values: ITEMS
-            .iter()
-            .zip(points)
-            .map(|(k, v)| (k.to_string(), v))
-            .collect(),
-        flags: BTreeMap::new(),
-        textvars: BTreeMap::new(),
-        completed_at: "2026-03-01T09:30:00Z".into(),
-        respondent_type: "patient".into(),
-        patient: PatientInfo::default(),
-    }
+    plugin_sdk::testing::scorer_input("audit", ITEMS.into_iter().zip(points))
 }
 
 fn all(points: [f64; 10]) -> ScorerInput {

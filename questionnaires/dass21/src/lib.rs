@@ -168,15 +168,8 @@ fn incomplete_scale_score(scale: &Scale, missing: Vec<String>, floor: f64) -> Sc
     let mut score = Score::missing(missing);
     if floor >= scale.cutoff {
         score.status = Some(ScoreStatus::Attention);
-        score.interpretation = scoring::band(floor, &scale.bands).map(|band| {
-            let top = scale.bands.last().is_some_and(|b| floor >= b.from);
-            let band = if top {
-                band.to_string()
-            } else {
-                format!("{band} or higher")
-            };
-            format!("at least {floor} from the answered items: {band}")
-        });
+        score.interpretation = scoring::band_at_least(floor, &scale.bands)
+            .map(|band| format!("at least {floor} from the answered items: {band}"));
     }
     score
 }
@@ -186,35 +179,17 @@ plugin_sdk::export_scorer!(score, questionnaires = ["dass21"], questions = false
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
-    use plugin_sdk::QuestionnaireInfo;
 
     use super::*;
 
     /// A response with the items `answered` (1-based item, value); every
     /// other item unanswered.
     fn input(answered: &[(usize, f64)]) -> ScorerInput {
-        let mut values: BTreeMap<String, Option<f64>> =
-            ITEMS.iter().map(|k| (k.to_string(), None)).collect();
+        let mut input = plugin_sdk::testing::scorer_input("dass21", ITEMS.map(|k| (k, None)));
         for (item, value) in answered {
-            values.insert(format!("v_{item}"), Some(*value));
+            input.values.insert(format!("v_{item}"), Some(*value));
         }
-        ScorerInput {
-            questionnaire: QuestionnaireInfo {
-                key: "dass21".into(),
-                name: "DASS-21".into(),
-                questions: Vec::new(),
-                scores: Vec::new(),
-            },
-            answers: BTreeMap::new(),
-            values,
-            flags: BTreeMap::new(),
-            textvars: BTreeMap::new(),
-            completed_at: "2024-05-01T09:00:00Z".into(),
-            respondent_type: "patient".into(),
-            patient: Default::default(),
-        }
+        input
     }
 
     fn all(value: f64) -> Vec<(usize, f64)> {

@@ -108,15 +108,8 @@ fn incomplete_total_score(missing: Vec<String>, floor: f64) -> Score {
     let mut score = Score::missing(missing);
     if floor >= CUTOFF {
         score.status = Some(ScoreStatus::Attention);
-        score.interpretation = scoring::band(floor, &SEVERITY).map(|band| {
-            let top = SEVERITY.last().is_some_and(|b| floor >= b.from);
-            let band = if top {
-                band.to_string()
-            } else {
-                format!("{band} or higher")
-            };
-            format!("at least {floor} from the answered items: {band}")
-        });
+        score.interpretation = scoring::band_at_least(floor, &SEVERITY)
+            .map(|band| format!("at least {floor} from the answered items: {band}"));
     }
     score
 }
@@ -126,36 +119,14 @@ plugin_sdk::export_scorer!(score, questionnaires = ["gad7"], questions = false);
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
-    use plugin_sdk::QuestionnaireInfo;
 
     use super::*;
 
     /// A response with these values for `v_1`..`v_7` (`None` unanswered)
     /// and `v_8` unanswered, scored against a definition without a norm.
     fn input(items: [Option<f64>; 7]) -> ScorerInput {
-        let mut values: BTreeMap<String, Option<f64>> = ITEMS
-            .iter()
-            .zip(items)
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
-        values.insert("v_8".into(), None);
-        ScorerInput {
-            questionnaire: QuestionnaireInfo {
-                key: "gad7".into(),
-                name: "GAD-7".into(),
-                questions: Vec::new(),
-                scores: Vec::new(),
-            },
-            answers: BTreeMap::new(),
-            values,
-            flags: BTreeMap::new(),
-            textvars: BTreeMap::new(),
-            completed_at: "2026-03-01T09:30:00Z".into(),
-            respondent_type: "patient".into(),
-            patient: Default::default(),
-        }
+        let values = ITEMS.into_iter().zip(items).chain([("v_8", None)]);
+        plugin_sdk::testing::scorer_input("gad7", values)
     }
 
     #[test]

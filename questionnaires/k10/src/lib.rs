@@ -121,8 +121,7 @@ fn total_score(total: f64, norm: Option<Norm>) -> Score {
 /// one. Not a score: it only decides whether very high distress is certain
 /// whatever the missing answers.
 fn floor(values: &[Option<f64>]) -> f64 {
-    let unanswered = values.len() - scoring::answered(values);
-    scoring::sum_answered(values) + LOWEST_ANSWER * unanswered as f64
+    scoring::sum_with_missing_as(values, LOWEST_ANSWER)
 }
 
 /// The total when too many items are unanswered to prorate: no value, the

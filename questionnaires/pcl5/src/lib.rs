@@ -233,33 +233,12 @@ plugin_sdk::export_scorer!(score, questionnaires = ["pcl5"], questions = false);
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
-    use plugin_sdk::QuestionnaireInfo;
 
     use super::*;
 
     /// A response with item `n` (1-based) answered `values[n - 1]`.
     fn input(values: [Option<f64>; 20]) -> ScorerInput {
-        ScorerInput {
-            questionnaire: QuestionnaireInfo {
-                key: "pcl5".into(),
-                name: "PCL-5".into(),
-                questions: Vec::new(),
-                scores: Vec::new(),
-            },
-            answers: BTreeMap::new(),
-            values: ITEMS
-                .iter()
-                .zip(values)
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
-            flags: BTreeMap::new(),
-            textvars: BTreeMap::new(),
-            completed_at: "2024-05-01T09:00:00Z".into(),
-            respondent_type: "patient".into(),
-            patient: Default::default(),
-        }
+        plugin_sdk::testing::scorer_input("pcl5", ITEMS.into_iter().zip(values))
     }
 
     fn all(value: f64) -> [Option<f64>; 20] {

@@ -267,24 +267,8 @@ mod tests {
     }
 
     fn input_with(values: &[(&str, f64)], flags: &[(&str, bool)]) -> ScorerInput {
-        let mut input = ScorerInput {
-            questionnaire: plugin_sdk::QuestionnaireInfo {
-                key: "phq9".into(),
-                name: "PHQ-9".into(),
-                questions: Vec::new(),
-                scores: Vec::new(),
-            },
-            answers: Default::default(),
-            values: Default::default(),
-            flags: Default::default(),
-            textvars: Default::default(),
-            completed_at: "2026-03-01T09:30:00Z".into(),
-            respondent_type: "patient".into(),
-            patient: Default::default(),
-        };
-        for (key, value) in values {
-            input.values.insert((*key).into(), Some(*value));
-        }
+        let mut input =
+            plugin_sdk::testing::scorer_input("phq9", values.iter().map(|(k, v)| (*k, Some(*v))));
         for (name, on) in flags {
             input.flags.insert((*name).into(), *on);
         }

@@ -144,8 +144,7 @@ fn banded(value: f64, bands: &[Band], poor: bool, cutoff_text: &str) -> Score {
 /// unanswered one. Not a score: it only decides whether poor well-being is
 /// certain whatever the missing answers.
 fn best_possible(values: &[Option<f64>]) -> f64 {
-    let unanswered = values.len() - scoring::answered(values);
-    scoring::sum_answered(values) + BEST_ANSWER * unanswered as f64
+    scoring::sum_with_missing_as(values, BEST_ANSWER)
 }
 
 /// A score when items are unanswered: no value, the missing items, and
@@ -169,33 +168,12 @@ plugin_sdk::export_scorer!(score, questionnaires = ["who5"], questions = false);
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
-    use plugin_sdk::QuestionnaireInfo;
 
     use super::*;
 
     /// A response with these values for `v_1`..`v_5` (`None` unanswered).
     fn input(items: [Option<f64>; 5]) -> ScorerInput {
-        ScorerInput {
-            questionnaire: QuestionnaireInfo {
-                key: "who5".into(),
-                name: "WHO-5".into(),
-                questions: Vec::new(),
-                scores: Vec::new(),
-            },
-            answers: BTreeMap::new(),
-            values: ITEMS
-                .iter()
-                .zip(items)
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
-            flags: BTreeMap::new(),
-            textvars: BTreeMap::new(),
-            completed_at: "2026-03-01T09:30:00Z".into(),
-            respondent_type: "patient".into(),
-            patient: Default::default(),
-        }
+        plugin_sdk::testing::scorer_input("who5", ITEMS.into_iter().zip(items))
     }
 
     #[test]
