@@ -26,6 +26,18 @@ pub struct Caller {
     pub jwt: Option<Arc<VerifiedJwt>>,
 }
 
+/// The access-log row of a dossier request, handed to its handler (with
+/// no status yet). A handler whose own write stores it, in the same
+/// transaction and with the status it answers, marks its response
+/// [`AccessLogged`]; for every other response the guard appends the row
+/// after the handler.
+#[derive(Debug, Clone)]
+pub struct PendingAccess(pub AccessEntry);
+
+/// Marks a response whose access-log row its handler has stored.
+#[derive(Debug, Clone, Copy)]
+pub struct AccessLogged;
+
 /// Who a request claimed to be, for the access log, even when refused.
 #[derive(Debug, Default)]
 struct Identity {
@@ -65,7 +77,7 @@ pub async fn guard(app: AppState, right: Right, mut req: Request, next: Next) ->
         .map(truncate);
 
     let mut identity = Identity::default();
-    let response = match check(
+    let checked = check(
         &app,
         right,
         &req,
@@ -73,27 +85,36 @@ pub async fn guard(app: AppState, right: Right, mut req: Request, next: Next) ->
         client,
         dossier.as_deref(),
         &mut identity,
-    ) {
-        Ok(caller) => {
-            req.extensions_mut().insert(caller);
-            next.run(req).await
-        }
-        Err(refusal) => refusal.into_response(),
-    };
-
-    if !right.is_dossier_group() {
-        return response;
-    }
-    let entry = AccessEntry {
+    );
+    // The status is known only once the handler has answered.
+    let entry = right.is_dossier_group().then(|| AccessEntry {
         at: app.now(),
         consumer_key: identity.consumer_key,
         jwt_issuer: identity.jwt_issuer,
         dossier,
         action,
-        status: response.status().as_u16(),
+        status: 0,
         client: client.to_string(),
         request_id,
+    });
+    let response = match checked {
+        Ok(caller) => {
+            req.extensions_mut().insert(caller);
+            if let Some(entry) = &entry {
+                req.extensions_mut().insert(PendingAccess(entry.clone()));
+            }
+            next.run(req).await
+        }
+        Err(refusal) => refusal.into_response(),
     };
+
+    let Some(mut entry) = entry else {
+        return response;
+    };
+    if response.extensions().get::<AccessLogged>().is_some() {
+        return response;
+    }
+    entry.status = response.status().as_u16();
     // No access to dossier data goes unrecorded: if the row cannot be
     // written, the data is not handed out either.
     match app.store().append_access(entry).await {

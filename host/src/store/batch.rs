@@ -2,6 +2,7 @@
 //! ([`create_one`]), or a whole batch in a few statements ([`Plan`]), with
 //! the same outcome either way.
 
+use super::access_log::{self, AccessEntry};
 use super::dossiers::DossierCache;
 use super::responses::{
     CreateResult, ResponseRow, answered, by_external_id, fetch, insert_completed, outcome_json,
@@ -24,6 +25,20 @@ pub(super) struct NewResponse {
     pub entered_by: Option<String>,
     pub completion: Completion,
     pub now: DateTime<Utc>,
+    /// The access-log row of the request, stored with the response and the
+    /// status its result is answered with; its own `status` is not used.
+    pub access: Option<AccessEntry>,
+}
+
+impl NewResponse {
+    /// The access-log row to store with this item, answered with `status`
+    /// ([`CreateResult::status`]).
+    pub fn access_row(&self, status: u16) -> Option<AccessEntry> {
+        self.access.as_ref().map(|entry| AccessEntry {
+            status,
+            ..entry.clone()
+        })
+    }
 }
 
 /// Rows per multi-row INSERT: 19 parameters each stays far below the
@@ -32,9 +47,22 @@ const INSERT_CHUNK: usize = 128;
 
 /// One POSTed response: the dossier and its patient are made on first write;
 /// an external id already used in the dossier is a retry (same questionnaire
-/// and answers) or taken. Four statements or more; the writer uses it for
-/// the items a [`Plan`] leaves, and when storing a batch together fails.
+/// and answers) or taken. The item's access-log row follows, with the
+/// result's status. Five statements or more; the writer uses it for the
+/// items a [`Plan`] leaves, and when storing a batch together fails.
 pub(super) async fn create_one(
+    conn: &mut AnyConnection,
+    backend: Backend,
+    item: &NewResponse,
+) -> Result<CreateResult, StoreError> {
+    let result = decide_one(conn, item).await?;
+    if let Some(row) = item.access_row(result.status()) {
+        access_log::insert(conn, backend, &[&row]).await?;
+    }
+    Ok(result)
+}
+
+async fn decide_one(
     conn: &mut AnyConnection,
     item: &NewResponse,
 ) -> Result<CreateResult, StoreError> {

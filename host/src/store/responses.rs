@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 use sqlx::AnyConnection;
 
+use super::access_log::AccessEntry;
 use super::batch::NewResponse;
 use super::{Store, StoreError, dossiers, placeholders};
 use crate::domain::answers::Answers;
@@ -38,6 +39,22 @@ pub enum CreateResult {
     Retry(Response),
     /// The external id is used in this dossier for other data.
     Taken,
+}
+
+impl CreateResult {
+    /// The status of a POST that stored its response.
+    pub const CREATED: u16 = 201;
+
+    /// The HTTP status the POST is answered with: 201, 200 for a retry,
+    /// 422 when the external id is taken. The access-log row the writer
+    /// stores with the response records it.
+    pub fn status(&self) -> u16 {
+        match self {
+            CreateResult::Created(_) => Self::CREATED,
+            CreateResult::Retry(_) => 200,
+            CreateResult::Taken => 422,
+        }
+    }
 }
 
 /// A response the service prepares for later completion (invitations,
@@ -265,7 +282,11 @@ impl Store {
     }
 
     /// Stores a completed response under `external_id` (POST). The dossier
-    /// and its patient are made on first write.
+    /// and its patient are made on first write. `access`, the request's
+    /// access-log row, is stored in the same transaction with the status of
+    /// the result ([`CreateResult::status`]): when this returns `Ok`, it is
+    /// on disk with the response, and the POST waits for one commit, not
+    /// two.
     pub async fn create_response(
         &self,
         epd_id: String,
@@ -274,6 +295,7 @@ impl Store {
         entered_by: Option<String>,
         completion: Completion,
         now: DateTime<Utc>,
+        access: Option<AccessEntry>,
     ) -> Result<CreateResult, StoreError> {
         self.writer
             .create(NewResponse {
@@ -283,6 +305,7 @@ impl Store {
                 entered_by,
                 completion,
                 now,
+                access,
             })
             .await
     }

@@ -8,8 +8,9 @@
 //! Every statement is a round trip to the database (for SQLite, a hop to
 //! the driver's worker thread and back), and those round trips, not the
 //! commit, are what limit throughput. So the two most frequent writes are
-//! data, not closures: a POSTed response ([`NewResponse`]) and an
-//! access-log entry ([`AccessEntry`]). All of them in a batch are stored
+//! data, not closures: a POSTed response ([`NewResponse`], which carries
+//! its request's access-log row, so that a POST waits for one commit) and
+//! an access-log entry ([`AccessEntry`]). All of them in a batch are stored
 //! together, in a few statements ([`Plan`], [`access_log::push_inserts`]);
 //! only when that fails is each stored alone in its own savepoint, as the
 //! closures always are. On SQLite a batch of nothing else takes three round
@@ -384,12 +385,19 @@ async fn scripted(
             plan = Some(made_plan);
         }
         let mut inserts = opening;
-        let mut rows = accesses.len();
+        // Every item of a plan that leaves none is created: the POSTs'
+        // access-log rows say 201, and go with the batch's other rows.
+        let logged: Vec<AccessEntry> = creates
+            .iter()
+            .filter_map(|c| c.access_row(CreateResult::CREATED))
+            .collect();
+        let entries: Vec<&AccessEntry> = accesses.iter().copied().chain(&logged).collect();
+        let mut rows = entries.len();
         if let Some(plan) = &plan {
             plan.push_inserts(&mut inserts)?;
             rows += creates.len();
         }
-        access_log::push_inserts(&mut inserts, accesses);
+        access_log::push_inserts(&mut inserts, &entries);
         let done = inserts.execute(conn).await?;
         if done.rows_affected() != rows as u64 {
             // An external id was taken, and its row skipped: start over on
@@ -436,9 +444,10 @@ async fn scripted(
 
 /// Stores the batch's writes given as data inside the batch's transaction:
 /// all together in one savepoint (responses by a [`Plan`], access-log
-/// entries in one INSERT), or, if that fails, each alone in its own
-/// savepoint. Creates the plan leaves (external id taken or repeated) are
-/// decided one by one afterwards. An error is one the transaction cannot
+/// entries, theirs included, in one INSERT), or, if that fails, each alone
+/// in its own savepoint, a response with its access-log row. Creates the
+/// plan leaves (external id taken or repeated) are decided one by one
+/// afterwards. An error is one the transaction cannot
 /// survive.
 async fn run_items(
     conn: &mut AnyConnection,
@@ -453,6 +462,7 @@ async fn run_items(
 
     let mut savepoint = conn.begin().await?;
     let fast = async {
+        let mut logged = Vec::new();
         if !creates.is_empty() {
             let plan = Plan::make(
                 &mut savepoint,
@@ -465,9 +475,20 @@ async fn run_items(
             .await?;
             let ids = plan.insert(&mut savepoint).await?;
             plan.finish(ids, &mut created)?;
+            // The access-log rows of the POSTs stored; those the plan left
+            // go with their items, one by one.
+            logged = creates
+                .iter()
+                .zip(&created)
+                .filter_map(|(item, result)| match result {
+                    Some(Ok(result)) => item.access_row(result.status()),
+                    _ => None,
+                })
+                .collect();
         }
-        if !accesses.is_empty() {
-            access_log::insert(&mut savepoint, backend, accesses).await?;
+        let entries: Vec<&AccessEntry> = accesses.iter().copied().chain(&logged).collect();
+        if !entries.is_empty() {
+            access_log::insert(&mut savepoint, backend, &entries).await?;
         }
         Ok::<_, StoreError>(())
     }
@@ -498,7 +519,7 @@ async fn run_items(
         .zip(created.iter_mut())
         .filter(|(_, r)| r.is_none())
     {
-        *result = Some(alone(conn, async |c| batch::create_one(c, item).await).await?);
+        *result = Some(alone(conn, async |c| batch::create_one(c, backend, item).await).await?);
     }
     let created = created
         .into_iter()
@@ -576,6 +597,19 @@ mod tests {
                 provenance: Provenance::default(),
             },
             now: now(),
+            access: None,
+        }
+    }
+
+    /// `item`, POSTed by a request whose access-log row it carries.
+    fn logged_item(epd_id: &str, external_id: &str, answer: &str) -> NewResponse {
+        NewResponse {
+            access: Some(AccessEntry {
+                status: 0,
+                request_id: Some(external_id.to_owned()),
+                ..access(epd_id)
+            }),
+            ..item(epd_id, external_id, false, answer)
         }
     }
 
@@ -819,6 +853,65 @@ mod tests {
                 .collect();
             assert_eq!(ids, [1, 2, 3, 4]);
             assert_eq!(count(&url, "SELECT COUNT(*) FROM access_log").await, 1);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_post_stores_its_access_row_with_the_status_it_is_answered() {
+        for closure in [false, true] {
+            let (_dir, url) = sqlite().await;
+            let mut cache = DossierCache::default();
+            // Stored together (scripted, or in the batch's savepoint).
+            run(
+                &url,
+                &mut cache,
+                vec![logged_item("d1", "a", "x"), logged_item("d2", "b", "x")],
+                vec![access("d1")],
+                closure,
+            )
+            .await;
+            // A retry, a taken id and a repeat in the batch: one by one.
+            let results = run(
+                &url,
+                &mut cache,
+                vec![
+                    logged_item("d1", "a", "x"),
+                    logged_item("d1", "b", "y"),
+                    logged_item("d2", "b", "z"),
+                    logged_item("d3", "c", "x"),
+                    logged_item("d3", "c", "y"),
+                ],
+                Vec::new(),
+                closure,
+            )
+            .await;
+            let got: Vec<String> = results.created.iter().map(describe).collect();
+            assert_eq!(got, ["retry a", "created b", "taken", "created c", "taken"]);
+            let mut conn = AnyConnection::connect(&url).await.expect("connects");
+            let rows: Vec<(Option<String>, Option<String>, i64)> = sqlx::query_as(
+                "SELECT dossier, request_id, status FROM access_log ORDER BY dossier, request_id, status",
+            )
+            .fetch_all(&mut conn)
+            .await
+            .expect("reads the log");
+            let rows: Vec<(String, String, i64)> = rows
+                .into_iter()
+                .map(|(d, r, s)| (d.unwrap_or_default(), r.unwrap_or_default(), s))
+                .collect();
+            let expected: Vec<(String, String, i64)> = [
+                ("d1", "", 201),
+                ("d1", "a", 200),
+                ("d1", "a", 201),
+                ("d1", "b", 201),
+                ("d2", "b", 201),
+                ("d2", "b", 422),
+                ("d3", "c", 201),
+                ("d3", "c", 422),
+            ]
+            .into_iter()
+            .map(|(d, r, s)| (d.to_owned(), r.to_owned(), s))
+            .collect();
+            assert_eq!(rows, expected, "closure: {closure}");
         }
     }
 }

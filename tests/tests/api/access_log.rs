@@ -151,6 +151,56 @@ db_test!(async fn writes_append_rows_with_their_status(app) {
     );
 });
 
+/// The route of a POST of a response, as logged.
+const POST_ACTION: &str = "POST /api/v1/dossiers/{dossier_id}/responses";
+
+db_test!(async fn every_answer_to_a_post_is_logged_once_with_its_status(app) {
+    // Stored, a retry, a taken external id: the row is stored with the
+    // response; a refused body and an unknown questionnaire: by the guard.
+    let created = post_phq9(&app, "d1", "ext-1", phq9_all_answered()).await;
+    let retried = post_phq9(&app, "d1", "ext-1", phq9_all_answered()).await;
+    let taken = post_phq9(&app, "d1", "ext-1", phq9_items("0 0 0 0 0 0 0 0 1")).await;
+    let invalid = post_phq9(&app, "d1", "ext-2", json!({"v_1": "nope"})).await;
+    let unknown = app
+        .post(
+            &responses("d1"),
+            &json!({"questionnaire_key": "nope", "external_id": "ext-3", "answer_data": phq9_all_answered()}),
+        )
+        .await;
+    let statuses: Vec<u16> = [&created, &retried, &taken, &invalid, &unknown]
+        .iter()
+        .map(|a| a.status.as_u16())
+        .collect();
+    assert_eq!(statuses, [201, 200, 422, 422, 404]);
+    let key = Some(tests::TEST_KEY);
+    let expected: Vec<AccessEntry> = [&created, &retried, &taken, &invalid, &unknown]
+        .into_iter()
+        .map(|answer| row(&app, answer, key, "d1", POST_ACTION))
+        .collect();
+    assert_eq!(log_of(&app, "d1").await, expected);
+});
+
+db_test!(async fn concurrent_posts_each_leave_one_row(app) {
+    // Enough at once that the writer stores them in shared batches, with a
+    // retry and a taken id among them.
+    let posts = (0..40).map(|n| {
+        let app = &app;
+        async move {
+            let external_id = format!("ext-{}", n % 30);
+            let answers = if n == 35 { phq9_items("0 0 0 0 0 0 0 0 1") } else { phq9_all_answered() };
+            post_phq9(app, "d1", &external_id, answers).await
+        }
+    });
+    let answers = futures_util::future::join_all(posts).await;
+    let mut statuses: Vec<u16> = answers.iter().map(|a| a.status.as_u16()).collect();
+    let mut logged: Vec<u16> = log_of(&app, "d1").await.iter().map(|e| e.status).collect();
+    statuses.sort_unstable();
+    logged.sort_unstable();
+    assert_eq!(logged, statuses);
+    assert_eq!(statuses.iter().filter(|s| **s == 201).count(), 30);
+    assert_eq!(statuses.iter().filter(|s| **s == 422).count(), 1);
+});
+
 db_test!(async fn each_row_is_stamped_with_the_hosts_clock(app) {
     app.get(D1_RESPONSES).await;
     app.clock.advance(Duration::hours(5) + Duration::milliseconds(250));

@@ -1,14 +1,16 @@
 //! POST a completed response. Idempotent: a retry with the same external id,
 //! questionnaire and answers answers 200 with what was stored.
 
+use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 
 use super::body::parse_create;
 use super::view::ResponseView;
 use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject};
+use crate::auth::guard::{AccessLogged, PendingAccess};
 use crate::error::{ApiError, Errors, json};
 use crate::store::CreateResult;
 
@@ -42,12 +44,17 @@ use crate::store::CreateResult;
 )]
 pub async fn create_response(
     State(app): State<AppState>,
+    access: Option<Extension<PendingAccess>>,
     DossierPath(dossier): DossierPath,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
     let now = app.now();
     let mut new = parse_create(&body, &app.catalog(), now)?;
     app.score(&mut new.completion, new.professional).await;
+    // The request's access-log row is stored with the response, in one
+    // commit; the guard appends it only for answers given before this.
+    let access = access.map(|Extension(PendingAccess(entry))| entry);
+    let logged = access.is_some();
     let created = app
         .store()
         .create_response(
@@ -57,14 +64,21 @@ pub async fn create_response(
             new.entered_by,
             new.completion,
             now,
+            access,
         )
         .await?;
+    let status = StatusCode::from_u16(created.status()).unwrap_or(StatusCode::OK);
     let zone = app.config().time_zone;
-    match created {
-        CreateResult::Created(r) => {
-            Ok(json(StatusCode::CREATED, &ResponseView::new(&r, zone, now)))
+    let mut response = match created {
+        CreateResult::Created(r) | CreateResult::Retry(r) => {
+            json(status, &ResponseView::new(&r, zone, now))
         }
-        CreateResult::Retry(r) => Ok(json(StatusCode::OK, &ResponseView::new(&r, zone, now))),
-        CreateResult::Taken => Err(ApiError::Invalid(Errors::one("external_id", "taken"))),
+        CreateResult::Taken => {
+            ApiError::Invalid(Errors::one("external_id", "taken")).into_response()
+        }
+    };
+    if logged {
+        response.extensions_mut().insert(AccessLogged);
     }
+    Ok(response)
 }
