@@ -121,6 +121,18 @@ pub struct Settings {
     #[arg(long, global = true, env = "OUTCOMES_TLS_KEY", value_name = "FILE")]
     pub tls_key: Option<PathBuf>,
 
+    /// Seconds between scheduler passes (preparing due measurements,
+    /// registering non-responses for expired ones); 0 turns the scheduler
+    /// off in this process, for a host that only serves while another
+    /// schedules [default: 60]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_SCHEDULER_INTERVAL",
+        value_name = "SECONDS"
+    )]
+    pub scheduler_interval: Option<u64>,
+
     /// Log format: human or json [default: human]
     #[arg(
         long,
@@ -171,6 +183,7 @@ pub struct FileSettings {
     pub allowed_origins: Option<String>,
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
+    pub scheduler_interval: Option<u64>,
 }
 
 /// The resolved configuration.
@@ -195,6 +208,8 @@ pub struct Config {
     pub allowed_origins: Vec<String>,
     /// Certificate chain and key for serving HTTPS.
     pub tls: Option<TlsFiles>,
+    /// Time between scheduler passes; None: no scheduler in this process.
+    pub scheduler_interval: Option<std::time::Duration>,
 }
 
 /// Where the TLS certificate chain and key are.
@@ -302,7 +317,16 @@ impl Config {
             ),
             limits: file.plugin_limits,
         };
+        let scheduler_interval = match cli
+            .scheduler_interval
+            .or(file.scheduler_interval)
+            .unwrap_or(60)
+        {
+            0 => None,
+            seconds => Some(std::time::Duration::from_secs(seconds)),
+        };
         Ok(Config {
+            scheduler_interval,
             plugins,
             watch: cli.watch.or(file.watch).unwrap_or(true),
             tls,

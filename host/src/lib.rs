@@ -15,6 +15,7 @@ pub mod error;
 pub mod metrics;
 pub mod plugins;
 pub mod reload;
+pub mod scheduler;
 pub mod scoring;
 pub mod store;
 pub mod telemetry;
@@ -324,6 +325,13 @@ impl App {
         } else {
             None
         };
+        // The scheduler stops with the server: a pass in progress finishes.
+        let (stop_scheduler, scheduler_stopped) = tokio::sync::oneshot::channel::<()>();
+        let scheduler = self.state.config().scheduler_interval.map(|every| {
+            tokio::spawn(scheduler::run(self.state.clone(), every, async move {
+                let _ = scheduler_stopped.await;
+            }))
+        });
         let router = telemetry::layer(api::router(self.state));
         let service = tower::util::MapRequestLayer::new(api::normalize).layer(router);
         match self.tls {
@@ -338,6 +346,10 @@ impl App {
         }
         reload.abort();
         drop(watch);
+        let _ = stop_scheduler.send(());
+        if let Some(scheduler) = scheduler {
+            let _ = scheduler.await;
+        }
         store.close().await;
         Ok(())
     }

@@ -34,6 +34,16 @@ const HELP: &[(&str, &str, &str)] = &[
         "counter",
         "Re-imports of questionnaire and protocol definitions by result.",
     ),
+    (
+        "outcomes_scheduler_ticks_total",
+        "counter",
+        "Scheduler passes by result (ok or failed).",
+    ),
+    (
+        "outcomes_scheduler_work_total",
+        "counter",
+        "What scheduler passes did: invitations and responses prepared, occurrences missed (their window closed before they could be prepared), subscriptions stopped at their stop, non-responses registered.",
+    ),
 ];
 
 /// The process's metrics.
@@ -43,6 +53,11 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    /// Adds `n` to a counter.
+    pub fn add(&self, name: &'static str, labels: &[(&str, &str)], n: f64) {
+        self.update(name, labels, |v| *v += n);
+    }
+
     /// Adds one to a counter.
     pub fn inc(&self, name: &'static str, labels: &[(&str, &str)]) {
         self.update(name, labels, |v| *v += 1.0);

@@ -110,6 +110,8 @@ impl TestApp {
             // Tests that exercise hot reload turn it on with their own folders.
             watch: Some(false),
             max_connections: Some(4),
+            // Tests drive the scheduler with `scheduler::tick` at explicit times.
+            scheduler_interval: Some(0),
             ..Settings::default()
         };
         let mut config =

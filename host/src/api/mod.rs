@@ -14,6 +14,8 @@ pub mod questionnaires;
 pub mod reports;
 pub mod respondents;
 pub mod responses;
+pub mod stats;
+pub mod subscriptions;
 
 use axum::Router;
 use axum::extract::{OriginalUri, Request};
@@ -37,6 +39,11 @@ pub fn router(state: AppState) -> Router {
     };
     let api = Router::new()
         .merge(guarded(responses::router(), Right::Responses))
+        .merge(guarded(
+            subscriptions::router(),
+            Right::ProtocolSubscriptions,
+        ))
+        .merge(guarded(stats::router(), Right::Stats))
         .merge(guarded(respondents::router(), Right::Respondents))
         .merge(guarded(protocols::router(), Right::Protocols))
         .merge(guarded(questionnaires::router(), Right::Questionnaires))

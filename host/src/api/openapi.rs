@@ -59,6 +59,29 @@ pub struct NewResponseBody {
     pub textvars: Option<serde_json::Value>,
 }
 
+/// The body of `POST .../protocol_subscriptions`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NewSubscriptionBody {
+    /// Key of an automatic protocol; required unless `protocol_id` is given
+    /// (the key wins when both are).
+    pub protocol_key: Option<String>,
+    /// Id of an automatic protocol.
+    pub protocol_id: Option<i64>,
+    /// Unix seconds the subscription starts (its first measurement is due
+    /// then, or as the protocol's schedule says); at least 946598400, at
+    /// most five years ahead; default: now. A start in the past prepares
+    /// the occurrences still open and skips those whose window closed.
+    pub start_at: Option<i64>,
+    /// Flag name to boolean, for every questionnaire of the protocol; each
+    /// must be a flag of one of them (422 `{"errors":{"base":["flag_does_not_exist"]}}`),
+    /// with a boolean value (`flag_value_invalid`).
+    #[schema(value_type = Option<Object>)]
+    pub flags: Option<serde_json::Value>,
+    /// Textvar name to string, likewise (`textvar_does_not_exist`, `invalid`).
+    #[schema(value_type = Option<Object>)]
+    pub textvars: Option<serde_json::Value>,
+}
+
 /// The body of `PUT .../responses/{external_id}`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CompleteResponseBody {
@@ -88,6 +111,11 @@ A path that names nothing gets 404 `{\"errors\":{\"base\":[\"not_found\"]}}`; a 
         crate::api::responses::create_response,
         crate::api::responses::update_response,
         crate::api::responses::delete_response,
+        crate::api::subscriptions::list_subscriptions,
+        crate::api::subscriptions::start_subscription,
+        crate::api::subscriptions::stop_subscription,
+        crate::api::stats::dossier_stats,
+        crate::api::stats::all_stats,
         crate::api::respondents::list_respondents,
         crate::api::respondents::get_respondent,
         crate::api::protocols::list_protocols,
@@ -104,6 +132,8 @@ A path that names nothing gets 404 `{\"errors\":{\"base\":[\"not_found\"]}}`; a 
     modifiers(&Authentication),
     tags(
         (name = "responses", description = "Questionnaire completions"),
+        (name = "protocol_subscriptions", description = "Dossiers subscribed to automatic protocols, whose measurements the scheduler prepares"),
+        (name = "stats", description = "Counters of responses, invitations and subscriptions per dossier"),
         (name = "respondents", description = "Who fills out a dossier's questionnaires"),
         (name = "protocols", description = "Questionnaires grouped into measurements"),
         (name = "questionnaires", description = "Questionnaire definitions"),

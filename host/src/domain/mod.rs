@@ -12,6 +12,8 @@ pub mod protocol;
 pub mod questionnaire;
 pub mod respondent;
 pub mod response;
+pub mod schedule;
+pub mod subscription;
 pub mod text;
 pub mod time;
 pub mod variant;

@@ -13,6 +13,8 @@ mod dossiers;
 mod error;
 mod outcomes;
 mod responses;
+mod stats;
+mod subscriptions;
 mod tokens;
 mod writer;
 
@@ -28,6 +30,8 @@ pub use catalog::DefinitionSource;
 pub use error::StoreError;
 pub use outcomes::{ArchivedModule, RescoreFilter};
 pub use responses::{CompleteError, CreateResult, Preparation, ResponseFilter};
+pub use stats::{DossierStats, InvitationCounts, ResponseCounts, SubscriptionCounts};
+pub use subscriptions::{EXPIRED_REASON, NewSubscription, Planner, StartResult, TickCounts};
 pub use tokens::{NewToken, StoredToken};
 
 use writer::Writer;

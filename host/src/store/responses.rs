@@ -178,7 +178,7 @@ enum Bind {
 }
 
 /// The SQL condition that selects responses of `status` at `$now`.
-fn status_condition(status: Status, now: &str) -> String {
+pub(super) fn status_condition(status: Status, now: &str) -> String {
     let not_done = "r.completed_at IS NULL";
     let window_open = format!("(r.open_till IS NULL OR r.open_till > {now})");
     match status {

@@ -152,22 +152,30 @@ fn protocol(app: &TestApp, key: &str) -> Value {
         .iter()
         .find(|p| p.def.key == key)
         .unwrap_or_else(|| panic!("protocol {key}"));
-    let phq9 = json!({"id": questionnaire_id(app, "phq9").0, "key": "phq9", "vendor_key": "phq9", "quby_key": "phq9", "name": "PHQ-9"});
-    let measurement = |key: &str, name: &str, label: &str, description: &str| {
+    let entry = |key: &str, name: &str| json!({"id": questionnaire_id(app, key).0, "key": key, "vendor_key": key, "quby_key": key, "name": name});
+    let measurement = |key: &str,
+                       name: &str,
+                       label: &str,
+                       description: &str,
+                       questionnaires: Value| {
         json!({"id": p.measurement_ids[0].0, "key": key, "name": name, "description": description, "active": true,
-               "label": label, "protocol_id": p.id.0, "questionnaires": [phq9]})
+               "label": label, "protocol_id": p.id.0, "questionnaires": questionnaires})
     };
     match key {
         "intake" => json!({
             "id": p.id.0, "key": "intake", "name": "Intake", "description": "Depression screening at the start of treatment.",
             "active": true, "automatic": false,
-            "measurements": [measurement("intake", "Intake", "T0", "At the first appointment.")],
+            "measurements": [measurement("intake", "Intake", "T0", "At the first appointment.", json!([entry("phq9", "PHQ-9")]))],
         }),
         _ => json!({
-            "id": p.id.0, "key": "phq9_monitoring", "name": "Depression monitoring",
-            "description": "PHQ-9 repeated during treatment to follow the course of depressive symptoms.",
+            "id": p.id.0, "key": "rom_monthly", "name": "Monthly ROM: depression and anxiety",
+            "description": "PHQ-9 and GAD-7 once a month for six months from the start of treatment, to follow the course of depressive and anxiety symptoms.",
             "active": true, "automatic": true,
-            "measurements": [measurement("follow_up", "Follow-up", "FU", "Repeated during treatment.")],
+            "measurements": [measurement(
+                "monthly", "Monthly measurement", "M",
+                "At the start, then on the same day of each month (the last day in shorter months).",
+                json!([entry("phq9", "PHQ-9"), entry("gad7", "GAD-7")]),
+            )],
         }),
     }
 }
@@ -175,13 +183,13 @@ fn protocol(app: &TestApp, key: &str) -> Value {
 db_test!(async fn protocols_are_listed_by_id(app) {
     let answer = app.get("/api/v1/protocols").await;
     assert_eq!(answer.status, 200, "{}", answer.text);
-    let mut expected = vec![protocol(&app, "intake"), protocol(&app, "phq9_monitoring")];
+    let mut expected = vec![protocol(&app, "intake"), protocol(&app, "rom_monthly")];
     expected.sort_by_key(|p| p["id"].as_i64());
     assert_eq!(answer.body, Value::Array(expected));
 });
 
 db_test!(async fn one_protocol_and_one_measurement(app) {
-    for key in ["intake", "phq9_monitoring"] {
+    for key in ["intake", "rom_monthly"] {
         let expected = protocol(&app, key);
         let answer = app.get(&format!("/api/v1/protocols/{}", expected["id"])).await;
         assert_eq!(answer.status, 200, "{}", answer.text);

@@ -18,6 +18,8 @@ use tests::plugins::{
 };
 use tests::{Db, TestApp, db_test, json};
 
+use crate::support::test_protocols;
+
 /// How long a reload may take before the test gives up (a bound, not a
 /// wait: the tests continue as soon as the host says it reloaded).
 const RELOAD_BOUND: Duration = Duration::from_secs(30);
@@ -29,6 +31,8 @@ fn watched(config: &mut Config) {
     copy_definition(&questionnaires, "phq9");
     config.plugins.dir = plugins;
     config.questionnaires_dir = questionnaires;
+    // Protocols that name only the PHQ-9.
+    config.protocols_dir = test_protocols();
     config.watch = true;
 }
 

@@ -71,5 +71,7 @@ mod responses_list;
 mod responses_update;
 mod scoring;
 mod smoke;
+mod stats;
+mod subscriptions;
 mod support;
 mod tls;

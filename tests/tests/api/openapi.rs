@@ -42,6 +42,27 @@ const ROUTES: &[(&str, &str, &[u16])] = &[
         "/api/v1/dossiers/{dossier_id}/respondents/{id}",
         &[200, 401, 403, 404, 422],
     ),
+    (
+        "get",
+        "/api/v1/dossiers/{dossier_id}/protocol_subscriptions",
+        &[200, 401, 403, 422],
+    ),
+    (
+        "post",
+        "/api/v1/dossiers/{dossier_id}/protocol_subscriptions",
+        &[200, 400, 401, 403, 404, 413, 415, 422],
+    ),
+    (
+        "delete",
+        "/api/v1/dossiers/{dossier_id}/protocol_subscriptions/{id}",
+        &[200, 401, 403, 404, 422],
+    ),
+    (
+        "get",
+        "/api/v1/dossiers/{dossier_id}/stats",
+        &[200, 401, 403, 422],
+    ),
+    ("get", "/api/v1/stats", &[200, 401, 403, 422]),
     ("get", "/api/v1/protocols", &[200, 401, 403]),
     ("get", "/api/v1/protocols/{id}", &[200, 401, 403, 404]),
     ("get", "/api/v1/measurements/{id}", &[200, 401, 403, 404]),

@@ -13,6 +13,8 @@ use tests::plugins::{
 };
 use tests::{Db, TestApp, db_test, json};
 
+use crate::support::test_protocols;
+
 /// PHQ-9 answers `a<n>` for items 1 to 9 from `scores`.
 fn phq9_answers(scores: &[u8; 9]) -> serde_json::Value {
     let answers: serde_json::Map<String, serde_json::Value> = scores
@@ -48,6 +50,8 @@ fn hostile_config(config: &mut Config, behaviour: Behaviour) {
     );
     config.plugins.dir = plugins;
     config.questionnaires_dir = questionnaires;
+    // Protocols that name only the PHQ-9.
+    config.protocols_dir = test_protocols();
 }
 
 async fn spawn_hostile(db: Db, behaviour: Behaviour) -> TestApp {

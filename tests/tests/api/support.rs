@@ -146,8 +146,20 @@ pub fn assert_error(answer: &Answer, status: u16, body: Value) {
 /// The host with the bundled protocols and two questionnaires: PHQ-9 and
 /// the test questionnaire `mini` (tests/fixtures/questionnaires).
 pub async fn spawn_with_mini(db: Db) -> TestApp {
-    let dir = tests::repo_root().join("tests/fixtures/questionnaires");
-    TestApp::spawn_with(db, move |config| config.questionnaires_dir = dir).await
+    TestApp::spawn_with(db, with_test_definitions).await
+}
+
+/// The test questionnaires (mini and phq9) and the test protocols, which
+/// use only those.
+pub fn with_test_definitions(config: &mut host::config::Config) {
+    config.questionnaires_dir = tests::repo_root().join("tests/fixtures/questionnaires");
+    config.protocols_dir = test_protocols();
+}
+
+/// The test protocols: a diary and one prepared a day ahead, both of the
+/// PHQ-9 only.
+pub fn test_protocols() -> std::path::PathBuf {
+    tests::repo_root().join("tests/fixtures/protocols")
 }
 
 /// The host writing times in Europe/Amsterdam (UTC+1, summer UTC+2).
@@ -198,9 +210,8 @@ pub async fn spawn_without_plugins(db: Db) -> TestApp {
 
 /// As [`spawn_with_mini`], with an empty plugin folder.
 pub async fn spawn_with_mini_without_plugins(db: Db) -> TestApp {
-    let dir = tests::repo_root().join("tests/fixtures/questionnaires");
-    TestApp::spawn_with(db, move |config| {
-        config.questionnaires_dir = dir;
+    TestApp::spawn_with(db, |config| {
+        with_test_definitions(config);
         without_plugins(config);
     })
     .await

@@ -17,6 +17,7 @@ pub use create::__path_create_response;
 pub use delete::__path_delete_response;
 pub use list::__path_list_responses;
 pub use update::__path_update_response;
+pub use view::ResponseView;
 
 /// The routes of this resource (endpoint group `responses`).
 pub fn router() -> Router<AppState> {

@@ -93,6 +93,11 @@ pub struct OutcomeView {
     pub attention: Option<Vec<String>>,
     /// `"NN%"` when the questionnaire defines completeness, else null.
     pub complete: Option<String>,
+    /// Only in a protocol subscription's start answer: what can be done
+    /// with the response now. `fill_out`: it is open to be filled out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub actions: Option<Map<String, Value>>,
 }
 
 impl From<&Outcome> for OutcomeView {
@@ -103,6 +108,7 @@ impl From<&Outcome> for OutcomeView {
             alarm: o.alarm.clone(),
             attention: o.attention.clone(),
             complete: o.complete.clone(),
+            actions: None,
         }
     }
 }
