@@ -90,6 +90,9 @@ A path that names nothing gets 404 `{\"errors\":{\"base\":[\"not_found\"]}}`; a 
         crate::api::responses::delete_response,
         crate::api::respondents::list_respondents,
         crate::api::respondents::get_respondent,
+        crate::api::non_responses::list_non_responses,
+        crate::api::non_responses::get_non_response,
+        crate::api::non_responses::create_non_response,
         crate::api::protocols::list_protocols,
         crate::api::protocols::get_protocol,
         crate::api::protocols::get_measurement,
@@ -105,6 +108,7 @@ A path that names nothing gets 404 `{\"errors\":{\"base\":[\"not_found\"]}}`; a 
     tags(
         (name = "responses", description = "Questionnaire completions"),
         (name = "respondents", description = "Who fills out a dossier's questionnaires"),
+        (name = "non-responses", description = "Why responses were not filled out: reasons of the SBG benchmark's list"),
         (name = "protocols", description = "Questionnaires grouped into measurements"),
         (name = "questionnaires", description = "Questionnaire definitions"),
         (name = "report calculations", description = "Calculator plugins run over a dossier's responses"),
