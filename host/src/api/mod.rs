@@ -7,6 +7,7 @@
 pub mod extract;
 pub mod fields;
 pub mod health;
+pub mod non_responses;
 pub mod openapi;
 pub mod plugins;
 pub mod protocols;
@@ -45,6 +46,7 @@ pub fn router(state: AppState) -> Router {
         ))
         .merge(guarded(stats::router(), Right::Stats))
         .merge(guarded(respondents::router(), Right::Respondents))
+        .merge(guarded(non_responses::router(), Right::NonResponses))
         .merge(guarded(protocols::router(), Right::Protocols))
         .merge(guarded(questionnaires::router(), Right::Questionnaires))
         .merge(guarded(plugins::router(), Right::Questionnaires))

@@ -141,7 +141,7 @@ pub async fn list_subscriptions(
         (status = 404, description = "`{\"errors\":{\"protocol_key\":[\"not_found\"]}}` (or `protocol_id`)", body = crate::api::openapi::ErrorBody),
         (status = 413, description = "`{\"errors\":{\"base\":[\"too_large\"]}}`", body = crate::api::openapi::ErrorBody),
         (status = 415, description = "`{\"errors\":{\"base\":[\"unsupported_media_type\"]}}`", body = crate::api::openapi::ErrorBody),
-        (status = 422, description = "`dossier_id` `invalid`; `protocol_key` `blank` (neither key nor id) or `invalid`; `protocol_id` `invalid`; under the field used, `not_automatic` (a normal protocol), `invalid` (an inactive one) or `already_subscribed` (an active subscription to it exists); `start_at` `invalid` or `too_early`; under `base`, `flag_does_not_exist`, `flag_value_invalid`, `textvar_does_not_exist` or `invalid` (flags or textvars not an object)", body = crate::api::openapi::ErrorBody),
+        (status = 422, description = "Field errors, e.g. `{\"errors\":{\"protocol_key\":[\"not_automatic\"]}}`: `dossier_id` `invalid`; `protocol_key` `blank` (neither key nor id) or `invalid`; `protocol_id` `invalid`; under the field used, `not_automatic` (a normal protocol), `invalid` (an inactive one) or `already_subscribed` (an active subscription to it exists); `start_at` `invalid` or `too_early`; under `base`, `flag_does_not_exist`, `flag_value_invalid`, `textvar_does_not_exist` or `invalid` (flags or textvars not an object)", body = crate::api::openapi::ErrorBody),
     )
 )]
 pub async fn start_subscription(
@@ -199,7 +199,7 @@ pub async fn start_subscription(
         first_due: None,
         now,
     };
-    new.first_due = draft(&new).first_due(protocol, zone);
+    new.first_due = new.draft().first_due(protocol, zone);
     let started = app
         .store()
         .start_subscription(new, scheduler::planner(&app, now))
@@ -254,24 +254,6 @@ fn find_protocol<'c>(
         .protocol(ProtocolId(id))
         .map(|p| (p, "protocol_id"))
         .ok_or(ApiError::NotFound("protocol_id"))
-}
-
-/// The subscription a start would make, before it has an id: what its first
-/// due moment is computed from.
-fn draft(new: &NewSubscription) -> Subscription {
-    Subscription {
-        id: SubscriptionId(0),
-        dossier_id: Default::default(),
-        protocol_id: new.protocol_id,
-        respondent_id: Default::default(),
-        start_at: new.start_at,
-        stop_at: new.stop_at,
-        daily_start_time: new.daily_start_time,
-        variant: new.variant.clone(),
-        stopped_at: None,
-        next_due_at: None,
-        created_at: new.now,
-    }
 }
 
 /// A prepared response as the start answer shows it: with `outcome.actions`,

@@ -1,5 +1,5 @@
 //! Pure types and rules: questionnaire and protocol definitions, answers,
-//! response status, outcomes and time formatting.
+//! response status, outcomes, non-response reasons and time formatting.
 //!
 //! Nothing here does I/O beyond parsing text it is handed, knows SQL, HTTP or
 //! wasmtime, or reads the clock: callers pass `now` in.
@@ -7,6 +7,7 @@
 pub mod answers;
 pub mod catalog;
 pub mod ids;
+pub mod non_response;
 pub mod outcome;
 pub mod protocol;
 pub mod questionnaire;

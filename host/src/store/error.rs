@@ -16,6 +16,11 @@ pub enum StoreError {
     Corrupt(String),
     #[error("the database writer has stopped")]
     WriterGone,
+    /// A write found other rows than it was given to change: the caller
+    /// named rows it may not change, or another writer changed them first.
+    /// The caller's transaction must not keep the write.
+    #[error("conflict: {0}")]
+    Conflict(String),
 }
 
 impl From<sqlx::Error> for StoreError {

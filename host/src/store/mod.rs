@@ -11,6 +11,7 @@ mod batch;
 mod catalog;
 mod dossiers;
 mod error;
+mod non_responses;
 mod outcomes;
 mod responses;
 mod stats;
@@ -28,6 +29,9 @@ use sqlx::{AnyConnection, AnyPool, ConnectOptions, Connection, Executor};
 pub use access_log::AccessEntry;
 pub use catalog::DefinitionSource;
 pub use error::StoreError;
+#[allow(unused_imports)] // for the scheduler: code 04 in its own transaction
+pub(crate) use non_responses::insert_non_response;
+pub use non_responses::{NewNonResponse, RegisterResult};
 pub use outcomes::{ArchivedModule, RescoreFilter};
 pub use responses::{CompleteError, CreateResult, Preparation, ResponseFilter};
 pub use stats::{DossierStats, InvitationCounts, ResponseCounts, SubscriptionCounts};

@@ -17,11 +17,10 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{Map, Value};
 use sqlx::{AnyConnection, Row};
 
+use super::non_responses::insert_non_response;
 use super::responses::{COLUMNS, FROM, ResponseRow};
 use super::{Backend, Script, Store, StoreError, dossiers};
-use crate::domain::ids::{
-    DossierId, NonResponseId, ProtocolId, RespondentId, ResponseId, SubscriptionId,
-};
+use crate::domain::ids::{DossierId, ProtocolId, RespondentId, ResponseId, SubscriptionId};
 use crate::domain::response::{COMPLETER_PATIENT, Response};
 use crate::domain::subscription::{Plan, PlannedOccurrence, Subscription};
 use crate::domain::time::{from_millis, to_millis};
@@ -43,6 +42,26 @@ pub struct NewSubscription {
     /// When it first needs the scheduler ([`Subscription::first_due`]).
     pub first_due: Option<DateTime<Utc>>,
     pub now: DateTime<Utc>,
+}
+
+impl NewSubscription {
+    /// The subscription this would make, before it has an id: what its
+    /// first due moment ([`Subscription::first_due`]) is computed from.
+    pub fn draft(&self) -> Subscription {
+        Subscription {
+            id: SubscriptionId::default(),
+            dossier_id: DossierId::default(),
+            protocol_id: self.protocol_id,
+            respondent_id: RespondentId::default(),
+            start_at: self.start_at,
+            stop_at: self.stop_at,
+            daily_start_time: self.daily_start_time,
+            variant: self.variant.clone(),
+            stopped_at: None,
+            next_due_at: None,
+            created_at: self.now,
+        }
+    }
 }
 
 /// What starting a subscription came to.
@@ -558,7 +577,6 @@ async fn settle_expired(
         if let Some(responses) = unfilled.get(invitation) {
             insert_non_response(
                 conn,
-                backend,
                 DossierId(*dossier),
                 EXPIRED_REASON,
                 "",
@@ -582,41 +600,4 @@ async fn settle_expired(
         script.execute(conn).await?;
     }
     Ok(counts)
-}
-
-/// Registers a non-response for `responses` (which must be of `dossier`)
-/// and links them to it.
-async fn insert_non_response(
-    conn: &mut AnyConnection,
-    backend: Backend,
-    dossier: DossierId,
-    reason_code: &str,
-    reason_other: &str,
-    at: DateTime<Utc>,
-    responses: &[ResponseId],
-) -> Result<NonResponseId, StoreError> {
-    let (id,): (i64,) = sqlx::query_as(
-        "INSERT INTO non_responses (dossier_id, reason_code, reason_other, non_response_at) VALUES ($1, $2, $3, $4) RETURNING id",
-    )
-    .bind(dossier.0)
-    .bind(reason_code)
-    .bind(reason_other)
-    .bind(to_millis(at))
-    .fetch_one(&mut *conn)
-    .await?;
-    for chunk in responses.chunks(CHUNK) {
-        let mut script = Script::new(backend);
-        script
-            .sql("UPDATE responses SET non_response_id = ")
-            .bind(id)
-            .sql(", updated_at = ")
-            .bind(to_millis(at))
-            .sql(" WHERE id IN (");
-        for (n, response) in chunk.iter().enumerate() {
-            script.sql(if n == 0 { "" } else { ", " }).bind(response.0);
-        }
-        script.sql(")");
-        script.execute(conn).await?;
-    }
-    Ok(NonResponseId(id))
 }

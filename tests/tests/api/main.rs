@@ -39,6 +39,11 @@
 //!   interpretation, t-score, referenced values, action, alarm, attention,
 //!   completeness), proration and missing values; a response whose scorer
 //!   is not loaded is stored with the failure, listed and counted.
+//! - `non_responses`: the Non-response object (exact JSON, times in the
+//!   configured zone), list and get under both path forms, registering one
+//!   for pending responses (withdrawn from the list), every refusal
+//!   (blank, invalid, another dossier's or completed responses, responses
+//!   already in a non-response), the access log and the right it needs.
 //! - `reports`: report calculations: validation and its error shapes, 404s
 //!   for unknown calculators and other dossiers' responses, which completed
 //!   responses run (ids, filters, time bounds), the right it needs, and the
@@ -59,6 +64,7 @@ mod golden;
 mod hostile;
 mod hot_reload;
 mod library;
+mod non_responses;
 mod openapi;
 mod paths;
 mod plugins;

@@ -63,6 +63,21 @@ const ROUTES: &[(&str, &str, &[u16])] = &[
         &[200, 401, 403, 422],
     ),
     ("get", "/api/v1/stats", &[200, 401, 403, 422]),
+    (
+        "get",
+        "/api/v1/dossiers/{dossier_id}/non_responses",
+        &[200, 401, 403, 422],
+    ),
+    (
+        "post",
+        "/api/v1/dossiers/{dossier_id}/non_responses",
+        &[201, 400, 401, 403, 404, 413, 415, 422],
+    ),
+    (
+        "get",
+        "/api/v1/dossiers/{dossier_id}/non_responses/{id}",
+        &[200, 401, 403, 404, 422],
+    ),
     ("get", "/api/v1/protocols", &[200, 401, 403]),
     ("get", "/api/v1/protocols/{id}", &[200, 401, 403, 404]),
     ("get", "/api/v1/measurements/{id}", &[200, 401, 403, 404]),
