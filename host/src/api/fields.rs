@@ -6,7 +6,8 @@ use serde_json::{Map, Value};
 
 use super::extract::MAX_ID_LEN;
 use crate::domain::time::{EARLIEST_UNIX, from_unix};
-use crate::error::Errors;
+use crate::domain::variant::VariantError;
+use crate::error::{ApiError, Errors};
 
 /// A JSON object being read, with the errors found so far.
 #[derive(Debug)]
@@ -168,4 +169,14 @@ mod tests {
             serde_json::json!({"errors": {"key": ["invalid"], "blank": ["blank"], "absent": ["blank"]}})
         );
     }
+}
+
+/// The 422 for flags and textvars that do not fit the questionnaires they
+/// are for: every reason under `base` (decisions.md §5).
+pub fn variant_errors(reasons: Vec<VariantError>) -> ApiError {
+    let mut errors = Errors::new();
+    for reason in reasons {
+        errors.add("base", reason.code());
+    }
+    ApiError::Invalid(errors)
 }

@@ -16,7 +16,7 @@ use utoipa::ToSchema;
 use super::responses::ResponseView;
 use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject, PathParams};
-use crate::api::fields::Fields;
+use crate::api::fields::{Fields, variant_errors};
 use crate::domain::catalog::{Catalog, CatalogProtocol};
 use crate::domain::ids::{ProtocolId, SubscriptionId};
 use crate::domain::response::{Response as StoredResponse, Status};
@@ -177,13 +177,7 @@ pub async fn start_subscription(
         body.get("flags"),
         body.get("textvars"),
     )
-    .map_err(|reasons| {
-        let mut errors = Errors::new();
-        for reason in reasons {
-            errors.add("base", reason.code());
-        }
-        ApiError::Invalid(errors)
-    })?;
+    .map_err(variant_errors)?;
     let daily_start_time = protocol
         .def
         .daily_start_time

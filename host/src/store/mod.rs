@@ -329,6 +329,28 @@ impl Script {
     }
 }
 
+/// What the store's unit tests share.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{Store, StoreOptions};
+
+    /// A migrated SQLite store in a temporary folder with one questionnaire
+    /// (id 7, key `q`); the folder and the database URL with it.
+    pub async fn sqlite_store() -> (tempfile::TempDir, Store, String) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let store = Store::connect(&url, &StoreOptions::default())
+            .await
+            .expect("connects");
+        store.migrate().await.expect("migrates");
+        sqlx::query("INSERT INTO questionnaires (id, key, name, definition, sha256, imported_at) VALUES (7, 'q', 'Q', '', '', 0)")
+            .execute(&store.pool)
+            .await
+            .expect("questionnaire");
+        (dir, store, url)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

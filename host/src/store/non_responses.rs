@@ -284,20 +284,11 @@ mod tests {
     use super::*;
     use crate::domain::ids::QuestionnaireId;
     use crate::domain::response::Status;
-    use crate::store::{Preparation, ResponseFilter, StoreOptions};
+    use crate::store::{Preparation, ResponseFilter};
 
     /// A migrated SQLite store with one questionnaire.
     async fn store() -> (tempfile::TempDir, Store) {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let url = format!("sqlite://{}", dir.path().join("t.db").display());
-        let store = Store::connect(&url, &StoreOptions::default())
-            .await
-            .expect("connects");
-        store.migrate().await.expect("migrates");
-        sqlx::query("INSERT INTO questionnaires (id, key, name, definition, sha256, imported_at) VALUES (7, 'q', 'Q', '', '', 0)")
-            .execute(&store.pool)
-            .await
-            .expect("questionnaire");
+        let (dir, store, _) = crate::store::testing::sqlite_store().await;
         (dir, store)
     }
 

@@ -271,27 +271,16 @@ impl Store {
                         sqlx::query_as(&sql).bind(&epd_id).bind(id.0).fetch_optional(&mut *conn).await?;
                     let Some(row) = row else { return Ok(None) };
                     let now_ms = to_millis(now);
-                    sqlx::query("UPDATE protocol_subscriptions SET stopped_at = $1, next_due_at = NULL WHERE id = $2")
-                        .bind(now_ms)
-                        .bind(id.0)
-                        .execute(&mut *conn)
-                        .await?;
-                    sqlx::query(
+                    // Each with $1 = now, $2 = the subscription.
+                    for sql in [
+                        "UPDATE protocol_subscriptions SET stopped_at = $1, next_due_at = NULL WHERE id = $2",
                         "UPDATE responses SET withdrawn_at = $1, updated_at = $1 WHERE protocol_subscription_id = $2 \
                          AND completed_at IS NULL AND withdrawn_at IS NULL AND open_from > $1",
-                    )
-                    .bind(now_ms)
-                    .bind(id.0)
-                    .execute(&mut *conn)
-                    .await?;
-                    sqlx::query(
                         "UPDATE invitations SET withdrawn_at = $1, settled_at = $1 WHERE protocol_subscription_id = $2 \
                          AND withdrawn_at IS NULL AND open_from > $1",
-                    )
-                    .bind(now_ms)
-                    .bind(id.0)
-                    .execute(&mut *conn)
-                    .await?;
+                    ] {
+                        sqlx::query(sql).bind(now_ms).bind(id.0).execute(&mut *conn).await?;
+                    }
                     let stopped = Subscription {
                         stopped_at: Some(now),
                         next_due_at: None,
@@ -350,6 +339,16 @@ impl Store {
     }
 }
 
+/// What makes a SELECT claim its rows for this transaction: on PostgreSQL
+/// a row lock that other transactions skip instead of waiting for; on
+/// SQLite nothing, as the transaction holds the one write lock.
+fn claim(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+        Backend::Sqlite => "",
+    }
+}
+
 /// Claims up to `batch` due subscriptions and does their work.
 async fn prepare_due(
     conn: &mut AnyConnection,
@@ -358,10 +357,7 @@ async fn prepare_due(
     batch: usize,
     planner: &Planner,
 ) -> Result<TickCounts, StoreError> {
-    let lock = match backend {
-        Backend::Postgres => " FOR UPDATE SKIP LOCKED",
-        Backend::Sqlite => "",
-    };
+    let lock = claim(backend);
     let sql = format!(
         "SELECT {SUBSCRIPTION_COLUMNS} FROM protocol_subscriptions s \
          WHERE s.next_due_at <= $1 AND s.stopped_at IS NULL ORDER BY s.next_due_at, s.id LIMIT $2{lock}"
@@ -499,24 +495,32 @@ async fn apply(
         script.execute(conn).await?;
     }
 
-    // When each subscription next needs the scheduler, and which stopped.
+    // When each subscription next needs the scheduler, and which stopped:
+    // one UPDATE per chunk, CASE by id, so that both databases find the
+    // rows through the primary key.
     for chunk in work.chunks(CHUNK) {
         let mut script = Script::new(backend);
-        script.sql(
-            "UPDATE protocol_subscriptions SET next_due_at = v.column2, stopped_at = COALESCE(protocol_subscriptions.stopped_at, v.column3) \
-             FROM (VALUES ",
-        );
-        for (n, (s, plan)) in chunk.iter().enumerate() {
+        script.sql("UPDATE protocol_subscriptions SET next_due_at = CASE id");
+        for (s, plan) in chunk {
             script
-                .sql(if n == 0 { "(" } else { ", (" })
+                .sql(" WHEN ")
                 .bind(s.id.0)
-                .sql(", ")
-                .bind(plan.next_due_at.map(to_millis))
-                .sql(", ")
-                .bind(plan.stopped_at.map(to_millis))
-                .sql(")");
+                .sql(" THEN ")
+                .bind(plan.next_due_at.map(to_millis));
         }
-        script.sql(") AS v WHERE protocol_subscriptions.id = v.column1");
+        script.sql(" END, stopped_at = COALESCE(stopped_at, CASE id");
+        for (s, plan) in chunk {
+            script
+                .sql(" WHEN ")
+                .bind(s.id.0)
+                .sql(" THEN ")
+                .bind(plan.stopped_at.map(to_millis));
+        }
+        script.sql(" END) WHERE id IN (");
+        for (n, (s, _)) in chunk.iter().enumerate() {
+            script.sql(if n == 0 { "" } else { ", " }).bind(s.id.0);
+        }
+        script.sql(")");
         script.execute(conn).await?;
     }
     counts.missed = work.iter().map(|(_, p)| p.missed).sum();
@@ -535,10 +539,7 @@ async fn settle_expired(
     now: DateTime<Utc>,
     batch: usize,
 ) -> Result<TickCounts, StoreError> {
-    let lock = match backend {
-        Backend::Postgres => " FOR UPDATE SKIP LOCKED",
-        Backend::Sqlite => "",
-    };
+    let lock = claim(backend);
     let sql = format!(
         "SELECT id, dossier_id FROM invitations WHERE settled_at IS NULL AND open_till IS NOT NULL AND open_till <= $1 \
          ORDER BY open_till, id LIMIT $2{lock}"

@@ -556,20 +556,10 @@ mod tests {
     use crate::domain::response::Completion;
     use crate::domain::time::from_millis;
     use crate::store::dossiers::DossierRespondents;
-    use crate::store::{Store, StoreOptions};
 
     /// A migrated SQLite database with one questionnaire; its URL.
     async fn sqlite() -> (tempfile::TempDir, String) {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let url = format!("sqlite://{}", dir.path().join("t.db").display());
-        let store = Store::connect(&url, &StoreOptions::default())
-            .await
-            .expect("connects");
-        store.migrate().await.expect("migrates");
-        sqlx::query("INSERT INTO questionnaires (id, key, name, definition, sha256, imported_at) VALUES (7, 'q', 'Q', '', '', 0)")
-            .execute(&store.pool)
-            .await
-            .expect("questionnaire");
+        let (dir, store, url) = crate::store::testing::sqlite_store().await;
         store.close().await;
         (dir, url)
     }

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Map, Value};
 
-use crate::api::fields::Fields;
+use crate::api::fields::{Fields, variant_errors};
 use crate::domain::answers::Answers;
 use crate::domain::catalog::Catalog;
 use crate::domain::outcome::{Outcome, Provenance};
@@ -47,13 +47,7 @@ pub fn parse_create(
     // subscription's, with the errors under `base`.
     if let Some(q) = catalog.questionnaire_by_id(completion.questionnaire_id) {
         completion.variant = Variant::check([&*q.def], body.get("flags"), body.get("textvars"))
-            .map_err(|reasons| {
-                let mut errors = Errors::new();
-                for reason in reasons {
-                    errors.add("base", reason.code());
-                }
-                ApiError::Invalid(errors)
-            })?;
+            .map_err(variant_errors)?;
     }
     Ok(NewResponseBody {
         external_id: external_id.unwrap_or_default(),
