@@ -162,6 +162,12 @@ fn protocol(app: &TestApp, key: &str) -> Value {
                "label": label, "protocol_id": p.id.0, "questionnaires": questionnaires})
     };
     match key {
+        "diary" => json!({
+            "id": p.id.0, "key": "diary", "name": "Mood diary, four times a day",
+            "description": "The mood diary (mood, tension, energy right now) four times a day for two weeks, to follow how they change over the day and over days.",
+            "active": true, "automatic": true,
+            "measurements": [measurement("moment", "Diary moment", "D", "At 09:00, 13:00, 17:00 and 21:00.", json!([entry("mood_diary", "Mood diary")]))],
+        }),
         "intake" => json!({
             "id": p.id.0, "key": "intake", "name": "Intake", "description": "Depression screening at the start of treatment.",
             "active": true, "automatic": false,
@@ -183,13 +189,13 @@ fn protocol(app: &TestApp, key: &str) -> Value {
 db_test!(async fn protocols_are_listed_by_id(app) {
     let answer = app.get("/api/v1/protocols").await;
     assert_eq!(answer.status, 200, "{}", answer.text);
-    let mut expected = vec![protocol(&app, "intake"), protocol(&app, "rom_monthly")];
+    let mut expected = vec![protocol(&app, "diary"), protocol(&app, "intake"), protocol(&app, "rom_monthly")];
     expected.sort_by_key(|p| p["id"].as_i64());
     assert_eq!(answer.body, Value::Array(expected));
 });
 
 db_test!(async fn one_protocol_and_one_measurement(app) {
-    for key in ["intake", "rom_monthly"] {
+    for key in ["diary", "intake", "rom_monthly"] {
         let expected = protocol(&app, key);
         let answer = app.get(&format!("/api/v1/protocols/{}", expected["id"])).await;
         assert_eq!(answer.status, 200, "{}", answer.text);

@@ -13,7 +13,16 @@ use tests::{db_test, json};
 use crate::support::*;
 
 /// The instruments we ship, by questionnaire key.
-const INSTRUMENTS: [&str; 7] = ["phq9", "gad7", "who5", "k10", "pcl5", "dass21", "audit"];
+const INSTRUMENTS: [&str; 8] = [
+    "phq9",
+    "gad7",
+    "who5",
+    "k10",
+    "pcl5",
+    "dass21",
+    "audit",
+    "mood_diary",
+];
 
 /// What the host adds to a score besides what the scorer computed.
 const HOST_FIELDS: [&str; 4] = ["score", "label", "global", "referenced_values"];

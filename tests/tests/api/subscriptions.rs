@@ -220,7 +220,7 @@ db_test!(
         // Clocks go forward on 28 March 2027.
         app.clock
             .advance(local("2027-03-27 08:00") - app.state.now());
-        let body = subscribe(&app, "d1", json!({"protocol_key": "diary"})).await;
+        let body = subscribe(&app, "d1", json!({"protocol_key": "phq9_diary"})).await;
         assert_eq!(body["daily_start_time"], 32400);
         assert_eq!(body["responses"], json!([]), "nothing is due before 09:00");
         let mut at = local("2027-03-27 08:00");
@@ -321,7 +321,7 @@ db_test!(
     async fn a_host_that_was_down_catches_up(app: spawn_amsterdam) {
         let start = local("2027-05-03 10:00");
         app.clock.advance(start - app.state.now());
-        subscribe(&app, "d1", json!({"protocol_key": "diary"})).await;
+        subscribe(&app, "d1", json!({"protocol_key": "phq9_diary"})).await;
         // Down from the start until 14:30 two days later. The slots since
         // (13, 17 and 21 on the 3rd, four on the 4th, 09 on the 5th) closed
         // unoffered: missed. 13:00 on the 5th is open till 15:00: prepared.
@@ -353,7 +353,12 @@ db_test!(
         let start = local("2027-05-03 08:00");
         app.clock.advance(start - app.state.now());
         for n in 0..120 {
-            subscribe(&app, &format!("d{n}"), json!({"protocol_key": "diary"})).await;
+            subscribe(
+                &app,
+                &format!("d{n}"),
+                json!({"protocol_key": "phq9_diary"}),
+            )
+            .await;
         }
         // A second host: its own pool and writer on the same database.
         let other = Store::connect(&app.database_url, &StoreOptions::default())
@@ -375,5 +380,40 @@ db_test!(
         assert_eq!(app.sql("SELECT COUNT(*) FROM responses").await, Some(120));
         assert_eq!(app.sql("SELECT COUNT(*) FROM invitations").await, Some(120));
         other.close().await;
+    }
+);
+
+db_test!(
+    async fn the_bundled_diary_asks_the_mood_diary_four_times_a_day(app: spawn_amsterdam_rom) {
+        app.clock
+            .advance(local("2027-06-07 08:00") - app.state.now());
+        let body = subscribe(&app, "d1", json!({"protocol_key": "diary"})).await;
+        assert_eq!(body["stop_at"], "2027-06-21T08:00:00.000+02:00");
+        let first = tick_at(&app, local("2027-06-07 09:00")).await;
+        assert_eq!(first.responses, 1);
+        let list = app.get(&responses("d1")).await.body;
+        assert_eq!(list[0]["questionnaire_key"], "mood_diary");
+        assert_eq!(list[0]["open_till"], "2027-06-07T11:00:00.000+02:00");
+        let id = list[0]["id"].to_string();
+        let answers = json!({"v_1": "a3", "v_2": "a1", "v_3": "a2"});
+        let put = app
+            .put(
+                &response("d1", &id),
+                &json!({"questionnaire_key": "mood_diary", "answer_data": answers}),
+            )
+            .await;
+        assert_eq!(put.status, 200, "{}", put.text);
+        let scores = &put.body["outcome"]["scores"];
+        assert_eq!(
+            (
+                scores["mood"]["value"].as_f64(),
+                scores["tension"]["value"].as_f64(),
+                scores["energy"]["value"].as_f64()
+            ),
+            (Some(3.0), Some(1.0), Some(2.0))
+        );
+        // The rest of the day: 13:00, 17:00, 21:00.
+        let day = tick_at(&app, local("2027-06-07 21:30")).await;
+        assert_eq!(day.responses + day.missed, 3);
     }
 );

@@ -156,8 +156,8 @@ pub fn with_test_definitions(config: &mut host::config::Config) {
     config.protocols_dir = test_protocols();
 }
 
-/// The test protocols: a diary and one prepared a day ahead, both of the
-/// PHQ-9 only.
+/// The test protocols: a PHQ-9 diary and a weekly PHQ-9 prepared a day
+/// ahead (of the PHQ-9 only, so they load with the test questionnaires).
 pub fn test_protocols() -> std::path::PathBuf {
     tests::repo_root().join("tests/fixtures/protocols")
 }
