@@ -22,6 +22,7 @@ fn bundled() -> Vec<(&'static str, Manifest)> {
         ("dass21", dass21::manifest()),
         ("gad7", gad7::manifest()),
         ("k10", k10::manifest()),
+        ("mood_diary", mood_diary::manifest()),
         ("pcl5", pcl5::manifest()),
         ("phq9", phq9::manifest()),
         ("reliable_change", reliable_change::manifest()),
