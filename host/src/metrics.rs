@@ -35,6 +35,11 @@ const HELP: &[(&str, &str, &str)] = &[
         "Re-imports of questionnaire and protocol definitions by result.",
     ),
     (
+        "outcomes_callbacks_total",
+        "counter",
+        "Fill-out request callback attempts by result (delivered, retry, given_up).",
+    ),
+    (
         "outcomes_scheduler_ticks_total",
         "counter",
         "Scheduler passes by result (ok or failed).",
@@ -42,7 +47,7 @@ const HELP: &[(&str, &str, &str)] = &[
     (
         "outcomes_scheduler_work_total",
         "counter",
-        "What scheduler passes did: invitations and responses prepared, occurrences missed (their window closed before they could be prepared), subscriptions stopped at their stop, non-responses registered.",
+        "What scheduler passes did: invitations and responses prepared, occurrences missed (their window closed before they could be prepared), subscriptions stopped at their stop, non-responses registered, callbacks delivered.",
     ),
 ];
 

@@ -21,7 +21,7 @@ use chrono::{DateTime, Duration, Utc};
 
 use crate::AppState;
 use crate::domain::subscription::Subscription;
-use crate::store::{Planner, StoreError, TickCounts};
+use crate::store::{ClaimedCallback, Planner, StoreError, TickCounts};
 
 /// How long after expiry the non-response is registered (api.md, Limits).
 pub const NON_RESPONSE_DELAY: Duration = Duration::hours(6);
@@ -29,12 +29,34 @@ pub const NON_RESPONSE_DELAY: Duration = Duration::hours(6);
 /// Subscriptions (and expired invitations) handled per transaction.
 pub const BATCH: usize = 500;
 
+/// Delays before the next attempt after a failed callback: after the first
+/// failure 1 minute, then 5 and 30 minutes, 2 and 6 hours; after the sixth
+/// failure the callback is given up (logged and counted).
+pub const CALLBACK_RETRIES: [Duration; 5] = [
+    Duration::minutes(1),
+    Duration::minutes(5),
+    Duration::minutes(30),
+    Duration::hours(2),
+    Duration::hours(6),
+];
+
+/// How long a callback call may take.
+const CALLBACK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How long a claimed callback is held for its sender: well past the call's
+/// timeout, so another host does not send it meanwhile.
+const CALLBACK_LEASE: Duration = Duration::minutes(5);
+
+/// Callbacks sent at once.
+const CALLBACK_BATCH: usize = 50;
+
 /// Everything due at `now`.
 pub async fn tick(app: &AppState, now: DateTime<Utc>) -> Result<TickCounts, StoreError> {
-    let counts = app
+    let mut counts = app
         .store()
         .tick(now, BATCH, NON_RESPONSE_DELAY, planner(app, now))
         .await?;
+    counts.callbacks = deliver_callbacks(app, now).await?;
     let metrics = app.metrics();
     metrics.inc("outcomes_scheduler_ticks_total", &[("result", "ok")]);
     for (what, n) in [
@@ -43,6 +65,7 @@ pub async fn tick(app: &AppState, now: DateTime<Utc>) -> Result<TickCounts, Stor
         ("missed", counts.missed),
         ("stopped", counts.stopped),
         ("non_responses", counts.non_responses),
+        ("callbacks", counts.callbacks),
     ] {
         metrics.add("outcomes_scheduler_work_total", &[("what", what)], n as f64);
     }
@@ -59,6 +82,7 @@ pub async fn tick(app: &AppState, now: DateTime<Utc>) -> Result<TickCounts, Stor
             responses = counts.responses,
             stopped = counts.stopped,
             non_responses = counts.non_responses,
+            callbacks = counts.callbacks,
             "scheduler tick"
         );
     }
@@ -92,5 +116,79 @@ pub async fn run(
                 .inc("outcomes_scheduler_ticks_total", &[("result", "failed")]);
             tracing::error!(error = %e, "scheduler tick failed; trying again at the next");
         }
+    }
+}
+
+/// Sends the callbacks due at `now`, a batch at a time, each batch's calls
+/// at once; records each outcome. The number delivered.
+async fn deliver_callbacks(app: &AppState, now: DateTime<Utc>) -> Result<usize, StoreError> {
+    let store = app.store();
+    let mut delivered = 0;
+    loop {
+        let claimed = store
+            .claim_callbacks(now, CALLBACK_LEASE, CALLBACK_BATCH)
+            .await?;
+        let outcomes = futures_util::future::join_all(claimed.iter().map(send)).await;
+        for (callback, outcome) in claimed.iter().zip(outcomes) {
+            let retry_at = match &outcome {
+                Ok(()) => {
+                    delivered += 1;
+                    None
+                }
+                Err(error) => {
+                    let retry = usize::try_from(callback.attempts - 1)
+                        .ok()
+                        .and_then(|i| CALLBACK_RETRIES.get(i))
+                        .map(|delay| now + *delay);
+                    let result = if retry.is_some() { "retry" } else { "given_up" };
+                    app.metrics()
+                        .inc("outcomes_callbacks_total", &[("result", result)]);
+                    tracing::warn!(
+                        fill_out_request = callback.fill_out_request_id,
+                        event = %callback.event,
+                        attempts = callback.attempts,
+                        error = %error,
+                        given_up = retry.is_none(),
+                        "a callback failed"
+                    );
+                    retry
+                }
+            };
+            if outcome.is_ok() {
+                app.metrics()
+                    .inc("outcomes_callbacks_total", &[("result", "delivered")]);
+            }
+            store
+                .record_callback(callback.id, outcome, retry_at, now)
+                .await?;
+        }
+        if claimed.len() < CALLBACK_BATCH {
+            return Ok(delivered);
+        }
+    }
+}
+
+/// One callback call: POST JSON, any 2xx within the timeout is success.
+async fn send(callback: &ClaimedCallback) -> Result<(), String> {
+    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
+    let client = CLIENT.get_or_init(|| {
+        reqwest::Client::builder()
+            .timeout(CALLBACK_TIMEOUT)
+            // A callback goes where it was registered, nowhere else.
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap_or_default()
+    });
+    let body = serde_json::json!({
+        "dossier_id": callback.epd_id,
+        "event": callback.event,
+        "fill_out_request_id": callback.fill_out_request_id,
+        // The hosted fill-out pages are not served yet.
+        "url": null,
+    });
+    match client.post(&callback.url).json(&body).send().await {
+        Ok(answer) if answer.status().is_success() => Ok(()),
+        Ok(answer) => Err(format!("answered {}", answer.status())),
+        Err(e) => Err(e.to_string()),
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod extract;
 pub mod fields;
+pub mod fill_out_requests;
 pub mod health;
 pub mod non_responses;
 pub mod openapi;
@@ -45,6 +46,7 @@ pub fn router(state: AppState) -> Router {
             Right::ProtocolSubscriptions,
         ))
         .merge(guarded(stats::router(), Right::Stats))
+        .merge(guarded(fill_out_requests::router(), Right::FillOutSessions))
         .merge(guarded(respondents::router(), Right::Respondents))
         .merge(guarded(non_responses::router(), Right::NonResponses))
         .merge(guarded(protocols::router(), Right::Protocols))

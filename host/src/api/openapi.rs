@@ -82,6 +82,26 @@ pub struct NewSubscriptionBody {
     pub textvars: Option<serde_json::Value>,
 }
 
+/// The body of `POST .../fill_out_requests`, inside `fill_out_request`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NewFillOutRequestBody {
+    /// Keys of the questionnaires to fill out, at least one.
+    pub questionnaire_keys: Vec<String>,
+    /// The respondent asked (the dossier's patient); or `respondent_type`.
+    pub respondent_id: Option<i64>,
+    /// `patient` (the default).
+    pub respondent_type: Option<String>,
+    /// Unix seconds the questionnaires open; default now.
+    pub open_from: Option<i64>,
+    /// Unix seconds they close: in the future, after `open_from`.
+    pub open_till: i64,
+    /// Seconds after `open_from` at which a `reminder` callback is sent.
+    pub reminders: Option<Vec<i64>>,
+    /// Where the `opened`, `reminder` and `expired` callbacks go: https (http
+    /// for loopback hosts), of an origin allowed for the token.
+    pub callback_url: Option<String>,
+}
+
 /// The body of `PUT .../responses/{external_id}`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CompleteResponseBody {
@@ -114,6 +134,8 @@ A path that names nothing gets 404 `{\"errors\":{\"base\":[\"not_found\"]}}`; a 
         crate::api::subscriptions::list_subscriptions,
         crate::api::subscriptions::start_subscription,
         crate::api::subscriptions::stop_subscription,
+        crate::api::fill_out_requests::create_fill_out_request,
+        crate::api::fill_out_requests::withdraw_fill_out_request,
         crate::api::stats::dossier_stats,
         crate::api::stats::all_stats,
         crate::api::respondents::list_respondents,
@@ -136,6 +158,7 @@ A path that names nothing gets 404 `{\"errors\":{\"base\":[\"not_found\"]}}`; a 
     tags(
         (name = "responses", description = "Questionnaire completions"),
         (name = "protocol_subscriptions", description = "Dossiers subscribed to automatic protocols, whose measurements the scheduler prepares"),
+        (name = "fill_out_requests", description = "Questionnaires a dossier's patient is asked to fill out in a window, with callbacks (right `fill_out_sessions`)"),
         (name = "stats", description = "Counters of responses, invitations and subscriptions per dossier"),
         (name = "respondents", description = "Who fills out a dossier's questionnaires"),
         (name = "non-responses", description = "Why responses were not filled out: reasons of the SBG benchmark's list"),

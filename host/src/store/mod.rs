@@ -11,6 +11,7 @@ mod batch;
 mod catalog;
 mod dossiers;
 mod error;
+mod fill_out_requests;
 mod non_responses;
 mod outcomes;
 mod responses;
@@ -29,6 +30,7 @@ use sqlx::{AnyConnection, AnyPool, ConnectOptions, Connection, Executor};
 pub use access_log::AccessEntry;
 pub use catalog::DefinitionSource;
 pub use error::StoreError;
+pub use fill_out_requests::{ClaimedCallback, FillOutRequestResult, NewFillOutRequest};
 #[allow(unused_imports)] // for the scheduler: code 04 in its own transaction
 pub(crate) use non_responses::insert_non_response;
 pub use non_responses::{NewNonResponse, RegisterResult};

@@ -88,6 +88,8 @@ pub struct TickCounts {
     /// Expired invitations dealt with, and the non-responses registered.
     pub settled: usize,
     pub non_responses: usize,
+    /// Callbacks of fill-out requests delivered.
+    pub callbacks: usize,
 }
 
 impl TickCounts {
@@ -99,6 +101,7 @@ impl TickCounts {
         self.stopped += other.stopped;
         self.settled += other.settled;
         self.non_responses += other.non_responses;
+        self.callbacks += other.callbacks;
     }
 }
 

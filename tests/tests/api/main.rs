@@ -60,6 +60,7 @@
 mod access_log;
 mod auth;
 mod catalog;
+mod fill_out_requests;
 mod golden;
 mod hostile;
 mod hot_reload;

@@ -64,6 +64,16 @@ const ROUTES: &[(&str, &str, &[u16])] = &[
     ),
     ("get", "/api/v1/stats", &[200, 401, 403, 422]),
     (
+        "post",
+        "/api/v1/dossiers/{dossier_id}/fill_out_requests",
+        &[200, 400, 401, 403, 404, 413, 415, 422],
+    ),
+    (
+        "delete",
+        "/api/v1/dossiers/{dossier_id}/fill_out_requests/{id}",
+        &[200, 401, 403, 404, 422],
+    ),
+    (
         "get",
         "/api/v1/dossiers/{dossier_id}/non_responses",
         &[200, 401, 403, 422],

@@ -1,0 +1,324 @@
+//! `/api/v1/dossiers/:dossier_id/fill_out_requests`: asking a dossier's
+//! patient to fill out questionnaires in a window, with callbacks to the
+//! EPD when it opens, at reminders and when it expires.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::routing::{delete, post};
+use axum::{Extension, Router};
+use chrono::Duration;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use crate::AppState;
+use crate::api::extract::{DossierPath, JsonObject, PathParams};
+use crate::api::fields::Fields;
+use crate::auth::guard::Caller;
+use crate::auth::origin;
+use crate::domain::ids::RespondentId;
+use crate::error::{ApiError, Errors, json};
+use crate::store::{FillOutRequestResult, NewFillOutRequest};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/dossiers/{dossier_id}/fill_out_requests",
+            post(create_fill_out_request),
+        )
+        .route(
+            "/dossiers/{dossier_id}/fill_out_requests/{id}",
+            delete(withdraw_fill_out_request),
+        )
+}
+
+/// How far ahead a window may open or close.
+const LATEST: Duration = Duration::days(366 * 2);
+
+/// Questionnaires one request may hold.
+const MAX_QUESTIONNAIRES: usize = 50;
+
+/// Reminders one request may hold.
+const MAX_REMINDERS: usize = 20;
+
+/// A fill-out request.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FillOutRequestView {
+    pub id: i64,
+    /// Who is asked: `patient`.
+    pub respondent_type: &'static str,
+    /// The link that opens the hosted fill-out pages for this request;
+    /// null until the service hosts them.
+    pub completing_url: Option<String>,
+}
+
+impl FillOutRequestView {
+    /// A request of the dossier's patient (the only respondent asked yet).
+    fn patient(id: i64) -> Self {
+        FillOutRequestView {
+            id,
+            respondent_type: "patient",
+            completing_url: None,
+        }
+    }
+}
+
+/// Ask for questionnaires to be filled out
+///
+/// Body `{"fill_out_request": {...}}` (the fields also work unwrapped):
+/// `questionnaire_keys` (required, at least one), `respondent_id` or
+/// `respondent_type` (`patient`, the default), `open_from` (Unix seconds,
+/// default now), `open_till` (Unix seconds, required, in the future and
+/// after `open_from`), `reminders` (seconds after `open_from`), and
+/// `callback_url`: https (http only for loopback hosts), of an origin the
+/// token may use. The service then POSTs JSON `{dossier_id, event,
+/// fill_out_request_id, url}` to it with event `opened` at `open_from`,
+/// `reminder` at each reminder inside the window and `expired` at
+/// `open_till`; a failed call (no 2xx within 10 s) is retried after 1, 5
+/// and 30 minutes, then 2 and 6 hours, then given up. One invitation holds
+/// a pending response per questionnaire.
+#[utoipa::path(
+    post,
+    path = "/api/v1/dossiers/{dossier_id}/fill_out_requests",
+    tag = "fill_out_requests",
+    params(("dossier_id" = String, Path, description = "The EPD's identifier of the patient")),
+    request_body(content = crate::api::openapi::NewFillOutRequestBody, content_type = "application/json"),
+    responses(
+        (status = 200, description = "Made", body = FillOutRequestView),
+        (status = 400, description = "`{\"errors\":{\"base\":[\"malformed_json\"]}}`", body = crate::api::openapi::ErrorBody),
+        (status = 404, description = "`{\"errors\":{\"respondent_id\":[\"not_found\"]}}`: not the dossier's patient", body = crate::api::openapi::ErrorBody),
+        (status = 413, description = "`{\"errors\":{\"base\":[\"too_large\"]}}`", body = crate::api::openapi::ErrorBody),
+        (status = 415, description = "`{\"errors\":{\"base\":[\"unsupported_media_type\"]}}`", body = crate::api::openapi::ErrorBody),
+        (status = 422, description = "Field errors, e.g. `{\"errors\":{\"open_till\":[\"in_past\"],\"questionnaire_keys\":[\"blank\"]}}`: `questionnaire_keys` `blank` or `invalid` (not strings, an unknown key, more than 50); `open_till` `blank`, `invalid` (not after `open_from`, too far ahead) or `in_past`; `open_from` `invalid` or `too_early`; `reminders` `invalid`; `respondent_type` `invalid`; `respondent_id` `invalid`; `callback_url` `invalid` (not an https URL) or `not_allowed` (its origin is not the token's); `dossier_id` `invalid`", body = crate::api::openapi::ErrorBody),
+    )
+)]
+pub async fn create_fill_out_request(
+    State(app): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    DossierPath(dossier): DossierPath,
+    JsonObject(body): JsonObject,
+) -> Result<Response, ApiError> {
+    let now = app.now();
+    let body = match body.get("fill_out_request") {
+        Some(Value::Object(inner)) => inner.clone(),
+        _ => body,
+    };
+    let catalog = app.catalog();
+    let mut f = Fields::new(&body);
+    let open_from = f.optional_unix("open_from", now + LATEST).unwrap_or(now);
+    let open_till = f.optional_unix("open_till", now + LATEST);
+    let mut errors = f.errors;
+    match (body.get("open_till"), open_till) {
+        (None | Some(Value::Null), _) => {
+            errors.add("open_till", "blank");
+        }
+        (_, Some(till)) if till <= now => {
+            errors.add("open_till", "in_past");
+        }
+        (_, Some(till)) if till <= open_from => {
+            errors.add("open_till", "invalid");
+        }
+        _ => {}
+    }
+    let questionnaire_ids = match body.get("questionnaire_keys") {
+        None | Some(Value::Null) => {
+            errors.add("questionnaire_keys", "blank");
+            Vec::new()
+        }
+        Some(Value::Array(keys)) if keys.is_empty() => {
+            errors.add("questionnaire_keys", "blank");
+            Vec::new()
+        }
+        Some(Value::Array(keys)) if keys.len() <= MAX_QUESTIONNAIRES => {
+            let found: Option<Vec<_>> = keys
+                .iter()
+                .map(|k| {
+                    k.as_str()
+                        .and_then(|k| catalog.questionnaire(k))
+                        .map(|q| q.id)
+                })
+                .collect();
+            found.unwrap_or_else(|| {
+                errors.add("questionnaire_keys", "invalid");
+                Vec::new()
+            })
+        }
+        Some(_) => {
+            errors.add("questionnaire_keys", "invalid");
+            Vec::new()
+        }
+    };
+    let reminders = reminders(&body, &mut errors);
+    let respondent_id = respondent(&body, &mut errors);
+    let callback_url = match body.get("callback_url") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(url)) if url.trim().is_empty() => None,
+        Some(Value::String(url)) => match callback_origin(url) {
+            None => {
+                errors.add("callback_url", "invalid");
+                None
+            }
+            Some(o)
+                if !caller.token.allowed_origins.contains(&o)
+                    && !app.config().allowed_origins.contains(&o) =>
+            {
+                errors.add("callback_url", "not_allowed");
+                None
+            }
+            Some(_) => Some(url.clone()),
+        },
+        Some(_) => {
+            errors.add("callback_url", "invalid");
+            None
+        }
+    };
+    errors.into_result()?;
+    let Some(open_till) = open_till else {
+        return Err(ApiError::Invalid(Errors::one("open_till", "blank")));
+    };
+    let made = app
+        .store()
+        .create_fill_out_request(NewFillOutRequest {
+            epd_id: dossier,
+            questionnaire_ids,
+            respondent_id,
+            callback_url,
+            reminders,
+            open_from,
+            open_till,
+            now,
+        })
+        .await?;
+    match made {
+        FillOutRequestResult::Made(id) => {
+            Ok(json(StatusCode::OK, &FillOutRequestView::patient(id)))
+        }
+        FillOutRequestResult::NoSuchRespondent => Err(ApiError::NotFound("respondent_id")),
+    }
+}
+
+/// `reminders`: up to 20 whole seconds after `open_from`, each above 0.
+fn reminders(body: &Map<String, Value>, errors: &mut Errors) -> Vec<i64> {
+    match body.get("reminders") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(values)) if values.len() <= MAX_REMINDERS => {
+            let seconds: Option<Vec<i64>> = values
+                .iter()
+                .map(|v| v.as_i64().filter(|s| *s > 0 && *s <= LATEST.num_seconds()))
+                .collect();
+            seconds.unwrap_or_else(|| {
+                errors.add("reminders", "invalid");
+                Vec::new()
+            })
+        }
+        Some(_) => {
+            errors.add("reminders", "invalid");
+            Vec::new()
+        }
+    }
+}
+
+/// `respondent_id` (a positive integer), or `respondent_type` (only
+/// `patient` can be asked).
+fn respondent(body: &Map<String, Value>, errors: &mut Errors) -> Option<RespondentId> {
+    match body.get("respondent_type") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(t)) if t == "patient" => {}
+        Some(_) => {
+            errors.add("respondent_type", "invalid");
+        }
+    }
+    match body.get("respondent_id") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_i64().filter(|id| *id > 0) {
+            Some(id) => Some(RespondentId(id)),
+            None => {
+                errors.add("respondent_id", "invalid");
+                None
+            }
+        },
+    }
+}
+
+/// The origin of a callback URL, if it is one the service will call: an
+/// absolute https URL (http for loopback hosts) with no user info, no
+/// backslashes, whitespace or control characters.
+fn callback_origin(url: &str) -> Option<String> {
+    if url.len() > 2048
+        || url
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace() || c == '\\')
+    {
+        return None;
+    }
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    if authority.contains('@') {
+        return None;
+    }
+    origin::parse(&format!("{scheme}://{authority}")).ok()
+}
+
+/// Withdraw a fill-out request
+///
+/// Its responses not yet completed are withdrawn and its callbacks not yet
+/// sent are cancelled.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/dossiers/{dossier_id}/fill_out_requests/{id}",
+    tag = "fill_out_requests",
+    params(
+        ("dossier_id" = String, Path, description = "The EPD's identifier of the patient"),
+        ("id" = String, Path, description = "The fill-out request id"),
+    ),
+    responses(
+        (status = 200, description = "Withdrawn", body = FillOutRequestView),
+        (status = 404, description = "`{\"errors\":{\"fill_out_request\":[\"not_found\"]}}`", body = crate::api::openapi::ErrorBody),
+        (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`", body = crate::api::openapi::ErrorBody),
+    )
+)]
+pub async fn withdraw_fill_out_request(
+    State(app): State<AppState>,
+    DossierPath(dossier): DossierPath,
+    params: PathParams,
+) -> Result<Response, ApiError> {
+    let id = params.id("id", "fill_out_request")?;
+    if !app
+        .store()
+        .withdraw_fill_out_request(dossier, id, app.now())
+        .await?
+    {
+        return Err(ApiError::NotFound("fill_out_request"));
+    }
+    Ok(json(StatusCode::OK, &FillOutRequestView::patient(id)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn callback_urls_are_https_or_loopback_http_without_tricks() {
+        assert_eq!(
+            callback_origin("https://epd.example.org/hooks/rom?x=1").as_deref(),
+            Some("https://epd.example.org")
+        );
+        assert_eq!(
+            callback_origin("http://127.0.0.1:9000/cb").as_deref(),
+            Some("http://127.0.0.1:9000")
+        );
+        for bad in [
+            "http://epd.example.org/cb",
+            "https://user@epd.example.org/cb",
+            "https://epd.example.org\\@evil.example/cb",
+            "//epd.example.org/cb",
+            "javascript:alert(1)",
+            "ftp://epd.example.org/",
+            "https://epd.example.org /cb",
+            "https:///cb",
+        ] {
+            assert_eq!(callback_origin(bad), None, "{bad}");
+        }
+    }
+}
