@@ -12,6 +12,8 @@
 //! `OUTCOMES_BENCH_POSTGRES` (default postgres://postgres@127.0.0.1:5432/test);
 //! the bench makes and drops its own database there.
 
+#![allow(clippy::print_stdout)]
+
 use std::sync::Arc;
 use std::time::Instant;
 

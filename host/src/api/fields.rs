@@ -147,6 +147,16 @@ impl<'a> Fields<'a> {
     }
 }
 
+/// The 422 for flags and textvars that do not fit the questionnaires they
+/// are for: every reason under `base` (decisions.md §5).
+pub fn variant_errors(reasons: Vec<VariantError>) -> ApiError {
+    let mut errors = Errors::new();
+    for reason in reasons {
+        errors.add("base", reason.code());
+    }
+    ApiError::Invalid(errors)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,14 +179,4 @@ mod tests {
             serde_json::json!({"errors": {"key": ["invalid"], "blank": ["blank"], "absent": ["blank"]}})
         );
     }
-}
-
-/// The 422 for flags and textvars that do not fit the questionnaires they
-/// are for: every reason under `base` (decisions.md §5).
-pub fn variant_errors(reasons: Vec<VariantError>) -> ApiError {
-    let mut errors = Errors::new();
-    for reason in reasons {
-        errors.add("base", reason.code());
-    }
-    ApiError::Invalid(errors)
 }

@@ -222,12 +222,12 @@ impl Schedule {
         if !self.offset.is_calendar() {
             problems.push(format!("offset {}: use days, weeks or months", self.offset));
         }
-        if let Some(every) = self.every {
-            if !every.is_calendar() || every.amount == 0 {
-                problems.push(format!(
-                    "every {every}: use one or more days, weeks or months (several a day: times_a_day)"
-                ));
-            }
+        if let Some(every) = self.every
+            && (!every.is_calendar() || every.amount == 0)
+        {
+            problems.push(format!(
+                "every {every}: use one or more days, weeks or months (several a day: times_a_day)"
+            ));
         }
         match (self.times_a_day, self.hours_apart) {
             (0, _) => problems.push("times_a_day must be at least 1".into()),

@@ -287,6 +287,7 @@ impl Store {
     /// the result ([`CreateResult::status`]): when this returns `Ok`, it is
     /// on disk with the response, and the POST waits for one commit, not
     /// two.
+    #[allow(clippy::too_many_arguments)]
     pub async fn create_response(
         &self,
         epd_id: String,
