@@ -249,10 +249,7 @@ impl<'a> Plan<'a> {
         script.sql(
             " UNION ALL SELECT 'questionnaire', id, key, name FROM questionnaires WHERE id IN (",
         );
-        for (n, id) in questionnaire_ids.iter().enumerate() {
-            script.sql(if n == 0 { "" } else { ", " }).bind(*id);
-        }
-        script.sql(")");
+        script.list(questionnaire_ids.iter().copied()).sql(")");
         if backend == Backend::Sqlite {
             // AUTOINCREMENT's rule: one more than the largest id ever used.
             script.sql(

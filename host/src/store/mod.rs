@@ -296,6 +296,18 @@ impl Script {
         self
     }
 
+    /// Appends `values` as a comma-separated list of parameters (the inside
+    /// of an `IN (...)`).
+    fn list<T>(&mut self, values: impl IntoIterator<Item = T>) -> &mut Script
+    where
+        T: 'static + sqlx::Encode<'static, sqlx::Any> + sqlx::Type<sqlx::Any>,
+    {
+        for (n, value) in values.into_iter().enumerate() {
+            self.sql(if n == 0 { "" } else { ", " }).bind(value);
+        }
+        self
+    }
+
     fn check(&self) -> Result<(), StoreError> {
         match &self.error {
             Some(e) => Err(StoreError::Corrupt(format!(

@@ -82,7 +82,7 @@ impl Store {
                 for chunk in epd_ids.chunks(CHUNK) {
                     let mut script = Script::new(self.backend);
                     script.sql("SELECT id, epd_id FROM dossiers WHERE epd_id IN (");
-                    list(&mut script, chunk.iter().cloned());
+                    script.list(chunk.iter().cloned());
                     script.sql(")");
                     for row in script.fetch_all(&mut conn).await? {
                         ids.insert(row.try_get(0)?, row.try_get(1)?);
@@ -178,16 +178,6 @@ impl Store {
     }
 }
 
-/// Appends `values` as a comma-separated list of parameters.
-fn list<T>(script: &mut Script, values: impl Iterator<Item = T>)
-where
-    T: 'static + sqlx::Encode<'static, sqlx::Any> + sqlx::Type<sqlx::Any>,
-{
-    for (n, value) in values.enumerate() {
-        script.sql(if n == 0 { "" } else { ", " }).bind(value);
-    }
-}
-
 /// `SELECT dossier_id, <counts> FROM <table> r WHERE [dossier_id IN (...)]
 /// GROUP BY dossier_id`, with `$now` in `counts` bound to `now`.
 fn counted(
@@ -212,7 +202,7 @@ fn counted(
     match dossiers {
         Some(ids) => {
             script.sql(" WHERE r.dossier_id IN (");
-            list(&mut script, ids.iter().copied());
+            script.list(ids.iter().copied());
             script.sql(") AND ");
         }
         None => {

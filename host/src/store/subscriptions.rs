@@ -503,32 +503,37 @@ async fn apply(
     // rows through the primary key.
     for chunk in work.chunks(CHUNK) {
         let mut script = Script::new(backend);
-        script.sql("UPDATE protocol_subscriptions SET next_due_at = CASE id");
-        for (s, plan) in chunk {
-            script
-                .sql(" WHEN ")
-                .bind(s.id.0)
-                .sql(" THEN ")
-                .bind(plan.next_due_at.map(to_millis));
-        }
-        script.sql(" END, stopped_at = COALESCE(stopped_at, CASE id");
-        for (s, plan) in chunk {
-            script
-                .sql(" WHEN ")
-                .bind(s.id.0)
-                .sql(" THEN ")
-                .bind(plan.stopped_at.map(to_millis));
-        }
-        script.sql(" END) WHERE id IN (");
-        for (n, (s, _)) in chunk.iter().enumerate() {
-            script.sql(if n == 0 { "" } else { ", " }).bind(s.id.0);
-        }
-        script.sql(")");
+        script.sql("UPDATE protocol_subscriptions SET next_due_at = ");
+        case_by_id(&mut script, chunk, |plan| plan.next_due_at);
+        script.sql(", stopped_at = COALESCE(stopped_at, ");
+        case_by_id(&mut script, chunk, |plan| plan.stopped_at);
+        script
+            .sql(") WHERE id IN (")
+            .list(chunk.iter().map(|(s, _)| s.id.0))
+            .sql(")");
         script.execute(conn).await?;
     }
     counts.missed = work.iter().map(|(_, p)| p.missed).sum();
     counts.stopped = work.iter().filter(|(_, p)| p.stopped_at.is_some()).count();
     Ok(counts)
+}
+
+/// `CASE id WHEN <subscription> THEN <time> ... END` over `chunk`, the
+/// time each plan gives.
+fn case_by_id(
+    script: &mut Script,
+    chunk: &[(&Subscription, &Plan)],
+    time: impl Fn(&Plan) -> Option<DateTime<Utc>>,
+) {
+    script.sql("CASE id");
+    for (s, plan) in chunk {
+        script
+            .sql(" WHEN ")
+            .bind(s.id.0)
+            .sql(" THEN ")
+            .bind(time(plan).map(to_millis));
+    }
+    script.sql(" END");
 }
 
 /// Claims up to `batch` invitations whose window closed at or before
@@ -566,10 +571,9 @@ async fn settle_expired(
             "SELECT id, invitation_id FROM responses WHERE completed_at IS NULL AND withdrawn_at IS NULL \
              AND non_response_id IS NULL AND invitation_id IN (",
         );
-        for (n, (invitation, _)) in chunk.iter().enumerate() {
-            script.sql(if n == 0 { "" } else { ", " }).bind(*invitation);
-        }
-        script.sql(") ORDER BY id");
+        script
+            .list(chunk.iter().map(|(invitation, _)| *invitation))
+            .sql(") ORDER BY id");
         for row in script.fetch_all(conn).await? {
             unfilled
                 .entry(row.try_get(1)?)
@@ -597,10 +601,9 @@ async fn settle_expired(
             .sql("UPDATE invitations SET settled_at = ")
             .bind(to_millis(now))
             .sql(" WHERE id IN (");
-        for (n, (invitation, _)) in chunk.iter().enumerate() {
-            script.sql(if n == 0 { "" } else { ", " }).bind(*invitation);
-        }
-        script.sql(")");
+        script
+            .list(chunk.iter().map(|(invitation, _)| *invitation))
+            .sql(")");
         script.execute(conn).await?;
     }
     Ok(counts)
