@@ -111,6 +111,36 @@ pub struct Settings {
     )]
     pub allowed_origins: Option<String>,
 
+    /// The address respondents reach this service at, for the links it
+    /// hands out (fill_out_url, completing_url): https://host[:port], or
+    /// http for a loopback host [default: http://<listen address>, or
+    /// https:// when serving TLS]
+    #[arg(long, global = true, env = "OUTCOMES_PUBLIC_URL", value_name = "URL")]
+    pub public_url: Option<String>,
+
+    /// Secret that signs fill-out links and forms, at least 32 characters.
+    /// Hosts that share a database must share it; changing it makes every
+    /// link handed out so far unusable [default: a random secret, made once
+    /// and kept in the database, so hosts on one database share it]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_FILL_OUT_SECRET",
+        value_name = "TEXT",
+        hide_env_values = true
+    )]
+    pub fill_out_secret: Option<String>,
+
+    /// Seconds a fill_out_url can be used after it was made; it can be used
+    /// once [default: 600]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_FILL_OUT_LINK_TTL",
+        value_name = "SECONDS"
+    )]
+    pub fill_out_link_ttl: Option<u64>,
+
     /// PEM file with the TLS certificate chain; with --tls-key the service
     /// serves HTTPS itself [default: plain HTTP, for loopback and for a
     /// TLS-terminating proxy listed in --trusted-proxies]
@@ -181,6 +211,9 @@ pub struct FileSettings {
     pub log: Option<String>,
     pub trusted_proxies: Option<String>,
     pub allowed_origins: Option<String>,
+    pub public_url: Option<String>,
+    pub fill_out_secret: Option<String>,
+    pub fill_out_link_ttl: Option<u64>,
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
     pub scheduler_interval: Option<u64>,
@@ -206,6 +239,13 @@ pub struct Config {
     pub trusted_proxies: Vec<ipnet::IpNet>,
     /// Origins allowed for every token.
     pub allowed_origins: Vec<String>,
+    /// The origin respondents reach the service at; None: the listen
+    /// address, known once bound.
+    pub public_url: Option<String>,
+    /// The secret of fill-out links; None: the one kept in the database.
+    pub fill_out_secret: Option<String>,
+    /// How long a fill_out_url can be used after it was made.
+    pub fill_out_link_ttl: std::time::Duration,
     /// Certificate chain and key for serving HTTPS.
     pub tls: Option<TlsFiles>,
     /// Time between scheduler passes; None: no scheduler in this process.
@@ -289,6 +329,35 @@ impl Config {
                 setting: "allowed_origins",
                 problem,
             })?;
+        let public_url = match cli.public_url.or(file.public_url) {
+            Some(url) => Some(
+                crate::auth::origin::parse(&url).map_err(|problem| ConfigError {
+                    setting: "public_url",
+                    problem: format!("{problem} (give the origin only: no path, query or user)"),
+                })?,
+            ),
+            None => None,
+        };
+        let fill_out_secret = cli.fill_out_secret.or(file.fill_out_secret);
+        if fill_out_secret
+            .as_ref()
+            .is_some_and(|s| s.chars().count() < 32)
+        {
+            return Err(ConfigError {
+                setting: "fill_out_secret",
+                problem: "must be at least 32 characters".into(),
+            });
+        }
+        let fill_out_link_ttl = cli
+            .fill_out_link_ttl
+            .or(file.fill_out_link_ttl)
+            .unwrap_or(600);
+        if !(10..=7 * 24 * 3600).contains(&fill_out_link_ttl) {
+            return Err(ConfigError {
+                setting: "fill_out_link_ttl",
+                problem: format!("{fill_out_link_ttl} seconds: give 10 to 604800 (a week)"),
+            });
+        }
         let tls = match (cli.tls_cert.or(file.tls_cert), cli.tls_key.or(file.tls_key)) {
             (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
             (None, None) => None,
@@ -332,6 +401,9 @@ impl Config {
             tls,
             trusted_proxies,
             allowed_origins,
+            public_url,
+            fill_out_secret,
+            fill_out_link_ttl: std::time::Duration::from_secs(fill_out_link_ttl),
             listen: cli
                 .listen
                 .or(file.listen)
@@ -406,5 +478,47 @@ mod tests {
             "database_url"
         );
         assert!(toml::from_str::<FileSettings>("listen_port = 1").is_err());
+        for (cli, setting) in [
+            (
+                Settings {
+                    public_url: Some("https://rom.example.org/path".into()),
+                    ..Default::default()
+                },
+                "public_url",
+            ),
+            (
+                Settings {
+                    public_url: Some("http://rom.example.org".into()),
+                    ..Default::default()
+                },
+                "public_url",
+            ),
+            (
+                Settings {
+                    fill_out_secret: Some("short".into()),
+                    ..Default::default()
+                },
+                "fill_out_secret",
+            ),
+            (
+                Settings {
+                    fill_out_link_ttl: Some(0),
+                    ..Default::default()
+                },
+                "fill_out_link_ttl",
+            ),
+        ] {
+            let err = Config::resolve(cli, FileSettings::default()).expect_err("invalid");
+            assert_eq!(err.setting, setting);
+        }
+        let c = Config::resolve(
+            Settings {
+                public_url: Some("https://ROM.example.org/".into()),
+                ..Default::default()
+            },
+            FileSettings::default(),
+        )
+        .expect("valid");
+        assert_eq!(c.public_url.as_deref(), Some("https://rom.example.org"));
     }
 }

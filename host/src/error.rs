@@ -50,6 +50,11 @@ impl Errors {
         self.0.is_empty()
     }
 
+    /// Whether there is an error for `field`.
+    pub fn has(&self, field: &str) -> bool {
+        self.0.contains_key(field)
+    }
+
     /// The body `{"errors": {...}}`.
     pub fn body(&self) -> Value {
         serde_json::json!({ "errors": Value::Object(self.0.clone()) })

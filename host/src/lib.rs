@@ -12,6 +12,7 @@ pub mod config;
 pub mod definitions;
 pub mod domain;
 pub mod error;
+pub mod fillout;
 pub mod metrics;
 pub mod plugins;
 pub mod reload;
@@ -33,6 +34,7 @@ use chrono::{DateTime, Utc};
 use tokio::net::TcpListener;
 use tower::Layer;
 
+use crate::auth::links::Links;
 use crate::auth::tokens::TokenTable;
 use crate::clock::Clock;
 use crate::config::Config;
@@ -60,6 +62,8 @@ struct Inner {
     secure: bool,
     plugins: Arc<Plugins>,
     metrics: Arc<Metrics>,
+    /// Signs and checks the links into the fill-out pages.
+    links: Links,
     /// Counts definition reloads, successful or not, for whoever waits on
     /// one (tests; the watcher's callers).
     definition_reloads: tokio::sync::watch::Sender<u64>,
@@ -113,6 +117,11 @@ impl AppState {
     /// The process's metrics.
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.0.metrics
+    }
+
+    /// The signed links into the fill-out pages.
+    pub fn links(&self) -> &Links {
+        &self.0.links
     }
 
     /// Fills in the outcome of a completion by running its questionnaire's
@@ -255,6 +264,14 @@ impl App {
         let listener = TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("listening on {}", config.listen))?;
+        let links = links(
+            &config,
+            &store,
+            listener.local_addr()?,
+            tls.is_some(),
+            clock.now(),
+        )
+        .await?;
         let tokens = TokenTable::new(store.tokens().await.context("reading API tokens")?);
         if !tokens.has_active() {
             tracing::warn!(
@@ -273,6 +290,7 @@ impl App {
             secure: tls.is_some(),
             plugins,
             metrics,
+            links,
             definition_reloads: tokio::sync::watch::Sender::new(0),
         }));
         let report = state.reload_plugins().await;
@@ -332,7 +350,8 @@ impl App {
                 let _ = scheduler_stopped.await;
             }))
         });
-        let router = telemetry::layer(api::router(self.state));
+        let router =
+            telemetry::layer(api::router(self.state.clone()).merge(fillout::router(self.state)));
         let service = tower::util::MapRequestLayer::new(api::normalize).layer(router);
         match self.tls {
             Some(config) => tls::serve(self.listener, config, service, shutdown).await?,
@@ -353,6 +372,44 @@ impl App {
         store.close().await;
         Ok(())
     }
+}
+
+/// The signer of fill-out links: the configured secret, else the one the
+/// hosts of this database share (made on first start); the configured
+/// public URL, else the address the service is bound to.
+async fn links(
+    config: &Config,
+    store: &Store,
+    bound: SocketAddr,
+    tls: bool,
+    now: DateTime<Utc>,
+) -> anyhow::Result<Links> {
+    let secret = match &config.fill_out_secret {
+        Some(secret) => secret.clone(),
+        None => store
+            .host_secret("fill_out_links", auth::secret::generate, now)
+            .await
+            .context("reading the secret of fill-out links")?,
+    };
+    let public_url = match &config.public_url {
+        Some(url) => url.clone(),
+        None => {
+            let scheme = if tls { "https" } else { "http" };
+            let mut addr = bound;
+            if addr.ip().is_unspecified() {
+                tracing::warn!(
+                    listen = %addr,
+                    "the service listens on every address but no --public-url is set: fill-out links \
+                     name 127.0.0.1, which only this machine can open"
+                );
+                addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+            }
+            format!("{scheme}://{addr}")
+        }
+    };
+    let window = chrono::Duration::from_std(config.fill_out_link_ttl)
+        .context("the fill-out link lifetime")?;
+    Ok(Links::new(secret.as_bytes(), &public_url, window))
 }
 
 /// Archives module versions by hash (a no-op for versions already

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 
 use crate::AppState;
+use crate::auth::links::Links;
 use crate::domain::subscription::Subscription;
 use crate::store::{ClaimedCallback, Planner, StoreError, TickCounts};
 
@@ -128,7 +129,8 @@ async fn deliver_callbacks(app: &AppState, now: DateTime<Utc>) -> Result<usize, 
         let claimed = store
             .claim_callbacks(now, CALLBACK_LEASE, CALLBACK_BATCH)
             .await?;
-        let outcomes = futures_util::future::join_all(claimed.iter().map(send)).await;
+        let outcomes =
+            futures_util::future::join_all(claimed.iter().map(|c| send(c, app.links()))).await;
         for (callback, outcome) in claimed.iter().zip(outcomes) {
             let retry_at = match &outcome {
                 Ok(()) => {
@@ -169,7 +171,9 @@ async fn deliver_callbacks(app: &AppState, now: DateTime<Utc>) -> Result<usize, 
 }
 
 /// One callback call: POST JSON, any 2xx within the timeout is success.
-async fn send(callback: &ClaimedCallback) -> Result<(), String> {
+/// `url` is the respondent's `completing_url` while there is something to
+/// fill out (null with `expired`).
+async fn send(callback: &ClaimedCallback, links: &Links) -> Result<(), String> {
     static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
     let client = CLIENT.get_or_init(|| {
         reqwest::Client::builder()
@@ -183,8 +187,7 @@ async fn send(callback: &ClaimedCallback) -> Result<(), String> {
         "dossier_id": callback.epd_id,
         "event": callback.event,
         "fill_out_request_id": callback.fill_out_request_id,
-        // The hosted fill-out pages are not served yet.
-        "url": null,
+        "url": callback.offers_link().then(|| links.completing_url(callback.respondent_id)),
     });
     match client.post(&callback.url).json(&body).send().await {
         Ok(answer) if answer.status().is_success() => Ok(()),

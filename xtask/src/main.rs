@@ -3,7 +3,7 @@
 //! - `serve`: build the plugins, then start the service on embedded SQLite
 //!   with the bundled questionnaires, protocols, scorers and calculators.
 //! - `test`: build the plugins, then run every test, on SQLite and on
-//!   PostgreSQL.
+//!   PostgreSQL, the fill-out pages also in headless Chromium.
 //! - `plugins`: build every plugin crate to wasm into `plugins/` (a running
 //!   service hot-reloads them).
 //! - `bench`: the HTTP benchmark (POST throughput, list latency at 1k and
@@ -36,8 +36,9 @@ enum Task {
         args: Vec<String>,
     },
     /// Build the plugins and run all tests of the workspace; every storage
-    /// test runs on SQLite and PostgreSQL. Arguments after `--` go to
-    /// `cargo test`.
+    /// test runs on SQLite and PostgreSQL, the fill-out pages also in
+    /// headless Chromium (installed on Debian when missing, with axe-core
+    /// from npm). Arguments after `--` go to `cargo test`.
     Test {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
@@ -94,6 +95,8 @@ fn serve(args: &[String]) -> anyhow::Result<()> {
 fn test(args: &[String]) -> anyhow::Result<()> {
     build_plugins()?;
     prerequisites::postgres()?;
+    prerequisites::browser()?;
+    prerequisites::axe()?;
     let root = prerequisites::workspace_root();
     run(Command::new(cargo())
         .current_dir(&root)

@@ -104,6 +104,109 @@ pub fn postgres_at(url: &str) -> anyhow::Result<()> {
     )
 }
 
+/// Headless Chromium and its WebDriver, for the browser tests of the
+/// fill-out pages. On a Debian machine where we are root, installs Debian's
+/// `chromium` and `chromium-driver`; elsewhere says what to install.
+pub fn browser() -> anyhow::Result<()> {
+    if let Ok(driver) = std::env::var("OUTCOMES_TEST_CHROMEDRIVER") {
+        anyhow::ensure!(
+            Path::new(&driver).exists(),
+            "OUTCOMES_TEST_CHROMEDRIVER names {driver}, which does not exist"
+        );
+        return Ok(());
+    }
+    let works = || {
+        Command::new("chromedriver")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if works() {
+        return Ok(());
+    }
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if root && Path::new("/usr/bin/apt-get").exists() {
+        eprintln!(
+            "xtask: installing Chromium and its WebDriver for the browser tests (apt-get install chromium chromium-driver)"
+        );
+        let install = || {
+            Command::new("apt-get")
+                .args([
+                    "install",
+                    "-y",
+                    "-q",
+                    "--no-install-recommends",
+                    "chromium",
+                    "chromium-driver",
+                ])
+                .env("DEBIAN_FRONTEND", "noninteractive")
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        // A fresh machine may not know the packages until it updates.
+        let updated_and_installed = || {
+            Command::new("apt-get")
+                .args(["update", "-q"])
+                .status()
+                .is_ok_and(|s| s.success())
+                && install()
+        };
+        if (install() || updated_and_installed()) && works() {
+            return Ok(());
+        }
+    }
+    bail!(
+        "the browser tests need headless Chromium and chromedriver: on Debian or Ubuntu \
+         `apt-get install chromium chromium-driver` (as root); elsewhere install Chromium and a matching \
+         chromedriver and set OUTCOMES_TEST_CHROMEDRIVER (and OUTCOMES_TEST_CHROMIUM to the browser)"
+    )
+}
+
+/// axe-core, the accessibility checker the browser tests load into the
+/// pages, installed from the npm registry as `tests/browser/package-lock.json`
+/// pins it.
+pub fn axe() -> anyhow::Result<()> {
+    if std::env::var_os("OUTCOMES_TEST_AXE").is_some() {
+        return Ok(());
+    }
+    let folder = workspace_root().join("tests/browser");
+    let version = |path: PathBuf, pointer: &str| -> Option<String> {
+        let text = std::fs::read_to_string(path).ok()?;
+        let json: serde_json::Value = serde_json::from_str(&text).ok()?;
+        json.pointer(pointer)?.as_str().map(str::to_owned)
+    };
+    let wanted = version(
+        folder.join("package-lock.json"),
+        "/packages/node_modules~1axe-core/version",
+    );
+    let installed = version(
+        folder.join("node_modules/axe-core/package.json"),
+        "/version",
+    );
+    if wanted.is_some() && wanted == installed {
+        return Ok(());
+    }
+    eprintln!("xtask: installing axe-core for the browser tests (npm ci in tests/browser)");
+    let status = Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+        .current_dir(&folder)
+        .status();
+    match status {
+        Ok(s) if s.success() => Ok(()),
+        Ok(_) => bail!(
+            "`npm ci` in {} failed; run it by hand to see why",
+            folder.display()
+        ),
+        Err(_) => bail!(
+            "the browser tests load axe-core from the npm registry: install Node.js and npm \
+             (Debian: apt-get install nodejs npm) and try again"
+        ),
+    }
+}
+
 fn wait(d: Duration) -> bool {
     std::thread::sleep(d);
     false

@@ -7,6 +7,7 @@
 pub mod extract;
 pub mod fields;
 pub mod fill_out_requests;
+pub mod fill_out_sessions;
 pub mod health;
 pub mod non_responses;
 pub mod openapi;
@@ -47,6 +48,7 @@ pub fn router(state: AppState) -> Router {
         ))
         .merge(guarded(stats::router(), Right::Stats))
         .merge(guarded(fill_out_requests::router(), Right::FillOutSessions))
+        .merge(guarded(fill_out_sessions::router(), Right::FillOutSessions))
         .merge(guarded(respondents::router(), Right::Respondents))
         .merge(guarded(non_responses::router(), Right::NonResponses))
         .merge(guarded(protocols::router(), Right::Protocols))

@@ -102,6 +102,24 @@ pub struct NewFillOutRequestBody {
     pub callback_url: Option<String>,
 }
 
+/// The body of `POST .../fill_out_sessions`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NewFillOutSessionBody {
+    /// Keys of questionnaires to fill out blank (at most 50); this or
+    /// `response_ids` (or both: the resumed ones come first).
+    pub questionnaire_keys: Option<Vec<String>>,
+    /// Ids of aborted responses of this dossier to resume (at most 50).
+    pub response_ids: Option<Vec<i64>>,
+    /// Where the respondent goes after the last questionnaire, or on
+    /// interrupting. Required.
+    pub return_to: String,
+    /// The caller's progress page, visited before the first questionnaire
+    /// and between questionnaires.
+    pub progress_url: Option<String>,
+    /// A stylesheet loaded after the built-in one.
+    pub stylesheet: Option<String>,
+}
+
 /// The body of `PUT .../responses/{external_id}`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CompleteResponseBody {
@@ -136,6 +154,7 @@ A path that names nothing gets 404 `{\"errors\":{\"base\":[\"not_found\"]}}`; a 
         crate::api::subscriptions::stop_subscription,
         crate::api::fill_out_requests::create_fill_out_request,
         crate::api::fill_out_requests::withdraw_fill_out_request,
+        crate::api::fill_out_sessions::create_fill_out_session,
         crate::api::stats::dossier_stats,
         crate::api::stats::all_stats,
         crate::api::respondents::list_respondents,
@@ -158,6 +177,7 @@ A path that names nothing gets 404 `{\"errors\":{\"base\":[\"not_found\"]}}`; a 
     tags(
         (name = "responses", description = "Questionnaire completions"),
         (name = "protocol_subscriptions", description = "Dossiers subscribed to automatic protocols, whose measurements the scheduler prepares"),
+        (name = "fill_out_sessions", description = "Hand a respondent to the hosted fill-out pages: `fill_out_url` logs them in once; each questionnaire is one accessible HTML form (English and Dutch, no JavaScript); pending responses carry a `completing_url` that opens the same pages for all the respondent's open responses"),
         (name = "fill_out_requests", description = "Questionnaires a dossier's patient is asked to fill out in a window, with callbacks (right `fill_out_sessions`)"),
         (name = "stats", description = "Counters of responses, invitations and subscriptions per dossier"),
         (name = "respondents", description = "Who fills out a dossier's questionnaires"),

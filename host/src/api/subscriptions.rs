@@ -17,6 +17,7 @@ use super::responses::ResponseView;
 use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject, PathParams};
 use crate::api::fields::{Fields, variant_errors};
+use crate::auth::links::Links;
 use crate::domain::catalog::{Catalog, CatalogProtocol};
 use crate::domain::ids::{ProtocolId, SubscriptionId};
 use crate::domain::response::{Response as StoredResponse, Status};
@@ -208,7 +209,7 @@ pub async fn start_subscription(
     view.responses = Some(
         responses
             .iter()
-            .map(|r| with_actions(r, zone, now))
+            .map(|r| with_actions(r, zone, now, app.links()))
             .collect(),
     );
     Ok(json(StatusCode::OK, &view))
@@ -252,8 +253,8 @@ fn find_protocol<'c>(
 
 /// A prepared response as the start answer shows it: with `outcome.actions`,
 /// what can be done with it now (`fill_out`: it is open).
-fn with_actions(r: &StoredResponse, zone: Tz, now: DateTime<Utc>) -> ResponseView {
-    let mut view = ResponseView::new(r, zone, now);
+fn with_actions(r: &StoredResponse, zone: Tz, now: DateTime<Utc>, links: &Links) -> ResponseView {
+    let mut view = ResponseView::new(r, zone, now, links);
     let mut actions = Map::new();
     actions.insert(
         "fill_out".to_owned(),

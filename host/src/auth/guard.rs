@@ -7,7 +7,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 use axum::extract::{ConnectInfo, MatchedPath, Request};
-use axum::http::header;
+use axum::http::{Extensions, HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -50,15 +50,7 @@ const BEARER_CHALLENGE: &str = "Bearer error=\"invalid_token\"";
 
 /// Runs the checks for an endpoint of group `right`, then the handler.
 pub async fn guard(app: AppState, right: Right, mut req: Request, next: Next) -> Response {
-    let peer = req
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |c| c.0.ip());
-    let forwarded = req
-        .headers()
-        .get("x-forwarded-for")
-        .and_then(|v| v.to_str().ok());
-    let client = ip::client_address(peer, forwarded, &app.config().trusted_proxies);
+    let (peer, client) = client_of(&app, req.extensions(), req.headers());
     let dossier = right
         .is_dossier_group()
         .then(|| dossier_of(req.uri().path()))
@@ -201,6 +193,17 @@ fn check(
     Ok(Caller { token, jwt })
 }
 
+/// The connection's peer and the client as far as the service can tell
+/// (X-Forwarded-For only from a trusted proxy).
+pub fn client_of(app: &AppState, extensions: &Extensions, headers: &HeaderMap) -> (IpAddr, IpAddr) {
+    let peer = extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |c| c.0.ip());
+    let forwarded = headers.get("x-forwarded-for").and_then(|v| v.to_str().ok());
+    let client = ip::client_address(peer, forwarded, &app.config().trusted_proxies);
+    (peer, client)
+}
+
 /// Plain HTTP may carry credentials only from loopback, or from a
 /// configured proxy that terminated TLS.
 fn transport_trusted(peer: IpAddr, trusted_proxies: &[ipnet::IpNet]) -> bool {
@@ -241,7 +244,7 @@ fn percent_decode(s: &str) -> Vec<u8> {
 
 /// Client-supplied text kept in the log is bounded, and control characters
 /// (NUL cannot be stored in PostgreSQL text) become U+FFFD.
-fn truncate(s: &str) -> String {
+pub fn truncate(s: &str) -> String {
     s.chars()
         .take(255)
         .map(|c| {

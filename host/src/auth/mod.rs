@@ -6,6 +6,7 @@
 pub mod guard;
 pub mod ip;
 pub mod jwt;
+pub mod links;
 pub mod origin;
 pub mod rights;
 pub mod secret;

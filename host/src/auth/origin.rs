@@ -1,6 +1,7 @@
 //! Origins a token may send respondents back to (decisions.md §6): an https
 //! scheme (http only for loopback hosts), a host and an optional port,
-//! nothing else.
+//! nothing else; and the URLs the service sends respondents or callbacks
+//! to, which must be absolute URLs of such an origin.
 
 /// Normalizes one origin: lower-case, no trailing slash, default port
 /// dropped. Refuses paths, queries, user info and other schemes.
@@ -51,6 +52,41 @@ pub fn is_loopback(host: &str) -> bool {
             .is_ok_and(|a| a.is_loopback())
 }
 
+/// An absolute https URL (http for loopback hosts) that the service may
+/// redirect a respondent to, load a stylesheet from or call back: written
+/// as `scheme://host...`, with no user info, and no backslash, whitespace
+/// or control character anywhere (browsers read `https:\\evil.example` and
+/// `https://epd.example.org\\@evil.example` in ways a plain parser does
+/// not). The URL and its normalized origin, or None.
+pub fn absolute_url(text: &str) -> Option<(url::Url, String)> {
+    if text.len() > 2048
+        || text
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace() || c == '\\')
+    {
+        return None;
+    }
+    let (scheme, rest) = text.split_once("://")?;
+    // `https:///x` would be read as the host `x`.
+    if rest.is_empty() || rest.starts_with('/') {
+        return None;
+    }
+    if !scheme.eq_ignore_ascii_case("https") && !scheme.eq_ignore_ascii_case("http") {
+        return None;
+    }
+    let url = url::Url::parse(text).ok()?;
+    if !url.username().is_empty() || url.password().is_some() {
+        return None;
+    }
+    let host = url.host_str().filter(|h| !h.is_empty())?;
+    let origin = match url.port() {
+        Some(port) => format!("{}://{host}:{port}", url.scheme()),
+        None => format!("{}://{host}", url.scheme()),
+    };
+    let origin = parse(&origin).ok()?;
+    Some((url, origin))
+}
+
 /// Parses a comma-separated list of origins.
 pub fn parse_list(text: &str) -> Result<Vec<String>, String> {
     text.split(',')
@@ -85,6 +121,47 @@ mod tests {
         assert_eq!(
             parse("http://[::1]:3000").as_deref(),
             Ok("http://[::1]:3000")
+        );
+    }
+
+    #[test]
+    fn absolute_urls_name_their_origin() {
+        let (url, origin) =
+            absolute_url("https://EPD.example.org:443/rom/back?x=1#top").expect("valid");
+        assert_eq!(origin, "https://epd.example.org");
+        assert_eq!(url.as_str(), "https://epd.example.org/rom/back?x=1#top");
+        let (_, origin) = absolute_url("http://127.0.0.1:9000/cb").expect("valid");
+        assert_eq!(origin, "http://127.0.0.1:9000");
+        let (_, origin) = absolute_url("https://[::1]:8443/x").expect("valid");
+        assert_eq!(origin, "https://[::1]:8443");
+    }
+
+    #[test]
+    fn urls_with_tricks_are_refused() {
+        for bad in [
+            "http://epd.example.org/back",
+            "https://user@epd.example.org/back",
+            "https://epd.example.org@evil.example/back",
+            "https://:pw@epd.example.org/back",
+            "https://epd.example.org\\@evil.example/back",
+            "https:\\\\evil.example/back",
+            "https:evil.example/back",
+            "//evil.example/back",
+            "/relative/path",
+            "javascript:alert(1)",
+            "JaVaScRiPt://epd.example.org/%0aalert(1)",
+            "data:text/html,<script>alert(1)</script>",
+            "ftp://epd.example.org/",
+            "https://epd.example.org /back",
+            "https://epd.example.org/\nSet-Cookie:x",
+            "https:///back",
+            "",
+        ] {
+            assert_eq!(absolute_url(bad), None, "{bad}");
+        }
+        assert_eq!(
+            absolute_url(&format!("https://e.org/{}", "x".repeat(2048))),
+            None
         );
     }
 

@@ -6,6 +6,7 @@
 
 pub mod answers;
 pub mod catalog;
+pub mod fill_out;
 pub mod ids;
 pub mod non_response;
 pub mod outcome;

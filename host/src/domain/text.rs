@@ -29,6 +29,19 @@ impl Text {
         }
     }
 
+    /// The language [`Text::resolve`] takes its text from: `language` when
+    /// the text has it, else `fallback`, else the first it has. A plain
+    /// text is in the definition's language, which callers pass as
+    /// `fallback`.
+    pub fn language<'a>(&'a self, language: &'a str, fallback: &'a str) -> &'a str {
+        match self {
+            Text::Plain(_) => fallback,
+            Text::Localized(map) if map.contains_key(language) => language,
+            Text::Localized(map) if map.contains_key(fallback) => fallback,
+            Text::Localized(map) => map.keys().next().map_or(fallback, String::as_str),
+        }
+    }
+
     /// Every language's text.
     pub fn all(&self) -> impl Iterator<Item = &str> {
         let (plain, localized) = match self {
@@ -60,6 +73,10 @@ mod tests {
         assert_eq!(t.resolve("nl", "en"), "Ja");
         assert_eq!(t.resolve("de", "en"), "Yes");
         assert_eq!(t.resolve("de", "fr"), "Yes");
+        assert_eq!(t.language("nl", "en"), "nl");
+        assert_eq!(t.language("de", "en"), "en");
+        assert_eq!(t.language("de", "fr"), "en");
+        assert_eq!(Text::Plain("Ja".into()).language("en", "nl"), "nl");
         assert!(!t.is_blank());
         assert!(Text::Plain("  ".into()).is_blank());
     }

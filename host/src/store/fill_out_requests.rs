@@ -36,7 +36,8 @@ pub struct NewFillOutRequest {
 /// What making a fill-out request came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FillOutRequestResult {
-    Made(i64),
+    /// Made, with its id, for this respondent.
+    Made(i64, RespondentId),
     /// `respondent_id` is not a respondent of the dossier who can be asked.
     NoSuchRespondent,
 }
@@ -51,7 +52,21 @@ pub struct ClaimedCallback {
     pub url: String,
     /// Attempts so far, this one included.
     pub attempts: i64,
+    /// Who was asked: the callback carries their `completing_url`.
+    pub respondent_id: RespondentId,
 }
+
+impl ClaimedCallback {
+    /// Whether the callback tells of something still to fill out (all
+    /// but `expired`), so it carries the respondent's link.
+    pub fn offers_link(&self) -> bool {
+        self.event != EXPIRED
+    }
+}
+
+/// A due callback with what sending it needs: id, request, EPD id, event,
+/// callback URL, attempts so far, respondent.
+type CallbackRow = (i64, i64, String, String, Option<String>, i64, i64);
 
 /// The events a fill-out request reports.
 pub const OPENED: &str = "opened";
@@ -140,7 +155,7 @@ impl Store {
                             .await?;
                         }
                     }
-                    Ok(FillOutRequestResult::Made(request))
+                    Ok(FillOutRequestResult::Made(request, patient))
                 })
             })
             .await
@@ -203,17 +218,17 @@ impl Store {
             .write(move |conn| {
                 Box::pin(async move {
                     let sql = format!(
-                        "SELECT c.id, c.fill_out_request_id, d.epd_id, c.event, f.callback_url, c.attempts FROM callbacks c \
+                        "SELECT c.id, c.fill_out_request_id, d.epd_id, c.event, f.callback_url, c.attempts, f.respondent_id FROM callbacks c \
                          JOIN fill_out_requests f ON f.id = c.fill_out_request_id JOIN dossiers d ON d.id = f.dossier_id \
                          WHERE c.next_attempt_at <= $1 ORDER BY c.next_attempt_at, c.id LIMIT $2{lock}"
                     );
-                    let rows: Vec<(i64, i64, String, String, Option<String>, i64)> = sqlx::query_as(&sql)
+                    let rows: Vec<CallbackRow> = sqlx::query_as(&sql)
                         .bind(to_millis(now))
                         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
                         .fetch_all(&mut *conn)
                         .await?;
                     let mut claimed = Vec::with_capacity(rows.len());
-                    for (id, request, epd_id, event, url, attempts) in rows {
+                    for (id, request, epd_id, event, url, attempts, respondent) in rows {
                         sqlx::query("UPDATE callbacks SET attempts = attempts + 1, next_attempt_at = $1 WHERE id = $2")
                             .bind(to_millis(now + lease))
                             .bind(id)
@@ -227,6 +242,7 @@ impl Store {
                                 event,
                                 url,
                                 attempts: attempts + 1,
+                                respondent_id: RespondentId(respondent),
                             });
                         }
                     }

@@ -12,6 +12,7 @@ mod catalog;
 mod dossiers;
 mod error;
 mod fill_out_requests;
+mod fill_out_sessions;
 mod non_responses;
 mod outcomes;
 mod responses;
@@ -31,6 +32,7 @@ pub use access_log::AccessEntry;
 pub use catalog::DefinitionSource;
 pub use error::StoreError;
 pub use fill_out_requests::{ClaimedCallback, FillOutRequestResult, NewFillOutRequest};
+pub use fill_out_sessions::{LoginResult, NewFillOutSession, PageAnswers, StartSessionResult};
 #[allow(unused_imports)] // for the scheduler: code 04 in its own transaction
 pub(crate) use non_responses::insert_non_response;
 pub use non_responses::{NewNonResponse, RegisterResult};

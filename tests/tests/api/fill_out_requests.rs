@@ -93,12 +93,23 @@ db_test!(
         let answer = app.post(&requests("d1"), &body).await;
         assert_eq!(answer.status, 200, "{}", answer.text);
         let id = answer.body["id"].as_i64().expect("an id");
+        let completing_url = answer.body["completing_url"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            completing_url.starts_with(&format!("{}/fill_out/respondents/", app.base)),
+            "{}",
+            answer.text
+        );
         assert_eq!(
             answer.body,
-            json!({"id": id, "respondent_type": "patient", "completing_url": null})
+            json!({"id": id, "respondent_type": "patient", "completing_url": completing_url})
         );
-        // Two pending responses, open now.
+        // Two pending responses, open now, with the same link.
         let list = app.get(&responses("d1")).await.body;
+        assert_eq!(list[0]["completing_url"], json!(completing_url));
+        assert_eq!(list[1]["completing_url"], json!(completing_url));
         let open: Vec<(&str, &str)> = list
             .as_array()
             .expect("a list")
@@ -128,6 +139,14 @@ db_test!(
             events(&received),
             ["opened", "opened", "opened", "reminder", "expired"]
         );
+        // `opened` and `reminder` carry the respondent's link; the
+        // pending responses carry the same.
+        let calls = received.calls.lock().expect("calls").clone();
+        assert_eq!(
+            calls[3],
+            json!({"dossier_id": "d1", "event": "reminder", "fill_out_request_id": id, "url": completing_url})
+        );
+        assert_eq!(calls[0]["url"], json!(completing_url));
         let last = received
             .calls
             .lock()
@@ -166,6 +185,7 @@ db_test!(
         );
         let withdrawn = app.delete(&path).await;
         assert_eq!(withdrawn.status, 200, "{}", withdrawn.text);
+        assert_eq!(withdrawn.body["completing_url"], Value::Null);
         assert_error(
             &app.delete(&path).await,
             404,

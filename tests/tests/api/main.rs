@@ -51,6 +51,18 @@
 //! - `plugins`: GET /api/v1/plugins lists the bundled plugins serving
 //!   (manifest, hash, fixtures passed); /metrics is Prometheus text without
 //!   credentials and counts plugin calls.
+//! - `fill_out_sessions`: POST fill_out_sessions: the signed link, every
+//!   error shape (the bare `missing` pair, `return_url`, `not_allowed` for
+//!   URL tricks), 404s, the right and the token's own origins.
+//! - `fill_out_pages`: the hosted pages over HTTP: login with tampered,
+//!   replayed and expired links, the cookie, the progress page, incomplete,
+//!   complete (scored) and interrupted submissions, resuming, CSRF, other
+//!   dossiers' responses, `completing_url`, flags and textvars, idle
+//!   sessions, hostile forms, the access log.
+//! - `fill_out_browser`: the same flow in headless Chromium, with
+//!   screenshots at phone and desktop width and an axe-core accessibility
+//!   check of every page.
+//! - `visitor`: a cookie-keeping HTTP client for the pages; no tests.
 //! - `golden`: every plugin crate's fixtures give the same bytes natively
 //!   and as wasm through the host's runtime (no database).
 //! - `rescore`: `outcomes rescore` recomputes outcomes stored while the
@@ -60,7 +72,10 @@
 mod access_log;
 mod auth;
 mod catalog;
+mod fill_out_browser;
+mod fill_out_pages;
 mod fill_out_requests;
+mod fill_out_sessions;
 mod golden;
 mod hostile;
 mod hot_reload;
@@ -82,3 +97,4 @@ mod stats;
 mod subscriptions;
 mod support;
 mod tls;
+mod visitor;

@@ -69,6 +69,11 @@ const ROUTES: &[(&str, &str, &[u16])] = &[
         &[200, 400, 401, 403, 404, 413, 415, 422],
     ),
     (
+        "post",
+        "/api/v1/dossiers/{dossier_id}/fill_out_sessions",
+        &[200, 400, 401, 403, 404, 413, 415, 422],
+    ),
+    (
         "delete",
         "/api/v1/dossiers/{dossier_id}/fill_out_requests/{id}",
         &[200, 401, 403, 404, 422],

@@ -19,7 +19,7 @@ use tokio::net::TcpStream;
 
 use super::server::{CpuSample, CpuUse};
 
-type Sender = SendRequest<Full<Bytes>>;
+pub(super) type Sender = SendRequest<Full<Bytes>>;
 
 /// Where requests go, and the `Authorization` header they carry (none when
 /// empty).
@@ -57,11 +57,11 @@ fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid histogram bounds")
 }
 
-fn micros(d: Duration) -> u64 {
+pub(super) fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1)
 }
 
-async fn connect(addr: SocketAddr) -> anyhow::Result<Sender> {
+pub(super) async fn connect(addr: SocketAddr) -> anyhow::Result<Sender> {
     let stream = TcpStream::connect(addr).await?;
     stream.set_nodelay(true)?;
     let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
@@ -78,6 +78,29 @@ async fn send(sender: &mut Sender, request: Request<Full<Bytes>>) -> anyhow::Res
     let status = response.status().as_u16();
     let body = response.into_body().collect().await?.to_bytes();
     Ok((status, body))
+}
+
+/// Sends one request with `extra` headers (and the target's
+/// `Authorization`) and reads the whole answer, headers included.
+pub(super) async fn send_with(
+    sender: &mut Sender,
+    target: &Target,
+    method: Method,
+    path: &str,
+    extra: hyper::HeaderMap,
+    body: Option<Bytes>,
+) -> anyhow::Result<(u16, hyper::HeaderMap, Bytes)> {
+    let mut request = target.request(method, path, None)?;
+    request.headers_mut().extend(extra);
+    if let Some(body) = body {
+        *request.body_mut() = Full::new(body);
+    }
+    sender.ready().await?;
+    let response = sender.send_request(request).await?;
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response.into_body().collect().await?.to_bytes();
+    Ok((status, headers, body))
 }
 
 /// One GET on a new connection (while the server starts).
@@ -387,7 +410,7 @@ impl Latency {
         let h = &self.histogram;
         let ms = |p: f64| h.value_at_percentile(p) as f64 / 1000.0;
         let mut out = format!(
-            "median {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, mean {:.3} ms ({} GETs, {} bytes each)",
+            "median {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, mean {:.3} ms ({} requests, {} bytes each)",
             ms(50.0),
             ms(90.0),
             ms(99.0),

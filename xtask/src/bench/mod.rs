@@ -19,7 +19,11 @@
 //!   registered with `outcomes token add-key`): throughput and server CPU
 //!   per request with each.
 //!
-//! The POST, auth and list phases each get their own server and database; servers
+//! - Fill-out pages: one respondent renders a PHQ-9 page and submits it
+//!   complete (scored, stored), `--fill-out-pages` times one after the
+//!   other: the latency of each.
+//!
+//! The POST, auth, list and fill-out phases each get their own server and database; servers
 //! are killed and PostgreSQL databases dropped at the end, also on error or
 //! Ctrl-C.
 
@@ -27,6 +31,7 @@
 #![allow(clippy::print_stdout)]
 
 mod auth;
+mod fill_out;
 mod load;
 mod seed;
 mod server;
@@ -92,6 +97,18 @@ pub struct BenchArgs {
     #[arg(long)]
     no_auth: bool,
 
+    /// Skip the fill-out pages (render and submit latency)
+    #[arg(long)]
+    no_fill_out: bool,
+
+    /// Timed fill-out pages, each rendered and then submitted
+    #[arg(long, default_value_t = 2000)]
+    fill_out_pages: usize,
+
+    /// Untimed fill-out pages before the timed ones
+    #[arg(long, default_value_t = 200)]
+    fill_out_warmup: usize,
+
     /// Threads of the load generator's runtime (it shares the machine with
     /// the server)
     #[arg(long, default_value_t = 1)]
@@ -144,6 +161,7 @@ const LIST_SIZE: u64 = 100;
 /// Goals of the issue.
 const GOAL_POSTS_PER_SECOND: f64 = 5000.0;
 const GOAL_LIST_RATIO: f64 = 1.5;
+const GOAL_FILL_OUT_MS: f64 = 5.0;
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
@@ -151,6 +169,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         "--clients, --dossiers and --seconds must be positive"
     );
     anyhow::ensure!(args.list_requests > 0, "--list-requests must be positive");
+    anyhow::ensure!(args.fill_out_pages > 0, "--fill-out-pages must be positive");
     anyhow::ensure!(
         args.small >= LIST_SIZE
             && args.small.is_multiple_of(LIST_SIZE)
@@ -234,6 +253,7 @@ struct BackendReport {
     post: Option<load::LoadReport>,
     auth: Option<auth::AuthReport>,
     list: Option<ListReport>,
+    fill_out: Option<fill_out::FillOutReport>,
 }
 
 #[derive(Debug)]
@@ -267,6 +287,14 @@ async fn bench_backend(
         report.auth = Some(
             phase(backend, args, async |fresh| {
                 auth::auth_phase(backend, args, binary, root, fresh).await
+            })
+            .await?,
+        );
+    }
+    if !args.no_fill_out {
+        report.fill_out = Some(
+            phase(backend, args, async |fresh| {
+                fill_out::fill_out_phase(backend, args, binary, root, fresh).await
             })
             .await?,
         );
@@ -442,6 +470,29 @@ fn print_summary(args: &BenchArgs, reports: &[(Backend, BackendReport)]) {
             for line in auth.summary() {
                 println!("  {line}");
             }
+        }
+    }
+    for (backend, report) in reports {
+        if let Some(f) = &report.fill_out {
+            println!(
+                "Fill-out pages, {}: render p50 {:.2} ms, p99 {:.2} ms; submit (scored, stored) p50 {:.2} ms, p99 {:.2} ms",
+                backend.name(),
+                f.render.median_ms(),
+                ms(&f.render.histogram, 99.0),
+                f.submit.median_ms(),
+                ms(&f.submit.histogram, 99.0),
+            );
+            let verdict = if f.render.median_ms() <= GOAL_FILL_OUT_MS
+                && f.submit.median_ms() <= GOAL_FILL_OUT_MS
+            {
+                "met"
+            } else {
+                "NOT met"
+            };
+            println!(
+                "Goal: fill-out render and submit p50 <= {GOAL_FILL_OUT_MS} ms each on {}: {verdict}",
+                backend.name()
+            );
         }
     }
     for (backend, report) in reports {

@@ -162,6 +162,10 @@ pub struct Server {
     log: PathBuf,
 }
 
+/// The origin fill-out sessions of the benchmark return to (allowed for
+/// every token; nothing listens there, the benchmark never goes).
+pub(super) const RETURN_ORIGIN: &str = "http://127.0.0.1:9";
+
 /// Consumer key of the API token the benchmark makes for itself.
 pub(super) const CONSUMER_KEY: &str = "bench";
 
@@ -200,6 +204,8 @@ impl Server {
             .arg(root.join("questionnaires"))
             .arg("--protocols-dir")
             .arg(root.join("protocols"))
+            .arg("--allowed-origins")
+            .arg(RETURN_ORIGIN)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr);

@@ -71,7 +71,7 @@ pub async fn create_response(
     let zone = app.config().time_zone;
     let mut response = match created {
         CreateResult::Created(r) | CreateResult::Retry(r) => {
-            json(status, &ResponseView::new(&r, zone, now))
+            json(status, &ResponseView::new(&r, zone, now, app.links()))
         }
         CreateResult::Taken => {
             ApiError::Invalid(Errors::one("external_id", "taken")).into_response()

@@ -100,7 +100,7 @@ pub async fn list_responses(
     let responses = app.store().list_responses(&dossier, &filter, now).await?;
     let views: Vec<ResponseView> = responses
         .iter()
-        .map(|r| ResponseView::new(r, zone, now))
+        .map(|r| ResponseView::new(r, zone, now, app.links()))
         .collect();
     Ok(json(StatusCode::OK, &views))
 }

@@ -64,7 +64,7 @@ pub async fn update_response(
     {
         Ok(r) => Ok(json(
             StatusCode::OK,
-            &ResponseView::new(&r, app.config().time_zone, now),
+            &ResponseView::new(&r, app.config().time_zone, now, app.links()),
         )),
         Err(CompleteError::NotFound) => Err(ApiError::NotFound("external_id")),
         Err(CompleteError::AlreadyCompleted) => Err(ApiError::Forbidden("already_completed")),

@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
+use crate::auth::links::Links;
 use crate::domain::outcome::Outcome;
 use crate::domain::response::{Response, Status};
 use crate::domain::time;
@@ -27,8 +28,11 @@ pub struct ResponseView {
     /// `parent`, `second_parent`, `teacher`. More values may be added;
     /// consumers must tolerate unknown ones.
     pub completer_type: String,
-    /// URL to visit to complete this response; null once completed (and
-    /// until the hosted fill-out flow exists).
+    /// URL to visit to complete this response: a link for its respondent
+    /// that opens the hosted fill-out pages with all their responses that
+    /// can be filled out at that moment (this one once it is open). Set on
+    /// scheduled, open and aborted responses; null once completed, expired
+    /// or in a non-response.
     pub completing_url: Option<String>,
     /// Flag name to boolean.
     #[schema(value_type = Object)]
@@ -114,18 +118,21 @@ impl From<&Outcome> for OutcomeView {
 }
 
 impl ResponseView {
-    /// The wire form of `r` at `now`, timestamps in `zone`.
-    pub fn new(r: &Response, zone: Tz, now: DateTime<Utc>) -> ResponseView {
+    /// The wire form of `r` at `now`, timestamps in `zone`, its
+    /// `completing_url` made by `links`.
+    pub fn new(r: &Response, zone: Tz, now: DateTime<Utc>, links: &Links) -> ResponseView {
         let at = |t: Option<DateTime<Utc>>| t.map(|t| time::format(t, zone));
         let status = Status::at(&r.times, now);
         let completed = status == Status::Completed;
+        let pending = matches!(status, Status::Scheduled | Status::Open | Status::Aborted)
+            && r.non_response_id.is_none();
         ResponseView {
             id: r.id.0,
             external_id: r.external_id.clone(),
             respondent_id: r.respondent_id.0,
             completed_at: at(r.times.completed_at),
             completer_type: r.completer_type.clone(),
-            completing_url: None,
+            completing_url: pending.then(|| links.completing_url(r.respondent_id)),
             flags: r.flags.clone(),
             textvars: r.textvars.clone(),
             measurement_id: r.measurement_id.map(|m| m.0),

@@ -1,0 +1,191 @@
+//! `POST /api/v1/dossiers/:dossier_id/fill_out_sessions`: hands the
+//! dossier's patient to the hosted fill-out pages with a signed one-time
+//! link (api.md "Fill-out sessions", decisions.md §6). The error shapes
+//! are api.md's, odd ones included: bare-string `missing` for neither
+//! `questionnaire_keys` nor `response_ids`, and `return_url` for a missing
+//! `return_to`.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::routing::post;
+use axum::{Extension, Router};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use rand::RngCore;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use crate::AppState;
+use crate::api::extract::{DossierPath, JsonObject};
+use crate::auth::guard::Caller;
+use crate::auth::{origin, secret};
+use crate::domain::ids::ResponseId;
+use crate::error::{ApiError, Errors, json};
+use crate::store::{NewFillOutSession, StartSessionResult};
+
+pub fn router() -> Router<AppState> {
+    Router::new().route(
+        "/dossiers/{dossier_id}/fill_out_sessions",
+        post(create_fill_out_session),
+    )
+}
+
+/// Questionnaires, or responses, one session may hold.
+const MAX_ITEMS: usize = 50;
+
+/// The answer to starting a fill-out session.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FillOutSessionView {
+    /// Send the respondent here: `{public_url}/fill_out/session/login` with
+    /// `fill_out_session_key`, `hmac`, `nonce` and `timestamp`. It works
+    /// once, within the configured window (default 10 minutes).
+    pub fill_out_url: String,
+}
+
+/// Start a fill-out session
+///
+/// `questionnaire_keys` (blank questionnaires, prepared when the link is
+/// used) and/or `response_ids` (aborted responses of this dossier to
+/// resume, with the answers given so far), `return_to` (required), and
+/// optionally `progress_url` and `stylesheet`. The three URLs must be https
+/// (http only for loopback hosts), without user info or backslashes, of an
+/// origin allowed for the token or for every token (`--allowed-origins`);
+/// otherwise 422 `not_allowed` on that field. The respondent visits
+/// `progress_url` before the first questionnaire and between
+/// questionnaires, with `continue_url`, `interrupt_url`,
+/// `completed_questionnaire_keys[]` and `pending_questionnaire_keys[]`;
+/// after the last, or on interrupting, `return_to`. Interrupting marks the
+/// page being filled out, and what is left, aborted; the answers given are
+/// kept for a session that resumes them. The dossier is made if new.
+#[utoipa::path(
+    post,
+    path = "/api/v1/dossiers/{dossier_id}/fill_out_sessions",
+    tag = "fill_out_sessions",
+    params(("dossier_id" = String, Path, description = "The EPD's identifier of the patient")),
+    request_body(content = crate::api::openapi::NewFillOutSessionBody, content_type = "application/json"),
+    responses(
+        (status = 200, description = "Started", body = FillOutSessionView),
+        (status = 400, description = "`{\"errors\":{\"base\":[\"malformed_json\"]}}`", body = crate::api::openapi::ErrorBody),
+        (status = 404, description = "`{\"errors\":{\"questionnaire_keys\":[\"not_found\"]}}` for an unknown questionnaire; `{\"errors\":{\"response_ids\":[\"not_found\"]}}` for a response that is not an aborted response of this dossier that can still be filled out", body = crate::api::openapi::ErrorBody),
+        (status = 413, description = "`{\"errors\":{\"base\":[\"too_large\"]}}`", body = crate::api::openapi::ErrorBody),
+        (status = 415, description = "`{\"errors\":{\"base\":[\"unsupported_media_type\"]}}`", body = crate::api::openapi::ErrorBody),
+        (status = 422, description = "Field errors, together in one body: neither keys nor ids `{\"errors\":{\"questionnaire_keys\":\"missing\",\"response_ids\":\"missing\"}}` (bare strings, as api.md shows); no `return_to` `{\"errors\":{\"return_url\":[\"missing\"]}}`; `return_to`, `progress_url` or `stylesheet` `not_allowed` (not an https URL of an allowed origin) or `invalid` (not a string); `questionnaire_keys` or `response_ids` `invalid` (not a list of strings or of positive integers, more than 50); `dossier_id` `invalid`", body = crate::api::openapi::ErrorBody),
+    )
+)]
+pub async fn create_fill_out_session(
+    State(app): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    DossierPath(dossier): DossierPath,
+    JsonObject(body): JsonObject,
+) -> Result<Response, ApiError> {
+    let mut errors = Errors::new();
+    let keys = list(&body, "questionnaire_keys", &mut errors, |v| {
+        v.as_str().map(str::to_owned)
+    });
+    let ids = list(&body, "response_ids", &mut errors, |v| {
+        let id = match v {
+            Value::Number(n) => n.as_i64(),
+            Value::String(s) => s.parse().ok(),
+            _ => None,
+        };
+        id.filter(|id| *id > 0).map(ResponseId)
+    });
+    if matches!((&keys, &ids), (Some(k), Some(i)) if k.is_empty() && i.is_empty()) {
+        errors.bare("questionnaire_keys", "missing");
+        errors.bare("response_ids", "missing");
+    }
+    let allowed = |origin: &String| {
+        caller.token.allowed_origins.contains(origin)
+            || app.config().allowed_origins.contains(origin)
+    };
+    let url = |field: &str, errors: &mut Errors| match body.get(field) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.trim().is_empty() => None,
+        Some(Value::String(s)) => match origin::absolute_url(s) {
+            Some((url, origin)) if allowed(&origin) => Some(String::from(url)),
+            _ => {
+                errors.add(field, "not_allowed");
+                None
+            }
+        },
+        Some(_) => {
+            errors.add(field, "invalid");
+            None
+        }
+    };
+    let return_to = url("return_to", &mut errors);
+    if return_to.is_none() && !errors.has("return_to") {
+        errors.add("return_url", "missing");
+    }
+    let progress_url = url("progress_url", &mut errors);
+    let stylesheet = url("stylesheet", &mut errors);
+    errors.into_result()?;
+    let (Some(keys), Some(mut ids), Some(return_to)) = (keys, ids, return_to) else {
+        return Err(ApiError::Invalid(Errors::one("return_url", "missing")));
+    };
+    let catalog = app.catalog();
+    let questionnaire_ids = keys
+        .iter()
+        .map(|k| catalog.questionnaire(k).map(|q| q.id))
+        .collect::<Option<Vec<_>>>()
+        .ok_or(ApiError::NotFound("questionnaire_keys"))?;
+    let mut seen = std::collections::HashSet::new();
+    ids.retain(|id| seen.insert(*id));
+    let now = app.now();
+    let link_key = secret::generate();
+    let nonce = nonce();
+    let started = app
+        .store()
+        .start_fill_out_session(NewFillOutSession {
+            epd_id: dossier,
+            questionnaire_ids,
+            resume_ids: ids,
+            return_to,
+            progress_url,
+            stylesheet,
+            link_key: link_key.clone(),
+            nonce: nonce.clone(),
+            now,
+        })
+        .await?;
+    match started {
+        StartSessionResult::Made => {
+            let fill_out_url = app.links().login_url(&link_key, &nonce, now.timestamp());
+            Ok(json(StatusCode::OK, &FillOutSessionView { fill_out_url }))
+        }
+        StartSessionResult::NotResumable => Err(ApiError::NotFound("response_ids")),
+    }
+}
+
+/// A list field: None with `invalid` when it is not a list of what `item`
+/// reads (or too long), empty when absent or null.
+fn list<T>(
+    body: &Map<String, Value>,
+    field: &str,
+    errors: &mut Errors,
+    item: impl Fn(&Value) -> Option<T>,
+) -> Option<Vec<T>> {
+    match body.get(field) {
+        None | Some(Value::Null) => Some(Vec::new()),
+        Some(Value::Array(values)) if values.len() <= MAX_ITEMS => {
+            let items: Option<Vec<T>> = values.iter().map(item).collect();
+            if items.is_none() {
+                errors.add(field, "invalid");
+            }
+            items
+        }
+        Some(_) => {
+            errors.add(field, "invalid");
+            None
+        }
+    }
+}
+
+/// A single-use nonce: 128 random bits, base64url.
+fn nonce() -> String {
+    let mut bytes = [0u8; 16];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    URL_SAFE_NO_PAD.encode(bytes)
+}

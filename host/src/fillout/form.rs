@@ -1,0 +1,421 @@
+//! A questionnaire's page and its submission. A complete submission is
+//! scored through the questionnaire's plugin and stored before the
+//! respondent moves on; an incomplete one comes back with the answers
+//! given still chosen and what is missing marked; "stop and continue
+//! later" keeps the answers given and aborts what is left.
+
+use std::collections::BTreeMap;
+
+use axum::body::to_bytes;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, Request, State};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use axum::response::Response;
+use chrono::DateTime;
+
+use super::flow::{left, refused};
+use super::i18n::{Lang, Msg};
+use super::pages::{self, Form, QuestionError};
+use super::session::{Live, accept_language, access, failed, html, page, redirect};
+use crate::AppState;
+use crate::domain::answers::Answers;
+use crate::domain::fill_out::Progress;
+use crate::domain::ids::ResponseId;
+use crate::domain::outcome::{Outcome, Provenance};
+use crate::domain::questionnaire::Questionnaire;
+use crate::domain::response::{Completion, Response as StoredResponse};
+use crate::domain::variant::Variant;
+use crate::store::{AccessEntry, PageAnswers};
+
+/// Largest form accepted: far more than the longest questionnaire sends.
+const FORM_LIMIT: usize = 64 * 1024;
+
+/// `GET /fill_out/session/responses/{id}`: the page, with the answers
+/// given so far (of a resumed response) chosen.
+pub async fn show(
+    State(app): State<AppState>,
+    live: Live,
+    id: Result<Path<String>, PathRejection>,
+    parts: Parts,
+) -> Response {
+    let browser = Lang::for_browser(accept_language(&parts.headers));
+    let (response, progress) = match find(&app, &live, id, browser).await {
+        Ok(Found::Fillable(r, p)) => (r, p),
+        // Done already (the back button): on to what is next.
+        Ok(Found::Done) => return redirect("/fill_out/session"),
+        Err(answer) => return answer,
+    };
+    let catalog = app.catalog();
+    let Some(q) = catalog.questionnaire_by_id(response.questionnaire_id) else {
+        return not_available(&live, browser);
+    };
+    let given: BTreeMap<String, String> = response
+        .answers
+        .0
+        .iter()
+        .filter_map(|(k, v)| v.clone().map(|v| (k.clone(), v)))
+        .collect();
+    let view = View {
+        app: &app,
+        live: &live,
+        response: &response,
+        questionnaire: &q.def,
+        progress: &progress,
+        lang: Lang::for_questionnaire(accept_language(&parts.headers), &q.def),
+    };
+    view.render(StatusCode::OK, &given, &BTreeMap::new())
+}
+
+/// `POST /fill_out/session/responses/{id}`: `action=submit` (the default)
+/// or `action=interrupt`, the CSRF token, when the page was shown, and an
+/// option key per question.
+pub async fn submit(
+    State(app): State<AppState>,
+    live: Live,
+    id: Result<Path<String>, PathRejection>,
+    req: Request,
+) -> Response {
+    let (parts, body) = req.into_parts();
+    let browser = Lang::for_browser(accept_language(&parts.headers));
+    let Ok(bytes) = to_bytes(body, FORM_LIMIT).await else {
+        return page(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            browser,
+            Msg::TooLargeTitle,
+            Msg::TooLargeText,
+            Some(&live.session),
+        );
+    };
+    let form = Submitted::parse(&bytes);
+    if !app.links().check_csrf(&live.cookie, &form.csrf) {
+        return refused(&app, &live.session, browser);
+    }
+    let (response, progress) = match find(&app, &live, id, browser).await {
+        Ok(Found::Fillable(r, p)) => (r, p),
+        Ok(Found::Done) => return not_available(&live, browser),
+        Err(answer) => return answer,
+    };
+    let catalog = app.catalog();
+    let Some(q) = catalog.questionnaire_by_id(response.questionnaire_id) else {
+        return not_available(&live, browser);
+    };
+    let view = View {
+        app: &app,
+        live: &live,
+        response: &response,
+        questionnaire: &q.def,
+        progress: &progress,
+        lang: Lang::for_questionnaire(accept_language(&parts.headers), &q.def),
+    };
+    let variant = view.variant();
+    let (valid, errors) = check(&q.def, &variant, &form.answers);
+    let now = app.now();
+    // When the page was shown: the respondent's own clock is not trusted
+    // beyond the session's login and now.
+    let started_at = form
+        .shown_at
+        .and_then(DateTime::from_timestamp_millis)
+        .unwrap_or(now)
+        .clamp(live.session.logged_in_at, now);
+    let action = format!("POST /fill_out/session/responses/{}", response.id);
+    let entry = AccessEntry {
+        dossier: Some(live.session.epd_id.clone()),
+        ..access(&app, &parts, &action, 303)
+    };
+    if form.action == "interrupt" {
+        let page_answers = PageAnswers {
+            id: response.id,
+            answers: answers(&q.def, &valid),
+            started_at,
+        };
+        return match app
+            .store()
+            .interrupt_fill_out_session(&live.session, Some(page_answers), now, entry)
+            .await
+        {
+            Ok(()) => left(&app, &live.session),
+            Err(e) => failed(browser, &e),
+        };
+    }
+    if !errors.is_empty() {
+        return view.render(StatusCode::UNPROCESSABLE_ENTITY, &valid, &errors);
+    }
+    let mut completion = Completion {
+        questionnaire_id: response.questionnaire_id,
+        answers: answers(&q.def, &valid),
+        started_at: Some(started_at),
+        completed_at: now,
+        variant,
+        outcome: Outcome::empty(),
+        provenance: Provenance::default(),
+    };
+    app.score(&mut completion, false).await;
+    match app
+        .store()
+        .complete_in_session(&live.session, response.id, completion, now, entry)
+        .await
+    {
+        Ok(true) => {
+            app.metrics()
+                .inc("outcomes_fill_out_total", &[("event", "completed")]);
+            redirect("/fill_out/session")
+        }
+        // Completed in another window, or its time ran out meanwhile.
+        Ok(false) => not_available(&live, view.lang),
+        Err(e) => failed(browser, &e),
+    }
+}
+
+/// What a page's response id came to.
+enum Found {
+    /// In the session and fillable, with the session's progress.
+    Fillable(Box<StoredResponse>, Progress),
+    /// In the session and completed.
+    Done,
+}
+
+/// The session's response named by the path: another dossier's, another
+/// session's or one that cannot be filled out any more is not available.
+async fn find(
+    app: &AppState,
+    live: &Live,
+    id: Result<Path<String>, PathRejection>,
+    lang: Lang,
+) -> Result<Found, Response> {
+    let id = id
+        .ok()
+        .and_then(|Path(id)| id.parse::<i64>().ok())
+        .map(ResponseId)
+        .filter(|id| live.session.response_ids.contains(id))
+        .ok_or_else(|| not_available(live, lang))?;
+    let responses = app
+        .store()
+        .session_responses(&live.session)
+        .await
+        .map_err(|e| failed(lang, &e))?;
+    let progress = Progress::of(&live.session, &responses, app.now());
+    let response = responses
+        .into_iter()
+        .find(|r| r.id == id)
+        .ok_or_else(|| not_available(live, lang))?;
+    if response.times.completed_at.is_some() {
+        return Ok(Found::Done);
+    }
+    if progress.position(id).is_none() {
+        return Err(not_available(live, lang));
+    }
+    Ok(Found::Fillable(Box::new(response), progress))
+}
+
+fn not_available(live: &Live, lang: Lang) -> Response {
+    page(
+        StatusCode::NOT_FOUND,
+        lang,
+        Msg::NotAvailableTitle,
+        Msg::NotAvailableText,
+        Some(&live.session),
+    )
+}
+
+/// A questionnaire page about to be shown.
+struct View<'a> {
+    app: &'a AppState,
+    live: &'a Live,
+    response: &'a StoredResponse,
+    questionnaire: &'a Questionnaire,
+    progress: &'a Progress,
+    lang: Lang,
+}
+
+impl View<'_> {
+    /// The flags and textvars the response was prepared with.
+    fn variant(&self) -> Variant {
+        Variant::from_stored(&self.response.flags, &self.response.textvars)
+    }
+
+    fn render(
+        &self,
+        status: StatusCode,
+        answers: &BTreeMap<String, String>,
+        errors: &BTreeMap<String, QuestionError>,
+    ) -> Response {
+        let variant = self.variant();
+        let csrf = self.app.links().csrf_token(&self.live.cookie);
+        let body = pages::questionnaire(&Form {
+            questionnaire: self.questionnaire,
+            variant: &variant,
+            lang: self.lang,
+            response_id: self.response.id,
+            position: self.progress.position(self.response.id).unwrap_or((1, 1)),
+            answers,
+            errors,
+            csrf: &csrf,
+            shown_at: self.app.now().timestamp_millis(),
+            stylesheet: self.live.session.stylesheet.as_deref(),
+        });
+        html(status, body, Some(&self.live.session))
+    }
+}
+
+/// A submitted form: its fields, the last value of each.
+#[derive(Debug, Default)]
+struct Submitted {
+    csrf: String,
+    action: String,
+    shown_at: Option<i64>,
+    answers: BTreeMap<String, String>,
+}
+
+impl Submitted {
+    fn parse(body: &[u8]) -> Submitted {
+        let mut form = Submitted::default();
+        for (key, value) in form_urlencoded::parse(body) {
+            match key.as_ref() {
+                "csrf" => form.csrf = value.into_owned(),
+                "action" => form.action = value.into_owned(),
+                "shown_at" => form.shown_at = value.parse().ok(),
+                // Question keys are short; anything else is not one.
+                k if k.starts_with("v_") && k.len() <= 64 => {
+                    form.answers.insert(key.into_owned(), value.into_owned());
+                }
+                _ => {}
+            }
+        }
+        form
+    }
+}
+
+/// The answers of a submission that are options of questions the variant
+/// shows, and what is wrong with the rest: a required question left
+/// unanswered, or an answer that is not one of its options. Answers to
+/// questions not shown, or not in the questionnaire, are dropped.
+fn check(
+    q: &Questionnaire,
+    variant: &Variant,
+    given: &BTreeMap<String, String>,
+) -> (BTreeMap<String, String>, BTreeMap<String, QuestionError>) {
+    let mut valid = BTreeMap::new();
+    let mut errors = BTreeMap::new();
+    for question in q
+        .questions
+        .iter()
+        .filter(|question| variant.shows(q, question))
+    {
+        match given.get(&question.key) {
+            Some(option) if question.option(option).is_some() => {
+                valid.insert(question.key.clone(), option.clone());
+            }
+            Some(_) => {
+                errors.insert(question.key.clone(), QuestionError::InvalidOption);
+            }
+            None if question.required => {
+                errors.insert(question.key.clone(), QuestionError::Unanswered);
+            }
+            None => {}
+        }
+    }
+    (valid, errors)
+}
+
+/// Every question in definition order, with its answer or none.
+fn answers(q: &Questionnaire, valid: &BTreeMap<String, String>) -> Answers {
+    Answers(
+        q.questions
+            .iter()
+            .map(|question| (question.key.clone(), valid.get(&question.key).cloned()))
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::questionnaire;
+
+    fn mood() -> Questionnaire {
+        questionnaire::parse(
+            r#"
+            key = "mood"
+            name = "Mood"
+            short_description = "Mood"
+            language = "en"
+            licence = "none"
+            scorer = "mood"
+            [flags]
+            short = { description = "Leave out the last question" }
+            [[questions]]
+            key = "v_1"
+            title = "Low"
+            type = "radio"
+            options = [{ key = "a0", value = 0, description = "No" }, { key = "a1", value = 1, description = "Yes" }]
+            [[questions]]
+            key = "v_2"
+            title = "Tired"
+            type = "radio"
+            required = false
+            options = [{ key = "a0", value = 0, description = "No" }]
+            [[questions]]
+            key = "v_3"
+            title = "Last"
+            type = "radio"
+            hidden_if_flag = "short"
+            options = [{ key = "a0", value = 0, description = "No" }]
+            "#,
+            "mood",
+        )
+        .expect("valid")
+    }
+
+    #[test]
+    fn a_form_is_read_field_by_field_and_the_last_value_wins() {
+        let form =
+            Submitted::parse(b"csrf=t&action=interrupt&shown_at=17&v_1=a0&v_1=a1&other=x&v_9=%FF");
+        assert_eq!(form.csrf, "t");
+        assert_eq!(form.action, "interrupt");
+        assert_eq!(form.shown_at, Some(17));
+        assert_eq!(form.answers.get("v_1").map(String::as_str), Some("a1"));
+        assert_eq!(
+            form.answers.get("v_9").map(String::as_str),
+            Some("\u{fffd}")
+        );
+        assert!(!form.answers.contains_key("other"));
+    }
+
+    #[test]
+    fn required_shown_questions_need_an_option_and_hidden_ones_are_dropped() {
+        let q = mood();
+        let given = BTreeMap::from([
+            ("v_2".to_owned(), "a9".to_owned()),
+            ("v_3".to_owned(), "a0".to_owned()),
+            ("v_7".to_owned(), "a0".to_owned()),
+        ]);
+        let (valid, errors) = check(&q, &Variant::default(), &given);
+        assert_eq!(valid, BTreeMap::from([("v_3".to_owned(), "a0".to_owned())]));
+        assert_eq!(
+            errors,
+            BTreeMap::from([
+                ("v_1".to_owned(), QuestionError::Unanswered),
+                ("v_2".to_owned(), QuestionError::InvalidOption),
+            ])
+        );
+        let short = Variant {
+            flags: [("short".to_owned(), true)].into(),
+            ..Variant::default()
+        };
+        let given = BTreeMap::from([
+            ("v_1".to_owned(), "a1".to_owned()),
+            ("v_3".to_owned(), "a0".to_owned()),
+        ]);
+        let (valid, errors) = check(&q, &short, &given);
+        assert!(errors.is_empty());
+        assert_eq!(
+            answers(&q, &valid).0,
+            [
+                ("v_1".to_owned(), Some("a1".to_owned())),
+                ("v_2".to_owned(), None),
+                ("v_3".to_owned(), None),
+            ]
+        );
+    }
+}

@@ -1,0 +1,292 @@
+//! The pages' own words in English and Dutch, and the choice of language:
+//! the questionnaire's, unless the browser prefers another language the
+//! questionnaire is written in (Accept-Language).
+
+use crate::domain::questionnaire::Questionnaire;
+use crate::domain::text::Text;
+
+/// A language the pages speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    En,
+    Nl,
+}
+
+impl Lang {
+    /// The ISO 639-1 code.
+    pub fn code(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::Nl => "nl",
+        }
+    }
+
+    fn of_code(code: &str) -> Option<Lang> {
+        match code {
+            "en" => Some(Lang::En),
+            "nl" => Some(Lang::Nl),
+            _ => None,
+        }
+    }
+
+    /// The language of a page with no questionnaire on it: the browser's
+    /// preference among ours, else English.
+    pub fn for_browser(accept_language: Option<&str>) -> Lang {
+        preferences(accept_language.unwrap_or_default())
+            .into_iter()
+            .find_map(|code| Lang::of_code(&code))
+            .unwrap_or(Lang::En)
+    }
+
+    /// The language of a questionnaire's page: the first language the
+    /// browser accepts that the questionnaire is written in and the pages
+    /// speak; else the questionnaire's own language when the pages speak
+    /// it; else English.
+    pub fn for_questionnaire(accept_language: Option<&str>, q: &Questionnaire) -> Lang {
+        let written = written_in(q);
+        preferences(accept_language.unwrap_or_default())
+            .into_iter()
+            .filter(|code| written.iter().any(|w| w == code))
+            .find_map(|code| Lang::of_code(&code))
+            .or_else(|| Lang::of_code(&q.language))
+            .unwrap_or(Lang::En)
+    }
+}
+
+/// The languages every question of `q` has a text in (its own language
+/// always).
+fn written_in(q: &Questionnaire) -> Vec<String> {
+    let mut languages = vec![q.language.clone()];
+    let mut localized = q.questions.iter().map(|question| match &question.title {
+        Text::Plain(_) => Vec::new(),
+        Text::Localized(map) => map.keys().cloned().collect(),
+    });
+    if let Some(first) = localized.next() {
+        let common: Vec<String> = localized.fold(first, |acc, these| {
+            acc.into_iter().filter(|l| these.contains(l)).collect()
+        });
+        languages.extend(common);
+    }
+    languages
+}
+
+/// The primary language subtags of an Accept-Language header, most wanted
+/// first (RFC 9110 §12.5.4); `q=0` means not wanted.
+fn preferences(header: &str) -> Vec<String> {
+    let mut ranked: Vec<(u16, usize, String)> = header
+        .split(',')
+        .take(32)
+        .enumerate()
+        .filter_map(|(at, part)| {
+            let mut pieces = part.split(';');
+            let tag = pieces.next()?.trim();
+            let primary = tag.split('-').next()?.to_ascii_lowercase();
+            if primary.is_empty()
+                || primary.len() > 8
+                || !primary.bytes().all(|b| b.is_ascii_alphabetic())
+            {
+                return None;
+            }
+            let weight = pieces
+                .find_map(|p| p.trim().strip_prefix("q="))
+                .map_or(Some(1000), parse_weight)?;
+            (weight > 0).then_some((weight, at, primary))
+        })
+        .collect();
+    ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    ranked.into_iter().map(|(_, _, tag)| tag).collect()
+}
+
+/// A quality value `0`..`1` with up to three decimals, in thousandths.
+fn parse_weight(text: &str) -> Option<u16> {
+    let value: f32 = text.trim().parse().ok()?;
+    (0.0..=1.0)
+        .contains(&value)
+        .then(|| (value * 1000.0).round() as u16)
+}
+
+/// Every sentence the pages say themselves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Msg {
+    /// "Questionnaire {n} of {total}": the words around the numbers.
+    QuestionnaireOf,
+    Of,
+    RequiredNote,
+    Required,
+    ErrorSummaryTitle,
+    ErrorSummaryText,
+    Unanswered,
+    InvalidOption,
+    Next,
+    Send,
+    Interrupt,
+    LinkTamperedTitle,
+    LinkTamperedText,
+    LinkExpiredTitle,
+    LinkExpiredText,
+    LinkSpentTitle,
+    LinkSpentText,
+    SessionGoneTitle,
+    SessionGoneText,
+    FormRefusedTitle,
+    FormRefusedText,
+    NotAvailableTitle,
+    NotAvailableText,
+    DoneTitle,
+    DoneText,
+    PausedTitle,
+    PausedText,
+    NothingOpenTitle,
+    NothingOpenText,
+    TooLargeTitle,
+    TooLargeText,
+    FailedTitle,
+    FailedText,
+}
+
+impl Msg {
+    pub fn text(self, lang: Lang) -> &'static str {
+        let (en, nl) = match self {
+            Msg::QuestionnaireOf => ("Questionnaire", "Vragenlijst"),
+            Msg::Of => ("of", "van"),
+            Msg::RequiredNote => (
+                "Questions marked with * need an answer.",
+                "Vragen met een * moeten beantwoord worden.",
+            ),
+            Msg::Required => ("(needs an answer)", "(moet beantwoord worden)"),
+            Msg::ErrorSummaryTitle => (
+                "Some questions still need an answer",
+                "Sommige vragen moeten nog beantwoord worden",
+            ),
+            Msg::ErrorSummaryText => (
+                "Your answers so far are kept. Please answer these questions:",
+                "Uw antwoorden tot nu toe zijn bewaard. Beantwoord nog deze vragen:",
+            ),
+            Msg::Unanswered => ("Please answer this question.", "Beantwoord deze vraag."),
+            Msg::InvalidOption => (
+                "Please choose one of the answers.",
+                "Kies een van de antwoorden.",
+            ),
+            Msg::Next => ("Next", "Volgende"),
+            Msg::Send => ("Send answers", "Antwoorden versturen"),
+            Msg::Interrupt => ("Stop and continue later", "Stoppen en later verdergaan"),
+            Msg::LinkTamperedTitle => ("This link does not work", "Deze link werkt niet"),
+            Msg::LinkTamperedText => (
+                "The link may be incomplete or changed. Please ask for a new link where you received this one.",
+                "De link is misschien onvolledig of veranderd. Vraag een nieuwe link aan waar u deze hebt gekregen.",
+            ),
+            Msg::LinkExpiredTitle => ("This link has expired", "Deze link is verlopen"),
+            Msg::LinkExpiredText => (
+                "For your safety a link works only for a short time. Please ask for a new link where you received this one.",
+                "Voor uw veiligheid werkt een link maar korte tijd. Vraag een nieuwe link aan waar u deze hebt gekregen.",
+            ),
+            Msg::LinkSpentTitle => (
+                "This link has been used already",
+                "Deze link is al gebruikt",
+            ),
+            Msg::LinkSpentText => (
+                "For your safety a link works only once. Please ask for a new link where you received this one.",
+                "Voor uw veiligheid werkt een link maar één keer. Vraag een nieuwe link aan waar u deze hebt gekregen.",
+            ),
+            Msg::SessionGoneTitle => ("Your session has ended", "Uw sessie is afgelopen"),
+            Msg::SessionGoneText => (
+                "For your safety a session ends after a while, or when all questionnaires are done. To continue, open the link you were given again or ask for a new one.",
+                "Voor uw veiligheid stopt een sessie na een tijd, of als alle vragenlijsten klaar zijn. Open de link die u kreeg opnieuw of vraag een nieuwe aan om verder te gaan.",
+            ),
+            Msg::FormRefusedTitle => (
+                "This form could not be accepted",
+                "Dit formulier kon niet verwerkt worden",
+            ),
+            Msg::FormRefusedText => (
+                "It did not come from this page as it was shown to you. Please go back, reload the page and try again.",
+                "Het kwam niet van deze pagina zoals die aan u werd getoond. Ga terug, laad de pagina opnieuw en probeer het nog eens.",
+            ),
+            Msg::NotAvailableTitle => (
+                "This questionnaire is not available",
+                "Deze vragenlijst is niet beschikbaar",
+            ),
+            Msg::NotAvailableText => (
+                "It may have been filled out already, or its time may have passed.",
+                "Misschien is hij al ingevuld, of is de tijd ervoor voorbij.",
+            ),
+            Msg::DoneTitle => ("Thank you", "Bedankt"),
+            Msg::DoneText => (
+                "Your answers have been saved. You can close this window.",
+                "Uw antwoorden zijn opgeslagen. U kunt dit venster sluiten.",
+            ),
+            Msg::PausedTitle => (
+                "Your answers so far have been saved",
+                "Uw antwoorden tot nu toe zijn opgeslagen",
+            ),
+            Msg::PausedText => (
+                "You can continue later with the same link.",
+                "U kunt later verdergaan met dezelfde link.",
+            ),
+            Msg::NothingOpenTitle => (
+                "There is nothing to fill out now",
+                "Er is nu niets in te vullen",
+            ),
+            Msg::NothingOpenText => (
+                "Everything has been filled out, or the next questionnaire is not open yet.",
+                "Alles is ingevuld, of de volgende vragenlijst is nog niet open.",
+            ),
+            Msg::TooLargeTitle => ("This form was too large", "Dit formulier was te groot"),
+            Msg::TooLargeText => (
+                "Please go back, reload the page and try again.",
+                "Ga terug, laad de pagina opnieuw en probeer het nog eens.",
+            ),
+            Msg::FailedTitle => ("Something went wrong", "Er ging iets mis"),
+            Msg::FailedText => (
+                "Your answers on this page may not have been saved. Please try again in a moment.",
+                "Uw antwoorden op deze pagina zijn misschien niet opgeslagen. Probeer het over een moment nog eens.",
+            ),
+        };
+        match lang {
+            Lang::En => en,
+            Lang::Nl => nl,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::questionnaire;
+
+    fn questionnaire(language: &str, titles: &str) -> Questionnaire {
+        let text = format!(
+            "key = \"q\"\nname = \"Q\"\nshort_description = \"Q\"\nlanguage = \"{language}\"\nlicence = \"none\"\nscorer = \"q\"\n\
+             [[questions]]\nkey = \"v_1\"\ntitle = {titles}\ntype = \"radio\"\noptions = [{{ key = \"a0\", value = 0, description = \"No\" }}]\n"
+        );
+        questionnaire::parse(&text, "q").expect("valid")
+    }
+
+    #[test]
+    fn accept_language_is_ranked_by_quality_then_order() {
+        assert_eq!(
+            preferences("nl-NL,nl;q=0.9,en-US;q=0.8,en;q=0.7"),
+            ["nl", "nl", "en", "en"]
+        );
+        assert_eq!(preferences("en;q=0.5, nl"), ["nl", "en"]);
+        assert_eq!(preferences("nl;q=0, de, *"), ["de"]);
+        assert_eq!(preferences("x1;q=2, ;q=1, nl;q=abc"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn the_browser_may_choose_a_language_the_questionnaire_is_written_in() {
+        let bilingual = questionnaire("en", "{ en = \"Mood\", nl = \"Stemming\" }");
+        assert_eq!(
+            Lang::for_questionnaire(Some("nl-BE,en;q=0.5"), &bilingual),
+            Lang::Nl
+        );
+        assert_eq!(Lang::for_questionnaire(None, &bilingual), Lang::En);
+        let english_only = questionnaire("en", "\"Mood\"");
+        assert_eq!(Lang::for_questionnaire(Some("nl"), &english_only), Lang::En);
+        let dutch_only = questionnaire("nl", "\"Stemming\"");
+        assert_eq!(Lang::for_questionnaire(Some("en"), &dutch_only), Lang::Nl);
+        let german = questionnaire("de", "\"Stimmung\"");
+        assert_eq!(Lang::for_questionnaire(Some("de"), &german), Lang::En);
+        assert_eq!(Lang::for_browser(Some("fr, nl;q=0.3")), Lang::Nl);
+        assert_eq!(Lang::for_browser(None), Lang::En);
+    }
+}

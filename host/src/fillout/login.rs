@@ -1,0 +1,173 @@
+//! Logging in: the one-time `fill_out_url` of a session made through the
+//! API, and a respondent's lasting `completing_url`. Both check their
+//! signature before anything else, then start a browser session with a new
+//! random cookie.
+
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State};
+use axum::http::request::Parts;
+use axum::http::{Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use super::i18n::{Lang, Msg};
+use super::session::{
+    accept_language, access, cookie_hash, failed, page, query_param, redirect_with_cookie,
+};
+use crate::AppState;
+use crate::auth::links::{LinkError, LoginQuery};
+use crate::auth::secret;
+use crate::domain::ids::RespondentId;
+use crate::store::LoginResult;
+
+/// `GET /fill_out/session/login`: a tampered link, an expired one or one
+/// used before gets a page that says so and no session.
+pub async fn log_in(State(app): State<AppState>, parts: Parts) -> Response {
+    if parts.method == Method::HEAD {
+        return looked_at();
+    }
+    let lang = Lang::for_browser(accept_language(&parts.headers));
+    // A part left out is empty, which fails the signature.
+    let query = LoginQuery {
+        fill_out_session_key: query_param(&parts, "fill_out_session_key"),
+        nonce: query_param(&parts, "nonce"),
+        timestamp: query_param(&parts, "timestamp"),
+        hmac: query_param(&parts, "hmac"),
+    };
+    let now = app.now();
+    let count = |result: &str| {
+        app.metrics()
+            .inc("outcomes_fill_out_logins_total", &[("result", result)]);
+    };
+    match app.links().check_login(&query, now) {
+        Ok(()) => {}
+        Err(LinkError::Tampered) => {
+            count("tampered");
+            return page(
+                StatusCode::FORBIDDEN,
+                lang,
+                Msg::LinkTamperedTitle,
+                Msg::LinkTamperedText,
+                None,
+            );
+        }
+        Err(LinkError::Expired) => {
+            count("expired");
+            return page(
+                StatusCode::GONE,
+                lang,
+                Msg::LinkExpiredTitle,
+                Msg::LinkExpiredText,
+                None,
+            );
+        }
+    }
+    let cookie = secret::generate();
+    let entry = access(&app, &parts, "GET /fill_out/session/login", 303);
+    let result = app
+        .store()
+        .log_in_fill_out_session(
+            query.fill_out_session_key,
+            query.nonce,
+            cookie_hash(&cookie),
+            now,
+            entry,
+        )
+        .await;
+    match result {
+        Ok(LoginResult::LoggedIn(_)) => {
+            count("logged_in");
+            redirect_with_cookie("/fill_out/session", &cookie)
+        }
+        Ok(LoginResult::Spent) => {
+            count("spent");
+            page(
+                StatusCode::FORBIDDEN,
+                lang,
+                Msg::LinkSpentTitle,
+                Msg::LinkSpentText,
+                None,
+            )
+        }
+        // Signed by us, but for a session this database does not hold.
+        Ok(LoginResult::Unknown) => {
+            count("tampered");
+            page(
+                StatusCode::FORBIDDEN,
+                lang,
+                Msg::LinkTamperedTitle,
+                Msg::LinkTamperedText,
+                None,
+            )
+        }
+        Err(e) => failed(lang, &e),
+    }
+}
+
+/// `GET /fill_out/respondents/{id}?token=...`: opens whatever the
+/// respondent can fill out now; a page says when that is nothing.
+pub async fn open_completing_url(
+    State(app): State<AppState>,
+    id: Result<Path<String>, PathRejection>,
+    parts: Parts,
+) -> Response {
+    if parts.method == Method::HEAD {
+        return looked_at();
+    }
+    let lang = Lang::for_browser(accept_language(&parts.headers));
+    let token = query_param(&parts, "token");
+    let respondent = id
+        .ok()
+        .and_then(|Path(id)| id.parse::<i64>().ok())
+        .filter(|id| *id > 0)
+        .map(RespondentId);
+    let Some(respondent) = respondent.filter(|r| app.links().check_completing(*r, &token)) else {
+        app.metrics()
+            .inc("outcomes_fill_out_logins_total", &[("result", "tampered")]);
+        return page(
+            StatusCode::FORBIDDEN,
+            lang,
+            Msg::LinkTamperedTitle,
+            Msg::LinkTamperedText,
+            None,
+        );
+    };
+    let cookie = secret::generate();
+    let entry = access(&app, &parts, "GET /fill_out/respondents/{id}", 303);
+    let opened = app
+        .store()
+        .open_respondent_session(respondent, cookie_hash(&cookie), app.now(), entry)
+        .await;
+    match opened {
+        Ok(Some(session)) if session.response_ids.is_empty() => {
+            if let Err(e) = app.store().end_fill_out_session(&session, app.now()).await {
+                return failed(lang, &e);
+            }
+            page(
+                StatusCode::OK,
+                lang,
+                Msg::NothingOpenTitle,
+                Msg::NothingOpenText,
+                None,
+            )
+        }
+        Ok(Some(_)) => {
+            app.metrics()
+                .inc("outcomes_fill_out_logins_total", &[("result", "logged_in")]);
+            redirect_with_cookie("/fill_out/session", &cookie)
+        }
+        Ok(None) => page(
+            StatusCode::FORBIDDEN,
+            lang,
+            Msg::LinkTamperedTitle,
+            Msg::LinkTamperedText,
+            None,
+        ),
+        Err(e) => failed(lang, &e),
+    }
+}
+
+/// A HEAD of a link (a mail client or chat app looking before the
+/// respondent clicks) spends nothing and opens nothing.
+fn looked_at() -> Response {
+    StatusCode::OK.into_response()
+}

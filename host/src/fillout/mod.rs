@@ -1,0 +1,118 @@
+//! The respondent-facing pages (api.md "Fill-out sessions", decisions.md
+//! §6, design.md "Fill-out flow"): a signed link or a `completing_url`
+//! logs the respondent in, each questionnaire is one server-rendered form,
+//! and the respondent goes to the caller's progress page between
+//! questionnaires and back to `return_to` at the end.
+//!
+//! Routes, all under `/fill_out`:
+//! - `GET session/login?...`: the one-time `fill_out_url` ([`login`]).
+//! - `GET respondents/{id}?token=...`: a respondent's `completing_url`.
+//! - `GET session`: where to go next: the progress page, the next
+//!   questionnaire, or the end ([`flow`]).
+//! - `GET session/continue`, `GET session/interrupt?csrf=...`: the
+//!   `continue_url` and `interrupt_url` the progress page links to.
+//! - `GET`/`POST session/responses/{id}`: a questionnaire's page and its
+//!   submission ([`form`]).
+//! - `GET done`, `GET paused`: the end of a session that has no
+//!   `return_to`.
+//!
+//! Errors are HTML pages in the respondent's language, never JSON. No
+//! JavaScript; a strict Content-Security-Policy on every answer; forms
+//! carry a CSRF token tied to the session cookie.
+
+mod flow;
+mod form;
+pub mod html;
+pub mod i18n;
+mod login;
+pub mod pages;
+pub mod session;
+
+use axum::Router;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+
+use crate::AppState;
+use i18n::{Lang, Msg};
+use session::{accept_language, page};
+
+/// Every fill-out route, with state.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/fill_out/session/login", get(login::log_in))
+        .route(
+            "/fill_out/respondents/{id}",
+            get(login::open_completing_url),
+        )
+        .route("/fill_out/session", get(flow::next))
+        .route(
+            "/fill_out/session/continue",
+            get(flow::continue_filling_out),
+        )
+        .route("/fill_out/session/interrupt", get(flow::interrupt))
+        .route(
+            "/fill_out/session/responses/{id}",
+            get(form::show).post(form::submit),
+        )
+        .route("/fill_out/done", get(done))
+        .route("/fill_out/paused", get(paused))
+        .route(pages::STYLESHEET, get(stylesheet))
+        .route("/fill_out", any(not_found))
+        .route("/fill_out/{*rest}", any(not_found))
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn(session::secure_headers))
+        .with_state(state)
+}
+
+/// The end of a session opened with a `completing_url`.
+async fn done(headers: HeaderMap) -> Response {
+    let lang = Lang::for_browser(accept_language(&headers));
+    page(StatusCode::OK, lang, Msg::DoneTitle, Msg::DoneText, None)
+}
+
+/// A session opened with a `completing_url`, interrupted.
+async fn paused(headers: HeaderMap) -> Response {
+    let lang = Lang::for_browser(accept_language(&headers));
+    page(
+        StatusCode::OK,
+        lang,
+        Msg::PausedTitle,
+        Msg::PausedText,
+        None,
+    )
+}
+
+async fn stylesheet() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        include_str!("style.css"),
+    )
+        .into_response()
+}
+
+async fn not_found(headers: HeaderMap) -> Response {
+    let lang = Lang::for_browser(accept_language(&headers));
+    page(
+        StatusCode::NOT_FOUND,
+        lang,
+        Msg::NotAvailableTitle,
+        Msg::NotAvailableText,
+        None,
+    )
+}
+
+async fn method_not_allowed(headers: HeaderMap) -> Response {
+    let lang = Lang::for_browser(accept_language(&headers));
+    page(
+        StatusCode::METHOD_NOT_ALLOWED,
+        lang,
+        Msg::FormRefusedTitle,
+        Msg::FormRefusedText,
+        None,
+    )
+}

@@ -1,0 +1,284 @@
+//! The browser side of a fill-out session: its cookie, the extractor that
+//! finds the live session a request belongs to, the security headers of
+//! every page, and the small answers (pages, redirects) the handlers share.
+
+use axum::extract::{FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+
+use super::i18n::{Lang, Msg};
+use super::pages;
+use crate::AppState;
+use crate::auth::guard::{client_of, truncate};
+use crate::auth::origin;
+use crate::domain::fill_out::FillOutSession;
+use crate::store::{AccessEntry, StoreError};
+
+/// The session cookie. `__Host-`: the browser keeps it only when it is
+/// Secure, for this host alone and for every path.
+pub const COOKIE: &str = "__Host-outcomes_fill_out";
+
+/// The value of the session cookie the request carries.
+pub fn cookie_of(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|pair| {
+            let (name, value) = pair.trim().split_once('=')?;
+            (name == COOKIE && !value.is_empty() && value.len() <= 128).then(|| value.to_owned())
+        })
+}
+
+/// What the store keeps of a cookie.
+pub fn cookie_hash(cookie: &str) -> String {
+    crate::auth::secret::to_hex(&Sha256::digest(cookie.as_bytes()).into())
+}
+
+/// `Set-Cookie` for a new session: HttpOnly (no script reads it), Secure,
+/// SameSite=Lax (sent when the respondent comes back from the caller's
+/// progress page, never with another site's form posts), and no lifetime
+/// (gone with the browser; the server ends it sooner).
+fn set_cookie(value: &str) -> HeaderValue {
+    HeaderValue::from_str(&format!(
+        "{COOKIE}={value}; Path=/; HttpOnly; Secure; SameSite=Lax"
+    ))
+    .unwrap_or_else(|_| HeaderValue::from_static("invalid=1"))
+}
+
+/// `Set-Cookie` that removes the session cookie.
+fn clear_cookie() -> HeaderValue {
+    HeaderValue::from_static(
+        "__Host-outcomes_fill_out=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Lax",
+    )
+}
+
+/// The live session of the browser that sent a request, and its cookie.
+#[derive(Debug)]
+pub struct Live {
+    pub session: FillOutSession,
+    pub cookie: String,
+}
+
+impl FromRequestParts<AppState> for Live {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, app: &AppState) -> Result<Live, Response> {
+        let lang = Lang::for_browser(accept_language(&parts.headers));
+        let gone = || {
+            page(
+                StatusCode::FORBIDDEN,
+                lang,
+                Msg::SessionGoneTitle,
+                Msg::SessionGoneText,
+                None,
+            )
+        };
+        let Some(cookie) = cookie_of(&parts.headers) else {
+            return Err(gone());
+        };
+        match app.store().fill_out_session(&cookie_hash(&cookie)).await {
+            Ok(Some(session)) if session.is_live(app.now()) => Ok(Live { session, cookie }),
+            Ok(_) => Err(gone()),
+            Err(e) => Err(failed(lang, &e)),
+        }
+    }
+}
+
+/// The last value of a query parameter, or empty.
+pub fn query_param(parts: &Parts, name: &str) -> String {
+    form_urlencoded::parse(parts.uri.query().unwrap_or_default().as_bytes())
+        .filter(|(k, _)| k == name)
+        .last()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
+}
+
+pub fn accept_language(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::ACCEPT_LANGUAGE)
+        .and_then(|v| v.to_str().ok())
+}
+
+/// The Content-Security-Policy of a session's pages: nothing but this
+/// service, plus the caller's stylesheet (and the images and fonts it
+/// loads from its origin), and, as targets of forms (a submitted form is
+/// redirected to them), the origins of `return_to` and `progress_url`.
+pub fn policy(session: Option<&FillOutSession>) -> String {
+    let origin_of = |url: &Option<String>| {
+        url.as_deref()
+            .and_then(origin::absolute_url)
+            .map(|(_, origin)| origin)
+    };
+    let styles = session.and_then(|s| origin_of(&s.stylesheet));
+    let mut forms = Vec::new();
+    if let Some(s) = session {
+        forms.extend(origin_of(&s.return_to));
+        forms.extend(origin_of(&s.progress_url));
+    }
+    forms.sort();
+    forms.dedup();
+    let with = |base: &str, extra: &[String]| {
+        extra
+            .iter()
+            .fold(base.to_owned(), |acc, o| format!("{acc} {o}"))
+    };
+    let styles: Vec<String> = styles.into_iter().collect();
+    format!(
+        "default-src 'none'; style-src {}; img-src {}; font-src {}; form-action {}; \
+         frame-ancestors 'none'; base-uri 'none'",
+        with("'self'", &styles),
+        with("'self'", &styles),
+        with("'self'", &styles),
+        with("'self'", &forms),
+    )
+}
+
+/// Headers every fill-out answer carries; a handler that set its own
+/// policy keeps it.
+pub async fn secure_headers(req: Request, next: axum::middleware::Next) -> Response {
+    let mut response = next.run(req).await;
+    let headers = response.headers_mut();
+    if !headers.contains_key(header::CONTENT_SECURITY_POLICY)
+        && let Ok(value) = HeaderValue::from_str(&policy(None))
+    {
+        headers.insert(header::CONTENT_SECURITY_POLICY, value);
+    }
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers
+        .entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    response
+}
+
+/// An HTML page with `status`, under the session's policy.
+pub fn html(status: StatusCode, body: String, session: Option<&FillOutSession>) -> Response {
+    let mut response = (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        body,
+    )
+        .into_response();
+    if let Ok(value) = HeaderValue::from_str(&policy(session)) {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_SECURITY_POLICY, value);
+    }
+    response
+}
+
+/// A page that only says something.
+pub fn page(
+    status: StatusCode,
+    lang: Lang,
+    title: Msg,
+    text: Msg,
+    session: Option<&FillOutSession>,
+) -> Response {
+    let stylesheet = session.and_then(|s| s.stylesheet.as_deref());
+    html(
+        status,
+        pages::message(lang, title, text, stylesheet),
+        session,
+    )
+}
+
+/// The page for a failure of ours; logged with its cause.
+pub fn failed(lang: Lang, error: &StoreError) -> Response {
+    tracing::error!(error = %error, "a fill-out page failed");
+    let status = match crate::error::ApiError::from(error.clone()) {
+        crate::error::ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    page(status, lang, Msg::FailedTitle, Msg::FailedText, None)
+}
+
+/// 303 See Other to `location` (after a form, the browser follows with a
+/// GET).
+pub fn redirect(location: &str) -> Response {
+    match HeaderValue::from_str(location) {
+        Ok(value) => (StatusCode::SEE_OTHER, [(header::LOCATION, value)]).into_response(),
+        // Locations are ours or checked URLs, which are valid header values.
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
+}
+
+/// A redirect that starts a browser session.
+pub fn redirect_with_cookie(location: &str, cookie: &str) -> Response {
+    let mut response = redirect(location);
+    response
+        .headers_mut()
+        .insert(header::SET_COOKIE, set_cookie(cookie));
+    response
+}
+
+/// A redirect that ends the browser session.
+pub fn redirect_clearing_cookie(location: &str) -> Response {
+    let mut response = redirect(location);
+    response
+        .headers_mut()
+        .insert(header::SET_COOKIE, clear_cookie());
+    response
+}
+
+/// The access-log row of a respondent's request: no token, the route, the
+/// client address.
+pub fn access(app: &AppState, parts: &Parts, action: &str, status: u16) -> AccessEntry {
+    let (_, client) = client_of(app, &parts.extensions, &parts.headers);
+    AccessEntry {
+        at: app.now(),
+        consumer_key: None,
+        jwt_issuer: None,
+        dossier: None,
+        action: action.to_owned(),
+        status,
+        client: client.to_string(),
+        request_id: parts
+            .headers
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .map(truncate),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_session_cookie_is_found_among_others() {
+        let mut h = HeaderMap::new();
+        h.append(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; __Host-outcomes_fill_out=abc; b=2"),
+        );
+        assert_eq!(cookie_of(&h).as_deref(), Some("abc"));
+        let mut h = HeaderMap::new();
+        h.append(
+            header::COOKIE,
+            HeaderValue::from_static("outcomes_fill_out=abc"),
+        );
+        assert_eq!(cookie_of(&h), None);
+        assert_eq!(cookie_of(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn the_policy_admits_only_the_session_s_own_origins() {
+        assert_eq!(
+            policy(None),
+            "default-src 'none'; style-src 'self'; img-src 'self'; font-src 'self'; form-action 'self'; \
+             frame-ancestors 'none'; base-uri 'none'"
+        );
+    }
+}
