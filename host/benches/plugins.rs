@@ -274,12 +274,9 @@ fn scoring_section(scale: Scale) {
     };
     let given = answers(&q, 3);
     let full = scoring::scorer_input(&q, &given, ctx);
-    // What the host sends this scorer: without the questions when its
-    // manifest declines them (the PHQ-9 scorer does).
-    let mut input = full.clone();
-    if !plugin.manifest.questions {
-        input.questionnaire.questions.clear();
-    }
+    // What the host sends this scorer: without the questions and the option
+    // keys when its manifest declines them (the PHQ-9 scorer does).
+    let input = scoring::scorer_input_for(&plugin, &q, &given, ctx);
     let input_json = serde_json::to_vec(&input).expect("input JSON");
 
     let probe = call::invoke::<_, ScorerOutput>(&plugin, &input);
@@ -401,7 +398,10 @@ fn scoring_section(scale: Scale) {
     let doubled_json = serde_json::to_vec(&doubled).expect("input JSON");
     for (label, bytes) in [
         ("{} (refused)", b"{}".as_slice()),
-        ("as sent (questions declined)", input_json.as_slice()),
+        (
+            "as sent (questions, option keys declined)",
+            input_json.as_slice(),
+        ),
         ("questions without titles/labels", lean_json.as_slice()),
         ("questions whole", full_json.as_slice()),
         ("questions twice", doubled_json.as_slice()),

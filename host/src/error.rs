@@ -25,10 +25,10 @@ impl Errors {
             .0
             .entry(field.to_owned())
             .or_insert_with(|| Value::Array(Vec::new()));
-        if let Value::Array(codes) = entry {
-            if !codes.iter().any(|c| c == code) {
-                codes.push(Value::String(code.to_owned()));
-            }
+        if let Value::Array(codes) = entry
+            && !codes.iter().any(|c| c == code)
+        {
+            codes.push(Value::String(code.to_owned()));
         }
         self
     }

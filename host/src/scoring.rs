@@ -96,18 +96,25 @@ pub fn calculator_input_for(plugin: &Plugin, mut input: CalculatorInput) -> Calc
 /// ignored by scoring); `flags` holds every flag the questionnaire
 /// declares, with the response's value or the default.
 pub fn scorer_input(q: &Questionnaire, answers: &Answers, ctx: ScoringContext<'_>) -> ScorerInput {
-    build_input(q, answers, ctx, true)
+    build_input(q, answers, ctx, true, true)
 }
 
 /// The scorer input for `answers` to `q` as `plugin` asked for it: without
-/// the questions when its manifest declines them.
-fn input_for(
+/// the questions, or the option keys answered, when its manifest declines
+/// them.
+pub fn scorer_input_for(
     plugin: &Plugin,
     q: &Questionnaire,
     answers: &Answers,
     ctx: ScoringContext<'_>,
 ) -> ScorerInput {
-    build_input(q, answers, ctx, plugin.manifest.questions)
+    build_input(
+        q,
+        answers,
+        ctx,
+        plugin.manifest.questions,
+        plugin.manifest.answers,
+    )
 }
 
 fn build_input(
@@ -115,6 +122,7 @@ fn build_input(
     answers: &Answers,
     ctx: ScoringContext<'_>,
     questions: bool,
+    option_keys: bool,
 ) -> ScorerInput {
     let answers = ctx.variant.visible_answers(q, answers);
     let values = answers
@@ -131,7 +139,11 @@ fn build_input(
         .collect();
     ScorerInput {
         questionnaire: info(q, questions),
-        answers: answers.0.into_iter().collect(),
+        answers: if option_keys {
+            answers.0.into_iter().collect()
+        } else {
+            Default::default()
+        },
         values,
         flags: q
             .flags
@@ -165,7 +177,7 @@ pub async fn score(
         Ok(p) => p,
         Err(e) => return failure(metrics, q, None, &e),
     };
-    let input = input_for(&plugin, q, answers, ctx);
+    let input = scorer_input_for(&plugin, q, answers, ctx);
     let call = plugins.call::<_, ScorerOutput>(plugin.clone(), input).await;
     finish(metrics, q, &plugin, call.result)
 }
@@ -180,7 +192,7 @@ pub fn score_with(
 ) -> (Outcome, Provenance) {
     let call = crate::plugins::call::invoke::<_, ScorerOutput>(
         plugin,
-        &input_for(plugin, q, answers, ctx),
+        &scorer_input_for(plugin, q, answers, ctx),
     );
     crate::plugins::call::emit_logs(plugin, &call.logs);
     finish(metrics, q, plugin, call.result)

@@ -61,12 +61,71 @@ pub struct Manifest {
     /// always got.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub questions: bool,
-    /// For a calculator: whether each response in its input carries its
-    /// answers (`values`). A calculator that works on stored outcomes alone
-    /// declares `false`: for a thousand responses that is a good part of
+    /// Whether the input carries the answers. For a scorer: the option keys
+    /// answered (`answers`); one that works on the numeric `values` alone
+    /// declares `false` and gets `answers` empty. For a calculator: each
+    /// response's `values`; one that works on stored outcomes alone
+    /// declares `false`, which for a thousand responses is a good part of
     /// the input. Absent means `true`.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub answers: bool,
+}
+
+impl Manifest {
+    /// Leaves out of a JSON input (a [`ScorerInput`] or a
+    /// [`CalculatorInput`]) what this manifest declines, as the service
+    /// does before a call: a fixture's input then reaches the plugin as it
+    /// would in production, natively and in the host's self-test. Parts
+    /// that are absent or of another shape are left as they are (a
+    /// fixture may hold a broken input on purpose).
+    pub fn decline(&self, input: &mut Value) {
+        let Some(input) = input.as_object_mut() else {
+            return;
+        };
+        let clear = |value: Option<&mut Value>| match value {
+            Some(Value::Array(a)) => a.clear(),
+            Some(Value::Object(o)) => o.clear(),
+            _ => {}
+        };
+        match self.kind {
+            PluginKind::Scorer => {
+                if !self.questions {
+                    clear(
+                        input
+                            .get_mut("questionnaire")
+                            .and_then(|q| q.get_mut("questions")),
+                    );
+                }
+                if !self.answers {
+                    clear(input.get_mut("answers"));
+                }
+            }
+            PluginKind::Calculator => {
+                if !self.questions
+                    && let Some(Value::Object(qs)) = input.get_mut("questionnaires")
+                {
+                    qs.values_mut().for_each(|q| clear(q.get_mut("questions")));
+                }
+                if !self.answers
+                    && let Some(Value::Array(rs)) = input.get_mut("responses")
+                {
+                    rs.iter_mut().for_each(|r| clear(r.get_mut("values")));
+                }
+            }
+        }
+    }
+
+    /// [`Manifest::decline`] on JSON bytes; bytes that are not JSON come
+    /// back as they are.
+    pub fn decline_bytes(&self, input: &[u8]) -> Vec<u8> {
+        match serde_json::from_slice::<Value>(input) {
+            Ok(mut value) => {
+                self.decline(&mut value);
+                serde_json::to_vec(&value).unwrap_or_else(|_| input.to_vec())
+            }
+            Err(_) => input.to_vec(),
+        }
+    }
 }
 
 fn yes() -> bool {
@@ -208,7 +267,9 @@ pub struct ScorerInput {
     /// The questionnaire the response answers.
     pub questionnaire: QuestionnaireInfo,
     /// Every question key to the answered option key (or free text), null
-    /// when unanswered.
+    /// when unanswered; empty for a scorer whose manifest declines the
+    /// answers (it reads `values`).
+    #[serde(default)]
     pub answers: BTreeMap<String, Option<String>>,
     /// Every question key to the numeric value of the answered option, null
     /// when unanswered or not numeric.
@@ -445,5 +506,54 @@ mod tests {
         // The default is left out, so older hosts read the same bytes.
         let json = serde_json::to_string(&manifest).expect("json");
         assert!(!json.contains("questions"), "{json}");
+    }
+
+    #[test]
+    fn a_declining_manifest_empties_what_it_declines_and_nothing_else() {
+        let scorer = |questions, answers| Manifest {
+            name: "x".into(),
+            kind: PluginKind::Scorer,
+            version: "1.0.0".into(),
+            abi_version: ABI_VERSION,
+            questionnaires: vec!["x".into()],
+            questions,
+            answers,
+        };
+        let input = serde_json::json!({
+            "questionnaire": {"key": "x", "questions": [{"key": "q1"}]},
+            "answers": {"q1": "a"},
+            "values": {"q1": 1.0},
+        });
+        let mut kept = input.clone();
+        scorer(true, true).decline(&mut kept);
+        assert_eq!(kept, input);
+        let mut lean = input.clone();
+        scorer(false, false).decline(&mut lean);
+        assert_eq!(lean["questionnaire"]["questions"], serde_json::json!([]));
+        assert_eq!(lean["answers"], serde_json::json!({}));
+        assert_eq!(lean["values"], input["values"]);
+        assert_eq!(lean["questionnaire"]["key"], "x");
+
+        let calculator = Manifest {
+            kind: PluginKind::Calculator,
+            ..scorer(false, false)
+        };
+        let input = serde_json::json!({
+            "questionnaires": {"x": {"key": "x", "questions": [{"key": "q1"}]}},
+            "responses": [{"values": {"q1": 1.0}, "outcome": {}}],
+        });
+        let mut lean = input.clone();
+        calculator.decline(&mut lean);
+        assert_eq!(
+            lean["questionnaires"]["x"]["questions"],
+            serde_json::json!([])
+        );
+        assert_eq!(lean["responses"][0]["values"], serde_json::json!({}));
+        assert_eq!(lean["responses"][0]["outcome"], serde_json::json!({}));
+        // Not JSON, or not an object: untouched.
+        assert_eq!(calculator.decline_bytes(b"not json"), b"not json");
+        let mut array = serde_json::json!([1]);
+        calculator.decline(&mut array);
+        assert_eq!(array, serde_json::json!([1]));
     }
 }

@@ -86,11 +86,143 @@ pub fn manifest_json(manifest: &Manifest) -> Vec<u8> {
     to_json(manifest)
 }
 
+/// Every plugin built for `wasm32` allocates with [`wasm::Bump`], unless it
+/// turns off the SDK's `bump-allocator` feature.
+#[cfg(all(target_arch = "wasm32", feature = "bump-allocator"))]
+#[global_allocator]
+static ALLOCATOR: wasm::Bump = wasm::Bump::new();
+
 /// Raw-memory glue used by the macros' expansion on `wasm32`.
 #[cfg(target_arch = "wasm32")]
 #[doc(hidden)]
 #[allow(unsafe_code)]
 pub mod wasm {
+    use std::alloc::{GlobalAlloc, Layout};
+    use std::cell::Cell;
+
+    const PAGE: usize = 64 * 1024;
+
+    unsafe extern "C" {
+        /// Where the linker put the end of the module's stack and data.
+        static __heap_base: u8;
+    }
+
+    /// The allocator of a plugin: a bump of a pointer. The host runs every
+    /// call in a fresh instance and throws its memory away afterwards, so
+    /// nothing needs to be freed for reuse, and a general-purpose allocator's
+    /// bookkeeping (its first call and every later one) is work the guest
+    /// does for nothing, under fuel. Memory grows by whole pages when the
+    /// bump passes its end; the last allocation can grow or be given back
+    /// in place, which keeps a vector that grows at the top cheap.
+    #[derive(Debug)]
+    pub struct Bump {
+        next: Cell<usize>,
+        end: Cell<usize>,
+    }
+
+    // SAFETY: a plugin instance runs on one thread (no threads in the
+    // engine, no `atomics` in the target), so the cells are never shared.
+    unsafe impl Sync for Bump {}
+
+    impl Bump {
+        /// An allocator that takes its first page on first use.
+        pub const fn new() -> Bump {
+            Bump {
+                next: Cell::new(0),
+                end: Cell::new(0),
+            }
+        }
+
+        /// Makes room up to `to` (exclusive); false when memory cannot grow.
+        fn reserve(&self, to: usize) -> bool {
+            if self.end.get() == 0 {
+                // Memory past the module's own (stack, data) is ours: from
+                // the linker's `__heap_base` to the end of the initial
+                // memory, then whatever is grown. A call that fits in the
+                // initial memory never grows it, which spares the host
+                // changing page protections (and flushing TLBs on every
+                // core) when it resets the instance's memory.
+                // (Taking the address of an extern static reads nothing.)
+                let base = &raw const __heap_base as usize;
+                self.next.set(base);
+                self.end.set(core::arch::wasm32::memory_size(0) * PAGE);
+                if to == 0 {
+                    return true;
+                }
+            }
+            if to <= self.end.get() {
+                return true;
+            }
+            let pages = (to - self.end.get()).div_ceil(PAGE);
+            if core::arch::wasm32::memory_grow(0, pages) == usize::MAX {
+                return false;
+            }
+            self.end.set(self.end.get() + pages * PAGE);
+            true
+        }
+    }
+
+    impl Default for Bump {
+        fn default() -> Self {
+            Bump::new()
+        }
+    }
+
+    // SAFETY: every block handed out lies inside memory this instance owns
+    // (grown before it is handed out), is aligned as asked, and is never
+    // handed out twice: `next` only moves back over the block just freed.
+    unsafe impl GlobalAlloc for Bump {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            if !self.reserve(0) {
+                return std::ptr::null_mut();
+            }
+            let start = self.next.get().next_multiple_of(layout.align());
+            let Some(end) = start.checked_add(layout.size()) else {
+                return std::ptr::null_mut();
+            };
+            if !self.reserve(end) {
+                return std::ptr::null_mut();
+            }
+            self.next.set(end);
+            start as *mut u8
+        }
+
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // Only the last block can be taken back.
+            if ptr as usize + layout.size() == self.next.get() {
+                self.next.set(ptr as usize);
+            }
+        }
+
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            let at = ptr as usize;
+            if at + layout.size() == self.next.get() {
+                // The last block grows or shrinks where it is.
+                let Some(end) = at.checked_add(new_size) else {
+                    return std::ptr::null_mut();
+                };
+                if !self.reserve(end) {
+                    return std::ptr::null_mut();
+                }
+                self.next.set(end);
+                return ptr;
+            }
+            if new_size <= layout.size() {
+                return ptr;
+            }
+            // SAFETY: the layout's alignment is valid and the size was
+            // checked by the caller (GlobalAlloc's contract).
+            let moved =
+                unsafe { self.alloc(Layout::from_size_align_unchecked(new_size, layout.align())) };
+            if !moved.is_null() {
+                // SAFETY: both blocks are ours and do not overlap (the new
+                // one lies past `next`, the old one before it).
+                unsafe { std::ptr::copy_nonoverlapping(ptr, moved, layout.size()) };
+            }
+            moved
+        }
+    }
+
     /// Reserves `len` bytes and hands their address to the host.
     pub fn alloc(len: u32) -> u32 {
         let mut buf = Vec::<u8>::with_capacity(len as usize);
@@ -129,20 +261,22 @@ pub mod wasm {
 ///
 /// ```ignore
 /// plugin_sdk::export_scorer!(score, questionnaires = ["phq9"]);
-/// // A scorer that works on `input.values` alone, and so does not need the
-/// // questions (titles, options) in its input: every call is cheaper.
-/// plugin_sdk::export_scorer!(score, questionnaires = ["phq9"], questions = false);
+/// // A scorer that works on `input.values` alone, and so needs neither the
+/// // questions (titles, options) nor the option keys answered: every call
+/// // is cheaper.
+/// plugin_sdk::export_scorer!(score, questionnaires = ["phq9"], questions = false, answers = false);
 /// ```
 ///
 /// The plugin's name and version are the crate's name and version.
 #[macro_export]
 macro_rules! export_scorer {
-    ($score:path, questionnaires = [$($q:literal),* $(,)?] $(, questions = $questions:literal)? $(,)?) => {
+    ($score:path, questionnaires = [$($q:literal),* $(,)?] $(, questions = $questions:literal)? $(, answers = $answers:literal)? $(,)?) => {
         $crate::__export!(
             $crate::__manifest!(
                 $crate::PluginKind::Scorer,
                 ::std::vec![$(::std::string::String::from($q)),*],
-                $crate::__or_true!($($questions)?)
+                $crate::__or_true!($($questions)?),
+                $crate::__or_true!($($answers)?)
             ),
             |input: &[u8]| $crate::guest::call_json::<$crate::ScorerInput, $crate::ScorerOutput, _>(input, $score)
         );
@@ -152,7 +286,8 @@ macro_rules! export_scorer {
             $crate::__manifest!(
                 $crate::PluginKind::Scorer,
                 ::std::vec![$(::std::string::String::from($q)),*],
-                $crate::__or_true!($($questions)?)
+                $crate::__or_true!($($questions)?),
+                $crate::__or_true!($($answers)?)
             )
         }
     };
@@ -261,10 +396,12 @@ macro_rules! __export {
 
         /// Runs the exported function on JSON bytes, natively: what the
         /// host gets from the wasm build, for tests and the fixture runner.
+        /// The parts of the input the manifest declines are left out first,
+        /// as the service does.
         #[allow(dead_code)]
         pub fn call_json(input: &[u8]) -> ::std::vec::Vec<u8> {
             let call = $call;
-            call(input)
+            call(&$manifest.decline_bytes(input))
         }
     };
 }

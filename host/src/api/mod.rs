@@ -88,13 +88,12 @@ pub fn normalize(mut req: Request) -> Request {
     if normal.is_empty() {
         normal = "/";
     }
-    if matches!(*req.method(), Method::GET | Method::HEAD) {
-        if let Some(stripped) = normal
+    if matches!(*req.method(), Method::GET | Method::HEAD)
+        && let Some(stripped) = normal
             .strip_suffix(".json")
             .filter(|s| !s.ends_with('/') && !s.is_empty())
-        {
-            normal = stripped;
-        }
+    {
+        normal = stripped;
     }
     let normal = match normal.strip_prefix("/api/v1/dossier/") {
         Some(rest) => format!("/api/v1/dossiers/{rest}"),

@@ -44,8 +44,11 @@ pub struct TokenTable {
     /// re-checks only the time rules ([`VerifiedJwt::valid_at`]), since
     /// everything else depends on the text alone. The table is rebuilt on
     /// every token reload, so a revocation or a key change empties it.
-    verified: Mutex<HashMap<Box<str>, (Arc<Token>, VerifiedJwt)>>,
+    verified: Mutex<Verified>,
 }
+
+/// Bearer tokens verified before, by their text, with their token.
+type Verified = HashMap<Box<str>, (Arc<Token>, VerifiedJwt)>;
 
 /// At most this many verified bearer tokens are remembered; when full,
 /// the memory starts over (bounded: a flood of distinct tokens costs RSA
@@ -156,9 +159,7 @@ impl TokenTable {
     /// The verified tokens; a panic elsewhere while holding the lock
     /// cannot leave them inconsistent (inserts are whole), so a poisoned
     /// lock is used as it is.
-    fn remembered(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<Box<str>, (Arc<Token>, VerifiedJwt)>> {
+    fn remembered(&self) -> std::sync::MutexGuard<'_, Verified> {
         self.verified
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

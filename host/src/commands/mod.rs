@@ -197,8 +197,8 @@ async fn list(store: &Store, as_json: bool, zone: Tz) -> anyhow::Result<()> {
         return Ok(());
     }
     println!(
-        "{:<24} {:<9} {:<5} {:<29} {}",
-        "CONSUMER KEY", "STATE", "KEYS", "CREATED", "RIGHTS / IP / ORIGINS"
+        "{:<24} {:<9} {:<5} {:<29} RIGHTS / IP / ORIGINS",
+        "CONSUMER KEY", "STATE", "KEYS", "CREATED"
     );
     for t in tokens {
         let state = if t.revoked_at.is_some() {

@@ -102,7 +102,9 @@ fn score(input: ScorerInput) -> ScorerOutput {
     output
 }
 
-plugin_sdk::export_scorer!(score, questionnaires = ["{{name}}"]);
+// It reads `values` alone: the service need not send the questions or the
+// option keys answered.
+plugin_sdk::export_scorer!(score, questionnaires = ["{{name}}"], questions = false, answers = false);
 
 #[cfg(test)]
 mod tests {

@@ -341,19 +341,34 @@ pub fn invoke<I: Serialize, O: DeserializeOwned>(plugin: &Plugin, input: &I) -> 
     }
 }
 
-/// Parses a reply: JSON, then the `Reply` envelope, then the output type.
+/// Parses a reply: the `Reply` envelope and the output type in one pass
+/// (the common case); only when that fails, again step by step, to say
+/// whether the bytes were not JSON, not an envelope, or not the output.
 pub fn parse_reply<O: DeserializeOwned>(bytes: &[u8]) -> Result<O, PluginError> {
-    let value: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|e| PluginError::InvalidJson(e.to_string()))?;
-    match serde_json::from_value::<Reply<serde_json::Value>>(value).map_err(|e| {
-        PluginError::Contract(format!(
+    match serde_json::from_slice::<Reply<O>>(bytes) {
+        Ok(Reply::Ok(out)) => Ok(out),
+        Ok(Reply::Error(e)) => Err(PluginError::Refused(e.message)),
+        Err(_) => Err(explain_reply::<O>(bytes)),
+    }
+}
+
+/// What is wrong with a reply that did not parse.
+fn explain_reply<O: DeserializeOwned>(bytes: &[u8]) -> PluginError {
+    let value: serde_json::Value = match serde_json::from_slice(bytes) {
+        Ok(v) => v,
+        Err(e) => return PluginError::InvalidJson(e.to_string()),
+    };
+    match serde_json::from_value::<Reply<serde_json::Value>>(value) {
+        Err(e) => PluginError::Contract(format!(
             "not a reply envelope ({{\"ok\": ...}} or {{\"error\": ...}}): {e}"
-        ))
-    })? {
-        Reply::Ok(out) => {
-            serde_json::from_value(out).map_err(|e| PluginError::Contract(e.to_string()))
-        }
-        Reply::Error(e) => Err(PluginError::Refused(e.message)),
+        )),
+        Ok(Reply::Ok(out)) => match serde_json::from_value::<O>(out) {
+            Err(e) => PluginError::Contract(e.to_string()),
+            // Parses step by step but not in one pass: say so rather than
+            // guess.
+            Ok(_) => PluginError::Contract("the reply does not parse in one pass".to_owned()),
+        },
+        Ok(Reply::Error(e)) => PluginError::Refused(e.message),
     }
 }
 

@@ -306,7 +306,12 @@ fn attention(input: &ScorerInput) -> Vec<String> {
 }
 
 // Works on `values` alone: the host need not send the questions.
-plugin_sdk::export_scorer!(score, questionnaires = ["audit"], questions = false);
+plugin_sdk::export_scorer!(
+    score,
+    questionnaires = ["audit"],
+    questions = false,
+    answers = false
+);
 
 #[cfg(test)]
 mod tests;

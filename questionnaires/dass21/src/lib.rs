@@ -175,7 +175,12 @@ fn incomplete_scale_score(scale: &Scale, missing: Vec<String>, floor: f64) -> Sc
 }
 
 // Works on `values` alone: the host need not send the questions.
-plugin_sdk::export_scorer!(score, questionnaires = ["dass21"], questions = false);
+plugin_sdk::export_scorer!(
+    score,
+    questionnaires = ["dass21"],
+    questions = false,
+    answers = false
+);
 
 #[cfg(test)]
 mod tests {

@@ -139,7 +139,12 @@ fn incomplete_total_score(missing: Vec<String>, floor: f64) -> Score {
 }
 
 // Works on `values` alone: the host need not send the questions.
-plugin_sdk::export_scorer!(score, questionnaires = ["k10"], questions = false);
+plugin_sdk::export_scorer!(
+    score,
+    questionnaires = ["k10"],
+    questions = false,
+    answers = false
+);
 
 #[cfg(test)]
 mod tests {

@@ -23,7 +23,12 @@ fn score(input: ScorerInput) -> ScorerOutput {
     output
 }
 
-plugin_sdk::export_scorer!(score, questionnaires = ["mood_diary"], questions = false);
+plugin_sdk::export_scorer!(
+    score,
+    questionnaires = ["mood_diary"],
+    questions = false,
+    answers = false
+);
 
 #[cfg(test)]
 mod tests {

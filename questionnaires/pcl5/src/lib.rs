@@ -229,7 +229,12 @@ fn incomplete_total_score(missing: Vec<String>, floor: f64, rule: Criterion) -> 
 }
 
 // Works on `values` alone: the host need not send the questions.
-plugin_sdk::export_scorer!(score, questionnaires = ["pcl5"], questions = false);
+plugin_sdk::export_scorer!(
+    score,
+    questionnaires = ["pcl5"],
+    questions = false,
+    answers = false
+);
 
 #[cfg(test)]
 mod tests {

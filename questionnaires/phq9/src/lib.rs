@@ -154,7 +154,12 @@ fn total_score(total: f64, norm: Option<Norm>) -> Score {
 }
 
 // Works on `values` alone: the host need not send the questions.
-plugin_sdk::export_scorer!(score, questionnaires = ["phq9"], questions = false);
+plugin_sdk::export_scorer!(
+    score,
+    questionnaires = ["phq9"],
+    questions = false,
+    answers = false
+);
 
 #[cfg(test)]
 mod tests {

@@ -164,7 +164,12 @@ fn incomplete_score(missing: Vec<String>, best: f64, per_raw_point: f64) -> Scor
 }
 
 // Works on `values` alone: the host need not send the questions.
-plugin_sdk::export_scorer!(score, questionnaires = ["who5"], questions = false);
+plugin_sdk::export_scorer!(
+    score,
+    questionnaires = ["who5"],
+    questions = false,
+    answers = false
+);
 
 #[cfg(test)]
 mod tests {

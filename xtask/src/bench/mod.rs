@@ -6,7 +6,10 @@
 //!
 //! - POST throughput: `--clients` keep-alive connections post responses with
 //!   unique external ids over many dossiers for `--seconds` after a warm-up;
-//!   only 201s count, everything else is an error.
+//!   only 201s count, everything else is an error. With
+//!   `--scoring-baseline` the same load runs again against a server with
+//!   no scorer loaded, alternating `--rounds` times, to say what scoring
+//!   costs.
 //! - List latency: the database is seeded with SQL (not HTTP) so that one
 //!   dossier holds 100 responses among 1,000 rows in total, then among
 //!   1,000,000; sequential GETs of that dossier's list are timed at both
@@ -45,7 +48,7 @@ use clap::{Args, ValueEnum};
 use hdrhistogram::Histogram;
 
 use crate::prerequisites;
-use server::{Fresh, Server};
+use server::{Fresh, Scoring, Server};
 
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
@@ -88,6 +91,17 @@ pub struct BenchArgs {
     /// Skip the POST load
     #[arg(long)]
     no_post: bool,
+
+    /// Also measure POST with no scorer loaded (the same binary, an empty
+    /// plugin folder), alternating with the scored runs, and report what
+    /// scoring costs
+    #[arg(long)]
+    scoring_baseline: bool,
+
+    /// POST measurements per configuration (the median run is reported;
+    /// with --scoring-baseline, scored and unscored runs alternate)
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
 
     /// Skip the list latency
     #[arg(long)]
@@ -162,6 +176,19 @@ const LIST_SIZE: u64 = 100;
 const GOAL_POSTS_PER_SECOND: f64 = 5000.0;
 const GOAL_LIST_RATIO: f64 = 1.5;
 const GOAL_FILL_OUT_MS: f64 = 5.0;
+const GOAL_SCORING_COST_PERCENT: f64 = 10.0;
+
+/// The median of some figures (the mean of the middle two for an even
+/// count); NaN for none.
+fn median(figures: &[f64]) -> f64 {
+    let mut sorted = figures.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    match sorted.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
@@ -169,6 +196,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         "--clients, --dossiers and --seconds must be positive"
     );
     anyhow::ensure!(args.list_requests > 0, "--list-requests must be positive");
+    anyhow::ensure!(args.rounds > 0, "--rounds must be positive");
     anyhow::ensure!(args.fill_out_pages > 0, "--fill-out-pages must be positive");
     anyhow::ensure!(
         args.small >= LIST_SIZE
@@ -251,6 +279,9 @@ fn build(root: &Path, skip: bool) -> anyhow::Result<PathBuf> {
 #[derive(Debug, Default)]
 struct BackendReport {
     post: Option<load::LoadReport>,
+    /// Every scored POST run, and every unscored one (--scoring-baseline).
+    post_runs: Vec<f64>,
+    unscored_runs: Vec<f64>,
     auth: Option<auth::AuthReport>,
     list: Option<ListReport>,
     fill_out: Option<fill_out::FillOutReport>,
@@ -276,12 +307,27 @@ async fn bench_backend(
 ) -> anyhow::Result<BackendReport> {
     let mut report = BackendReport::default();
     if !args.no_post {
-        report.post = Some(
-            phase(backend, args, async |fresh| {
-                post_phase(backend, args, binary, root, fresh).await
-            })
-            .await?,
-        );
+        let mut scored = Vec::new();
+        for _ in 0..args.rounds {
+            for scoring in [Scoring::On, Scoring::Off] {
+                if scoring == Scoring::Off && !args.scoring_baseline {
+                    continue;
+                }
+                let run = phase(backend, args, async |fresh| {
+                    post_phase(backend, args, binary, root, fresh, scoring).await
+                })
+                .await?;
+                match scoring {
+                    Scoring::On => {
+                        report.post_runs.push(run.throughput());
+                        scored.push(run);
+                    }
+                    Scoring::Off => report.unscored_runs.push(run.throughput()),
+                }
+            }
+        }
+        scored.sort_by(|a, b| a.throughput().total_cmp(&b.throughput()));
+        report.post = scored.into_iter().nth(args.rounds / 2);
     }
     if !args.no_auth {
         report.auth = Some(
@@ -333,8 +379,9 @@ async fn post_phase(
     binary: &Path,
     root: &Path,
     fresh: &Fresh,
+    scoring: Scoring,
 ) -> anyhow::Result<load::LoadReport> {
-    let server = Server::start(binary, root, fresh).await?;
+    let server = Server::start_with(binary, root, fresh, scoring).await?;
     println!("POST: plugins: {}", server.plugins().await);
     println!(
         "POST: {} connections, {} s warm-up + {} s measured, {} dossiers ({} at {})",
@@ -471,6 +518,35 @@ fn print_summary(args: &BenchArgs, reports: &[(Backend, BackendReport)]) {
                 println!("  {line}");
             }
         }
+    }
+    for (backend, report) in reports {
+        if report.unscored_runs.is_empty() {
+            continue;
+        }
+        let scored = median(&report.post_runs);
+        let unscored = median(&report.unscored_runs);
+        let cost = 100.0 * (1.0 - scored / unscored);
+        let runs = |r: &[f64]| {
+            r.iter()
+                .map(|t| format!("{t:.0}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        println!(
+            "Scoring cost, {}: scored {scored:.0}/s (runs {}) vs no scorer {unscored:.0}/s (runs {}): {cost:.1}% fewer POSTs/s",
+            backend.name(),
+            runs(&report.post_runs),
+            runs(&report.unscored_runs),
+        );
+        let verdict = if cost <= GOAL_SCORING_COST_PERCENT {
+            "met"
+        } else {
+            "NOT met"
+        };
+        println!(
+            "Goal: scoring costs <= {GOAL_SCORING_COST_PERCENT}% of POST throughput on {}: {verdict}",
+            backend.name()
+        );
     }
     for (backend, report) in reports {
         if let Some(f) = &report.fill_out {

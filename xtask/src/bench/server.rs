@@ -169,12 +169,31 @@ pub(super) const RETURN_ORIGIN: &str = "http://127.0.0.1:9";
 /// Consumer key of the API token the benchmark makes for itself.
 pub(super) const CONSUMER_KEY: &str = "bench";
 
+/// Whether the server scores what it stores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scoring {
+    /// The bundled scorers (./plugins) serve.
+    On,
+    /// No scorer loaded: the baseline of the scoring cost.
+    Off,
+}
+
 impl Server {
     /// Starts the server on a free loopback port, waits until /health
     /// answers 200 (migrations and the definition import are done by then),
     /// and makes an API token with every right with `outcomes token create`,
     /// which the server loads within a few seconds.
     pub async fn start(binary: &Path, root: &Path, fresh: &Fresh) -> anyhow::Result<Server> {
+        Server::start_with(binary, root, fresh, Scoring::On).await
+    }
+
+    /// [`Server::start`], with or without scorers.
+    pub async fn start_with(
+        binary: &Path,
+        root: &Path,
+        fresh: &Fresh,
+        scoring: Scoring,
+    ) -> anyhow::Result<Server> {
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let log = fresh.log_path();
@@ -205,7 +224,20 @@ impl Server {
             .arg("--protocols-dir")
             .arg(root.join("protocols"))
             .arg("--allowed-origins")
-            .arg(RETURN_ORIGIN)
+            .arg(RETURN_ORIGIN);
+        if scoring == Scoring::Off {
+            // An empty plugin folder: every POST is stored with the
+            // scorer's absence in its outcome; that failure is not logged,
+            // so the run differs from a scored one by the scoring alone.
+            let empty = fresh.dir.path().join("no-plugins");
+            std::fs::create_dir_all(&empty)?;
+            command
+                .arg("--plugins-dir")
+                .arg(empty)
+                .arg("--log")
+                .arg("info,host::scoring=off");
+        }
+        command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr);

@@ -77,10 +77,10 @@ fn parse_completion(
     let answer_data = f.required_object("answer_data");
     let started_at = f.optional_unix("started_at", now + CLOCK_SKEW);
     let filled_out_at = f.optional_unix("filled_out_at", now + CLOCK_SKEW);
-    if let (Some(start), Some(end)) = (started_at, filled_out_at) {
-        if start > end {
-            f.errors.add("started_at", "invalid");
-        }
+    if let (Some(start), Some(end)) = (started_at, filled_out_at)
+        && start > end
+    {
+        f.errors.add("started_at", "invalid");
     }
     f.errors.clone().into_result()?;
     let (Some(key), Some(answer_data)) = (key, answer_data) else {
