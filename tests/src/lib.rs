@@ -425,23 +425,6 @@ macro_rules! db_test {
     };
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn database_names_are_replaced_in_urls() {
-        assert_eq!(
-            replace_database("postgres://u@h:5432/test", "x"),
-            "postgres://u@h:5432/x"
-        );
-        assert_eq!(
-            replace_database("postgres://u@h/test?sslmode=disable", "x"),
-            "postgres://u@h/x?sslmode=disable"
-        );
-    }
-}
-
 /// The plugin folder `cargo xtask plugins` (run by `cargo xtask test`)
 /// builds: every plugin crate compiled to wasm, with its fixtures.
 pub fn built_plugins() -> PathBuf {
@@ -461,4 +444,21 @@ pub fn built_plugins() -> PathBuf {
 /// configuration and written atomically, so sharing is safe.
 pub fn plugin_cache() -> PathBuf {
     std::env::temp_dir().join("outcomes-test-plugin-cache")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_names_are_replaced_in_urls() {
+        assert_eq!(
+            replace_database("postgres://u@h:5432/test", "x"),
+            "postgres://u@h:5432/x"
+        );
+        assert_eq!(
+            replace_database("postgres://u@h/test?sslmode=disable", "x"),
+            "postgres://u@h/x?sslmode=disable"
+        );
+    }
 }

@@ -1,10 +1,11 @@
 //! Signed links into the hosted fill-out pages (decisions.md §6): the
 //! one-time `fill_out_url` of a fill-out session, the lasting
-//! `completing_url` of a respondent's pending responses, and the CSRF token
-//! of a browser session. Each is an HMAC-SHA256 under one server secret, so
-//! nobody can make or alter a link without it, and every host that shares
-//! the secret (hosts on one database share the generated one) can check
-//! one. Pure: the caller passes the time in.
+//! `completing_url` of a respondent's pending responses, and the CSRF
+//! token and `interrupt_url` token of a browser session. Each is an
+//! HMAC-SHA256 under one server secret, so nobody can make or alter a link
+//! without it, and every host that shares the secret (hosts on one
+//! database share the generated one) can check one. Pure: the caller
+//! passes the time in.
 
 use chrono::{DateTime, Duration, Utc};
 use hmac::{Hmac, Mac};
@@ -159,6 +160,19 @@ impl Links {
         self.verify(&[b"csrf", cookie.as_bytes()], given)
     }
 
+    /// The token of the session's `interrupt_url`. It is not the CSRF
+    /// token: the `interrupt_url` goes to the caller's progress page (and
+    /// its logs), and what it carries must not let anyone post a form.
+    pub fn interrupt_token(&self, cookie: &str) -> String {
+        self.sign(&[b"interrupt", cookie.as_bytes()])
+    }
+
+    /// Whether `given` is the `interrupt_url` token of the session with
+    /// `cookie`.
+    pub fn check_interrupt(&self, cookie: &str, given: &str) -> bool {
+        self.verify(&[b"interrupt", cookie.as_bytes()], given)
+    }
+
     /// HMAC-SHA256 over the parts, each preceded by its length (so no two
     /// lists of parts sign the same bytes), in lower-case hex.
     fn sign(&self, parts: &[&[u8]]) -> String {
@@ -310,5 +324,11 @@ mod tests {
         assert!(!links.check_csrf("cookie-b", &csrf));
         // A CSRF token is not a completing token, even for the same text.
         assert!(!links.check_completing(RespondentId(7), &links.csrf_token("7")));
+        // Nor is an interrupt token a CSRF token, or the other way round.
+        let interrupt = links.interrupt_token("cookie-a");
+        assert!(links.check_interrupt("cookie-a", &interrupt));
+        assert!(!links.check_interrupt("cookie-b", &interrupt));
+        assert!(!links.check_csrf("cookie-a", &interrupt));
+        assert!(!links.check_interrupt("cookie-a", &csrf));
     }
 }

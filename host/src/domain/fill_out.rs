@@ -16,6 +16,10 @@ pub const IDLE_LIMIT: Duration = Duration::hours(2);
 /// ... and this long after login, whatever happens.
 pub const LIFETIME: Duration = Duration::hours(24);
 
+/// Activity is written down at most this often: a page shown within a
+/// minute of the last recorded activity costs no write.
+pub const TOUCH_EVERY: Duration = Duration::minutes(1);
+
 /// A fill-out session after login.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FillOutSession {
@@ -47,13 +51,20 @@ impl FillOutSession {
             && now < self.last_seen_at + IDLE_LIMIT
             && now < self.logged_in_at + LIFETIME
     }
+
+    /// Whether activity at `now` should be written down (see
+    /// [`TOUCH_EVERY`]).
+    pub fn needs_touch(&self, now: DateTime<Utc>) -> bool {
+        now >= self.last_seen_at + TOUCH_EVERY
+    }
 }
 
 /// Whether a response can be filled out now: open, or aborted and still in
 /// its window (resuming). Scheduled, expired, completed or withdrawn ones
-/// cannot.
+/// cannot, nor can one aborted before its window opened.
 pub fn can_fill_out(r: &Response, now: DateTime<Utc>) -> bool {
     r.non_response_id.is_none()
+        && r.times.open_from.is_none_or(|from| from <= now)
         && matches!(Status::at(&r.times, now), Status::Open | Status::Aborted)
 }
 
@@ -205,6 +216,14 @@ mod tests {
         };
         assert!(!can_fill_out(&response(1, "phq9", later), at(11)));
         assert!(can_fill_out(&response(1, "phq9", later), at(12)));
+        // Aborted ranks above scheduled in the status, but the window
+        // still has to be open.
+        let aborted_early = ResponseTimes {
+            aborted_at: Some(at(10)),
+            ..later
+        };
+        assert!(!can_fill_out(&response(1, "phq9", aborted_early), at(11)));
+        assert!(can_fill_out(&response(1, "phq9", aborted_early), at(12)));
     }
 
     #[test]
@@ -217,5 +236,13 @@ mod tests {
         assert!(!s.is_live(at(9) + LIFETIME));
         s.ended_at = Some(at(20));
         assert!(!s.is_live(at(20)));
+    }
+
+    #[test]
+    fn activity_is_written_down_at_most_once_a_minute() {
+        let s = session(&[]);
+        assert!(!s.needs_touch(at(9)));
+        assert!(!s.needs_touch(at(9) + TOUCH_EVERY - Duration::seconds(1)));
+        assert!(s.needs_touch(at(9) + TOUCH_EVERY));
     }
 }

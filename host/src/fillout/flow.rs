@@ -13,11 +13,11 @@ use axum::response::Response;
 
 use super::i18n::{Lang, Msg};
 use super::session::{
-    Live, accept_language, access, failed, page, query_param, redirect, redirect_clearing_cookie,
+    Live, accept_language, failed, page, query_param, redirect, redirect_clearing_cookie,
 };
 use crate::AppState;
 use crate::domain::fill_out::{FillOutSession, Progress};
-use crate::store::{AccessEntry, StoreError};
+use crate::store::StoreError;
 
 /// `GET /fill_out/session`: the progress page when the caller has one,
 /// else the next questionnaire; the end when nothing is left.
@@ -60,22 +60,20 @@ pub async fn continue_filling_out(
     }
 }
 
-/// `GET /fill_out/session/interrupt?csrf=...`: the `interrupt_url`: what
+/// `GET /fill_out/session/interrupt?token=...`: the `interrupt_url`: what
 /// is left becomes aborted and the respondent goes back. It changes
-/// responses, so it needs the session's CSRF token like a form does.
+/// responses, so it carries a token of the session, like a form does (its
+/// own, not the forms' CSRF token: this URL goes to the caller).
 pub async fn interrupt(State(app): State<AppState>, live: Live, parts: Parts) -> Response {
     let lang = Lang::for_browser(accept_language(&parts.headers));
+    let action = "GET /fill_out/session/interrupt";
     if !app
         .links()
-        .check_csrf(&live.cookie, &query_param(&parts, "csrf"))
+        .check_interrupt(&live.cookie, &query_param(&parts, "token"))
     {
-        return refused(&app, &live.session, lang);
+        return refused(&app, &live, &parts, action, lang).await;
     }
-    let entry = access(&app, &parts, "GET /fill_out/session/interrupt", 303);
-    let entry = AccessEntry {
-        dossier: Some(live.session.epd_id.clone()),
-        ..entry
-    };
+    let entry = live.access(&app, &parts, action, 303);
     match app
         .store()
         .interrupt_fill_out_session(&live.session, None, app.now(), entry)
@@ -86,16 +84,29 @@ pub async fn interrupt(State(app): State<AppState>, live: Live, parts: Parts) ->
     }
 }
 
-/// The answer to a form or link without the session's CSRF token.
-pub fn refused(app: &AppState, session: &FillOutSession, lang: Lang) -> Response {
+/// The answer to a form or link without the session's token: a page, and
+/// a row in the access log (the request named the session's dossier).
+pub async fn refused(
+    app: &AppState,
+    live: &Live,
+    parts: &Parts,
+    action: &str,
+    lang: Lang,
+) -> Response {
     app.metrics()
         .inc("outcomes_fill_out_refusals_total", &[("reason", "csrf")]);
+    let entry = live.access(app, parts, action, 403);
+    // Refused either way; a log that cannot be written is an operator's
+    // problem, said in the service log.
+    if let Err(e) = app.store().append_access(entry).await {
+        tracing::error!(error = %e, "a refused fill-out request was not logged");
+    }
     page(
         StatusCode::FORBIDDEN,
         lang,
         Msg::FormRefusedTitle,
         Msg::FormRefusedText,
-        Some(session),
+        Some(&live.session),
     )
 }
 
@@ -140,8 +151,8 @@ fn progress_location(
     let mut url = url::Url::parse(url).ok()?;
     let links = app.links();
     let interrupt = format!(
-        "/fill_out/session/interrupt?csrf={}",
-        links.csrf_token(cookie)
+        "/fill_out/session/interrupt?token={}",
+        links.interrupt_token(cookie)
     );
     {
         let mut query = url.query_pairs_mut();

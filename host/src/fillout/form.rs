@@ -12,12 +12,12 @@ use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::Response;
-use chrono::DateTime;
+use chrono::{DateTime, Utc};
 
 use super::flow::{left, refused};
 use super::i18n::{Lang, Msg};
 use super::pages::{self, Form, QuestionError};
-use super::session::{Live, accept_language, access, failed, html, page, redirect};
+use super::session::{Live, accept_language, failed, html, page, redirect};
 use crate::AppState;
 use crate::domain::answers::Answers;
 use crate::domain::fill_out::Progress;
@@ -26,7 +26,7 @@ use crate::domain::outcome::{Outcome, Provenance};
 use crate::domain::questionnaire::Questionnaire;
 use crate::domain::response::{Completion, Response as StoredResponse};
 use crate::domain::variant::Variant;
-use crate::store::{AccessEntry, PageAnswers};
+use crate::store::PageAnswers;
 
 /// Largest form accepted: far more than the longest questionnaire sends.
 const FORM_LIMIT: usize = 64 * 1024;
@@ -56,6 +56,13 @@ pub async fn show(
         .iter()
         .filter_map(|(k, v)| v.clone().map(|v| (k.clone(), v)))
         .collect();
+    // The page shows what the dossier's respondent answered so far: a read
+    // of the dossier, logged before it is shown.
+    let action = format!("GET /fill_out/session/responses/{}", response.id);
+    let entry = live.access(&app, &parts, &action, 200);
+    if let Err(e) = app.store().append_access(entry).await {
+        return failed(browser, &e);
+    }
     let view = View {
         app: &app,
         live: &live,
@@ -89,11 +96,14 @@ pub async fn submit(
     };
     let form = Submitted::parse(&bytes);
     if !app.links().check_csrf(&live.cookie, &form.csrf) {
-        return refused(&app, &live.session, browser);
+        let action = "POST /fill_out/session/responses/{id}";
+        return refused(&app, &live, &parts, action, browser).await;
     }
     let (response, progress) = match find(&app, &live, id, browser).await {
         Ok(Found::Fillable(r, p)) => (r, p),
-        Ok(Found::Done) => return not_available(&live, browser),
+        // Sent twice (a double click, the back button): the first one
+        // counted; on to what is next.
+        Ok(Found::Done) => return redirect("/fill_out/session"),
         Err(answer) => return answer,
     };
     let catalog = app.catalog();
@@ -111,18 +121,9 @@ pub async fn submit(
     let variant = view.variant();
     let (valid, errors) = check(&q.def, &variant, &form.answers);
     let now = app.now();
-    // When the page was shown: the respondent's own clock is not trusted
-    // beyond the session's login and now.
-    let started_at = form
-        .shown_at
-        .and_then(DateTime::from_timestamp_millis)
-        .unwrap_or(now)
-        .clamp(live.session.logged_in_at, now);
+    let started_at = started_at(form.shown_at, live.session.logged_in_at, now);
     let action = format!("POST /fill_out/session/responses/{}", response.id);
-    let entry = AccessEntry {
-        dossier: Some(live.session.epd_id.clone()),
-        ..access(&app, &parts, &action, 303)
-    };
+    let entry = live.access(&app, &parts, &action, 303);
     if form.action == "interrupt" {
         let page_answers = PageAnswers {
             id: response.id,
@@ -161,10 +162,25 @@ pub async fn submit(
                 .inc("outcomes_fill_out_total", &[("event", "completed")]);
             redirect("/fill_out/session")
         }
-        // Completed in another window, or its time ran out meanwhile.
-        Ok(false) => not_available(&live, view.lang),
+        // Completed in another window, or its time ran out meanwhile:
+        // whatever is next says so.
+        Ok(false) => redirect("/fill_out/session"),
         Err(e) => failed(browser, &e),
     }
+}
+
+/// When the page was shown, as the form says: the respondent's own clock
+/// is not trusted beyond the session's login and now (and a login dated
+/// after now, by another host's clock, does not count).
+fn started_at(
+    shown_at: Option<i64>,
+    logged_in_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> DateTime<Utc> {
+    shown_at
+        .and_then(DateTime::from_timestamp_millis)
+        .unwrap_or(now)
+        .clamp(logged_in_at.min(now), now)
 }
 
 /// What a page's response id came to.
@@ -365,6 +381,20 @@ mod tests {
             "mood",
         )
         .expect("valid")
+    }
+
+    #[test]
+    fn the_time_a_page_was_shown_lies_between_login_and_now() {
+        let at =
+            |minute: i64| DateTime::from_timestamp(1_800_000_000 + minute * 60, 0).expect("a time");
+        let ms = |minute: i64| Some(at(minute).timestamp_millis());
+        assert_eq!(started_at(ms(5), at(0), at(10)), at(5));
+        assert_eq!(started_at(ms(-5), at(0), at(10)), at(0), "before login");
+        assert_eq!(started_at(ms(20), at(0), at(10)), at(10), "in the future");
+        assert_eq!(started_at(None, at(0), at(10)), at(10));
+        assert_eq!(started_at(Some(i64::MAX), at(0), at(10)), at(10));
+        // Logged in "after" now by a host whose clock runs ahead.
+        assert_eq!(started_at(ms(5), at(12), at(10)), at(10));
     }
 
     #[test]

@@ -11,7 +11,8 @@ use axum::response::{IntoResponse, Response};
 
 use super::i18n::{Lang, Msg};
 use super::session::{
-    accept_language, access, cookie_hash, failed, page, query_param, redirect_with_cookie,
+    accept_language, access, cookie_hash, cookie_of, failed, page, query_param, redirect,
+    redirect_with_cookie,
 };
 use crate::AppState;
 use crate::auth::links::{LinkError, LoginQuery};
@@ -38,31 +39,20 @@ pub async fn log_in(State(app): State<AppState>, parts: Parts) -> Response {
         app.metrics()
             .inc("outcomes_fill_out_logins_total", &[("result", result)]);
     };
+    let action = "GET /fill_out/session/login";
     match app.links().check_login(&query, now) {
         Ok(()) => {}
         Err(LinkError::Tampered) => {
             count("tampered");
-            return page(
-                StatusCode::FORBIDDEN,
-                lang,
-                Msg::LinkTamperedTitle,
-                Msg::LinkTamperedText,
-                None,
-            );
+            return refused_link(&app, &parts, action, lang, LinkError::Tampered).await;
         }
         Err(LinkError::Expired) => {
             count("expired");
-            return page(
-                StatusCode::GONE,
-                lang,
-                Msg::LinkExpiredTitle,
-                Msg::LinkExpiredText,
-                None,
-            );
+            return refused_link(&app, &parts, action, lang, LinkError::Expired).await;
         }
     }
     let cookie = secret::generate();
-    let entry = access(&app, &parts, "GET /fill_out/session/login", 303);
+    let entry = access(&app, &parts, action, 303);
     let result = app
         .store()
         .log_in_fill_out_session(
@@ -78,7 +68,13 @@ pub async fn log_in(State(app): State<AppState>, parts: Parts) -> Response {
             count("logged_in");
             redirect_with_cookie("/fill_out/session", &cookie)
         }
-        Ok(LoginResult::Spent) => {
+        // Used before, by this very browser (a reload, the back button):
+        // it is still logged in.
+        Ok(LoginResult::Spent(session)) if still_in(&app, &parts, session).await => {
+            count("spent");
+            redirect("/fill_out/session")
+        }
+        Ok(LoginResult::Spent(_)) => {
             count("spent");
             page(
                 StatusCode::FORBIDDEN,
@@ -91,16 +87,50 @@ pub async fn log_in(State(app): State<AppState>, parts: Parts) -> Response {
         // Signed by us, but for a session this database does not hold.
         Ok(LoginResult::Unknown) => {
             count("tampered");
-            page(
-                StatusCode::FORBIDDEN,
-                lang,
-                Msg::LinkTamperedTitle,
-                Msg::LinkTamperedText,
-                None,
-            )
+            refused_link(&app, &parts, action, lang, LinkError::Tampered).await
         }
         Err(e) => failed(lang, &e),
     }
+}
+
+/// Whether the browser that sent `parts` is logged in to the live session
+/// with this id.
+async fn still_in(app: &AppState, parts: &Parts, session: i64) -> bool {
+    let Some(cookie) = cookie_of(&parts.headers) else {
+        return false;
+    };
+    matches!(
+        app.store().fill_out_session(&cookie_hash(&cookie)).await,
+        Ok(Some(s)) if s.id == session && s.is_live(app.now())
+    )
+}
+
+/// The page for a link that does not work, and its row in the access log
+/// (no dossier: a link that does not check out names none).
+async fn refused_link(
+    app: &AppState,
+    parts: &Parts,
+    action: &str,
+    lang: Lang,
+    why: LinkError,
+) -> Response {
+    let (status, title, text) = match why {
+        LinkError::Tampered => (
+            StatusCode::FORBIDDEN,
+            Msg::LinkTamperedTitle,
+            Msg::LinkTamperedText,
+        ),
+        LinkError::Expired => (
+            StatusCode::GONE,
+            Msg::LinkExpiredTitle,
+            Msg::LinkExpiredText,
+        ),
+    };
+    let entry = access(app, parts, action, status.as_u16());
+    if let Err(e) = app.store().append_access(entry).await {
+        tracing::error!(error = %e, "a refused fill-out link was not logged");
+    }
+    page(status, lang, title, text, None)
 }
 
 /// `GET /fill_out/respondents/{id}?token=...`: opens whatever the
@@ -120,19 +150,14 @@ pub async fn open_completing_url(
         .and_then(|Path(id)| id.parse::<i64>().ok())
         .filter(|id| *id > 0)
         .map(RespondentId);
+    let action = "GET /fill_out/respondents/{id}";
     let Some(respondent) = respondent.filter(|r| app.links().check_completing(*r, &token)) else {
         app.metrics()
             .inc("outcomes_fill_out_logins_total", &[("result", "tampered")]);
-        return page(
-            StatusCode::FORBIDDEN,
-            lang,
-            Msg::LinkTamperedTitle,
-            Msg::LinkTamperedText,
-            None,
-        );
+        return refused_link(&app, &parts, action, lang, LinkError::Tampered).await;
     };
     let cookie = secret::generate();
-    let entry = access(&app, &parts, "GET /fill_out/respondents/{id}", 303);
+    let entry = access(&app, &parts, action, 303);
     let opened = app
         .store()
         .open_respondent_session(respondent, cookie_hash(&cookie), app.now(), entry)
@@ -155,13 +180,7 @@ pub async fn open_completing_url(
                 .inc("outcomes_fill_out_logins_total", &[("result", "logged_in")]);
             redirect_with_cookie("/fill_out/session", &cookie)
         }
-        Ok(None) => page(
-            StatusCode::FORBIDDEN,
-            lang,
-            Msg::LinkTamperedTitle,
-            Msg::LinkTamperedText,
-            None,
-        ),
+        Ok(None) => refused_link(&app, &parts, action, lang, LinkError::Tampered).await,
         Err(e) => failed(lang, &e),
     }
 }

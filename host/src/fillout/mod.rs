@@ -9,7 +9,7 @@
 //! - `GET respondents/{id}?token=...`: a respondent's `completing_url`.
 //! - `GET session`: where to go next: the progress page, the next
 //!   questionnaire, or the end ([`flow`]).
-//! - `GET session/continue`, `GET session/interrupt?csrf=...`: the
+//! - `GET session/continue`, `GET session/interrupt?token=...`: the
 //!   `continue_url` and `interrupt_url` the progress page links to.
 //! - `GET`/`POST session/responses/{id}`: a questionnaire's page and its
 //!   submission ([`form`]).
@@ -18,7 +18,8 @@
 //!
 //! Errors are HTML pages in the respondent's language, never JSON. No
 //! JavaScript; a strict Content-Security-Policy on every answer; forms
-//! carry a CSRF token tied to the session cookie.
+//! carry a CSRF token tied to the session cookie, the `interrupt_url` a
+//! token of its own.
 
 mod flow;
 mod form;
@@ -33,6 +34,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
+use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::AppState;
 use i18n::{Lang, Msg};
@@ -62,8 +64,22 @@ pub fn router(state: AppState) -> Router {
         .route("/fill_out", any(not_found))
         .route("/fill_out/{*rest}", any(not_found))
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(CatchPanicLayer::custom(panicked))
         .layer(middleware::from_fn(session::secure_headers))
         .with_state(state)
+}
+
+/// A handler that panicked: a page like any failure of ours (the API's
+/// layer would answer JSON), in English, as the request is gone.
+fn panicked(_: Box<dyn std::any::Any + Send>) -> Response {
+    tracing::error!("a fill-out page panicked");
+    page(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        Lang::En,
+        Msg::FailedTitle,
+        Msg::FailedText,
+        None,
+    )
 }
 
 /// The end of a session opened with a `completing_url`.
@@ -115,4 +131,43 @@ async fn method_not_allowed(headers: HeaderMap) -> Response {
         Msg::FormRefusedText,
         None,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::{Body, to_bytes};
+    use axum::http::Request;
+    use tower::ServiceExt;
+
+    use super::*;
+
+    async fn boom() -> Response {
+        panic!("a handler's bug")
+    }
+
+    #[tokio::test]
+    async fn a_panicking_page_answers_a_page_with_the_security_headers() {
+        let router = Router::new()
+            .route("/fill_out/boom", get(boom))
+            .layer(CatchPanicLayer::custom(panicked))
+            .layer(middleware::from_fn(session::secure_headers));
+        let request = Request::builder()
+            .uri("/fill_out/boom")
+            .body(Body::empty())
+            .expect("a request");
+        let answer = router.oneshot(request).await.expect("an answer");
+        assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(
+            answer.headers()[header::CONTENT_TYPE],
+            "text/html; charset=utf-8"
+        );
+        assert!(
+            answer
+                .headers()
+                .contains_key(header::CONTENT_SECURITY_POLICY)
+        );
+        let body = to_bytes(answer.into_body(), 1 << 20).await.expect("a body");
+        let text = String::from_utf8_lossy(&body);
+        assert!(text.starts_with("<!doctype html>"), "{text}");
+    }
 }

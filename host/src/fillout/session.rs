@@ -80,10 +80,29 @@ impl FromRequestParts<AppState> for Live {
         let Some(cookie) = cookie_of(&parts.headers) else {
             return Err(gone());
         };
-        match app.store().fill_out_session(&cookie_hash(&cookie)).await {
-            Ok(Some(session)) if session.is_live(app.now()) => Ok(Live { session, cookie }),
-            Ok(_) => Err(gone()),
-            Err(e) => Err(failed(lang, &e)),
+        let now = app.now();
+        let session = match app.store().fill_out_session(&cookie_hash(&cookie)).await {
+            Ok(Some(session)) if session.is_live(now) => session,
+            Ok(_) => return Err(gone()),
+            Err(e) => return Err(failed(lang, &e)),
+        };
+        // Every request of the session is activity: reading a long
+        // questionnaire keeps the session from going idle.
+        if session.needs_touch(now)
+            && let Err(e) = app.store().touch_fill_out_session(&session, now).await
+        {
+            return Err(failed(lang, &e));
+        }
+        Ok(Live { session, cookie })
+    }
+}
+
+impl Live {
+    /// The access-log row of a request of this session: its dossier.
+    pub fn access(&self, app: &AppState, parts: &Parts, action: &str, status: u16) -> AccessEntry {
+        AccessEntry {
+            dossier: Some(self.session.epd_id.clone()),
+            ..access(app, parts, action, status)
         }
     }
 }

@@ -54,8 +54,8 @@ pub enum LoginResult {
     LoggedIn(FillOutSession),
     /// No session has this key and nonce.
     Unknown,
-    /// The link was used before.
-    Spent,
+    /// The link was used before (by the session with this id).
+    Spent(i64),
 }
 
 /// The part of a response a submitted page changes.
@@ -249,10 +249,24 @@ impl Store {
                         dossier: Some(epd_id),
                         ..access
                     };
-                    if logged_in_at.is_some() {
+                    // Spend the link first: of two logins at once (two hosts,
+                    // or PostgreSQL's concurrent writers) one finds it spent.
+                    let claimed = logged_in_at.is_none()
+                        && sqlx::query(
+                            "UPDATE fill_out_sessions SET logged_in_at = $1, last_seen_at = $1, cookie_sha256 = $2 \
+                             WHERE id = $3 AND logged_in_at IS NULL",
+                        )
+                        .bind(to_millis(now))
+                        .bind(&cookie_sha256)
+                        .bind(id)
+                        .execute(&mut *conn)
+                        .await?
+                        .rows_affected()
+                            == 1;
+                    if !claimed {
                         entry.status = 403;
                         access_log::insert(conn, backend, &[&entry]).await?;
-                        return Ok(LoginResult::Spent);
+                        return Ok(LoginResult::Spent(id));
                     }
                     let dossier = DossierId(dossier);
                     let resume: Vec<ResponseId> = ids(id, &resume)?.into_iter().map(ResponseId).collect();
@@ -271,20 +285,11 @@ impl Store {
                         .await?;
                         flow.push(ResponseId(response));
                     }
-                    // Only a login that finds the link unspent marks it.
-                    let done = sqlx::query(
-                        "UPDATE fill_out_sessions SET logged_in_at = $1, last_seen_at = $1, response_ids = $2, cookie_sha256 = $3 \
-                         WHERE id = $4 AND logged_in_at IS NULL",
-                    )
-                    .bind(to_millis(now))
-                    .bind(ids_json(flow.iter().map(|r| r.0)))
-                    .bind(&cookie_sha256)
-                    .bind(id)
-                    .execute(&mut *conn)
-                    .await?;
-                    if done.rows_affected() != 1 {
-                        return Err(StoreError::Conflict(format!("fill-out session {id} was logged in twice at once")));
-                    }
+                    sqlx::query("UPDATE fill_out_sessions SET response_ids = $1 WHERE id = $2")
+                        .bind(ids_json(flow.iter().map(|r| r.0)))
+                        .bind(id)
+                        .execute(&mut *conn)
+                        .await?;
                     access_log::insert(conn, backend, &[&entry]).await?;
                     session_by_id(conn, id).await.map(LoginResult::LoggedIn)
                 })
@@ -482,6 +487,8 @@ impl Store {
                             .list(responses)
                             .sql(") AND completed_at IS NULL AND withdrawn_at IS NULL AND non_response_id IS NULL AND (open_till IS NULL OR open_till > ")
                             .bind(to_millis(now))
+                            .sql(") AND (open_from IS NULL OR open_from <= ")
+                            .bind(to_millis(now))
                             .sql(")");
                         script.execute(conn).await?;
                     }
@@ -490,6 +497,18 @@ impl Store {
                     Ok(())
                 })
             })
+            .await
+    }
+
+    /// Marks the session active at `now`, which keeps it from going idle.
+    pub async fn touch_fill_out_session(
+        &self,
+        session: &FillOutSession,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let id = session.id;
+        self.writer
+            .write(move |conn| Box::pin(async move { touch(conn, id, now).await }))
             .await
     }
 

@@ -194,7 +194,7 @@ db_test!(
         assert_eq!(value("pending_questionnaire_keys[]"), ["phq9", "gad7"]);
         let interrupt_url = value("interrupt_url").pop().expect("an interrupt_url");
         assert!(
-            interrupt_url.starts_with(&format!("{}/fill_out/session/interrupt?csrf=", app.base))
+            interrupt_url.starts_with(&format!("{}/fill_out/session/interrupt?token=", app.base))
         );
         // Continue: the PHQ-9 page.
         let form = visitor.go(&value("continue_url")[0]).await;
@@ -403,8 +403,21 @@ db_test!(
 );
 
 db_test!(
-    async fn forms_and_the_interrupt_url_need_the_session_s_csrf_token(app: spawn_with_epd) {
-        let (mut visitor, form) = open(&app, &start_blank(&app, "d1", &["phq9"]).await).await;
+    async fn forms_and_the_interrupt_url_need_the_session_s_tokens(app: spawn_with_epd) {
+        let with_progress = json!({"questionnaire_keys": ["phq9"], "return_to": format!("{EPD}/back"),
+                                   "progress_url": format!("{EPD}/progress")});
+        let (mut visitor, progress) = open(&app, &start(&app, "d1", with_progress).await).await;
+        let interrupt_url = query_of(progress.location())
+            .into_iter()
+            .find(|(k, _)| k == "interrupt_url")
+            .map(|(_, v)| v)
+            .expect("an interrupt_url");
+        let interrupt_token = query_of(&interrupt_url)
+            .into_iter()
+            .find(|(k, _)| k == "token")
+            .map(|(_, v)| v)
+            .expect("a token");
+        let form = visitor.go("/fill_out/session/continue").await;
         let csrf = form.field("csrf");
         let id = stored(&app, "d1", "phq9").await[0]["id"]
             .as_i64()
@@ -420,6 +433,12 @@ db_test!(
             .post_form(&action, &pairs(&phq9_form("00", "a1")))
             .await
             .assert_message(403, "This form could not be accepted");
+        // The interrupt_url's token went to the caller's progress page: it
+        // posts no form.
+        visitor
+            .post_form(&action, &pairs(&phq9_form(&interrupt_token, "a1")))
+            .await
+            .assert_message(403, "This form could not be accepted");
         // Another session's token does not do either.
         let (_, other_form) = open(&app, &start_blank(&app, "d1", &["phq9"]).await).await;
         let theirs = other_form.field("csrf");
@@ -428,21 +447,108 @@ db_test!(
             .post_form(&action, &pairs(&phq9_form(&theirs, "a1")))
             .await
             .assert_message(403, "This form could not be accepted");
-        visitor
-            .get(&format!("/fill_out/session/interrupt?csrf={theirs}"))
-            .await
-            .assert_message(403, "This form could not be accepted");
-        visitor
-            .get("/fill_out/session/interrupt")
-            .await
-            .assert_message(403, "This form could not be accepted");
+        // Nor does the form's token interrupt.
+        for token in [theirs.as_str(), csrf.as_str(), ""] {
+            visitor
+                .get(&format!("/fill_out/session/interrupt?token={token}"))
+                .await
+                .assert_message(403, "This form could not be accepted");
+        }
         assert_eq!(stored(&app, "d1", "phq9").await[0]["status"], "open");
-        // With its own token, the interrupt link works.
-        let left = visitor
-            .get(&format!("/fill_out/session/interrupt?csrf={csrf}"))
-            .await;
+        // Its own link works.
+        let left = visitor.go(&interrupt_url).await;
         assert_eq!(left.location(), format!("{EPD}/back"));
         assert_eq!(stored(&app, "d1", "phq9").await[0]["status"], "aborted");
+    }
+);
+
+db_test!(
+    async fn a_form_sent_twice_counts_once_and_moves_on(app: spawn_with_epd) {
+        let (mut visitor, form) =
+            open(&app, &start_blank(&app, "d1", &["phq9", "gad7"]).await).await;
+        let csrf = form.field("csrf");
+        let phq9 = stored(&app, "d1", "phq9").await[0]["id"]
+            .as_i64()
+            .expect("an id");
+        let action = format!("/fill_out/session/responses/{phq9}");
+        // Another host, whose clock runs a minute behind, answers this one.
+        app.clock.advance(Duration::minutes(-1));
+        let first = visitor
+            .post_form(&action, &pairs(&phq9_form(&csrf, "a1")))
+            .await;
+        assert_eq!(first.status, 303, "{}", first.text);
+        let completed = stored(&app, "d1", "phq9").await.remove(0);
+        assert_eq!(completed["status"], "completed");
+        // The double click, with other answers: on to what is next, and
+        // the first answers stay.
+        app.clock.advance(Duration::minutes(2));
+        let second = visitor
+            .post_form(&action, &pairs(&phq9_form(&csrf, "a3")))
+            .await;
+        assert_eq!(second.status, 303, "{}", second.text);
+        assert_eq!(second.location(), "/fill_out/session");
+        let next = visitor.follow(second).await;
+        assert!(next.text.contains("<h1>GAD-7</h1>"), "{}", next.text);
+        assert_eq!(stored(&app, "d1", "phq9").await.remove(0), completed);
+        // The back button to the completed page goes on too.
+        let back = visitor.get(&action).await;
+        assert_eq!(back.location(), "/fill_out/session");
+    }
+);
+
+db_test!(
+    async fn a_reloaded_link_keeps_its_browser_in_and_no_other(app: spawn_with_epd) {
+        let link = start_blank(&app, "d1", &["phq9"]).await;
+        let (mut visitor, form) = open(&app, &link).await;
+        assert_eq!(form.status, 200, "{}", form.text);
+        let reload = visitor.get(&link).await;
+        assert_eq!(reload.status, 303, "{}", reload.text);
+        assert_eq!(reload.location(), "/fill_out/session");
+        assert!(reload.header("set-cookie").is_empty(), "the same session");
+        // Another browser, or this one after the session ended, is refused.
+        Visitor::new(&app)
+            .get(&link)
+            .await
+            .assert_message(403, "This link has been used already");
+        let id = stored(&app, "d1", "phq9").await[0]["id"]
+            .as_i64()
+            .expect("an id");
+        let csrf = form.field("csrf");
+        let cookie = visitor.cookie.clone();
+        let left = visitor
+            .post_form(
+                &format!("/fill_out/session/responses/{id}"),
+                &[("csrf", csrf.as_str()), ("action", "interrupt")],
+            )
+            .await;
+        assert_eq!(left.status, 303, "{}", left.text);
+        // The ended session's cookie, kept, does not bring it back.
+        let mut ended = Visitor::new(&app);
+        ended.cookie = cookie;
+        ended
+            .get(&link)
+            .await
+            .assert_message(403, "This link has been used already");
+    }
+);
+
+db_test!(
+    async fn a_link_used_twice_at_once_logs_in_once(app: spawn_with_epd) {
+        let link = start_blank(&app, "d1", &["phq9", "gad7"]).await;
+        let (mut a, mut b) = (Visitor::new(&app), Visitor::new(&app));
+        let (a, b) = tokio::join!(a.get(&link), b.get(&link));
+        let mut statuses = [a.status, b.status];
+        statuses.sort_unstable();
+        assert_eq!(statuses, [303, 403], "{} / {}", a.text, b.text);
+        // One set of responses was prepared.
+        assert_eq!(
+            app.get(&responses("d1"))
+                .await
+                .body
+                .as_array()
+                .map(Vec::len),
+            Some(2)
+        );
     }
 );
 
@@ -556,6 +662,7 @@ db_test!(
         let (mut visitor, form) = open(&app, &link).await;
         assert!(form.text.contains("<h1>PHQ-9</h1>"));
         let csrf = form.field("csrf");
+        let cookie = visitor.cookie.clone();
         let left = visitor
             .post_form(
                 &format!("/fill_out/session/responses/{later}"),
@@ -668,10 +775,16 @@ db_test!(
             )
             .await;
         assert_eq!(done.status, 303, "{}", done.text);
+        // ... and so does reading a page (the respondent takes their time
+        // over the GAD-7).
         app.clock.advance(Duration::minutes(90));
-        assert_eq!(visitor.get("/fill_out/session").await.status, 303);
+        let next = visitor.get("/fill_out/session").await;
+        assert_eq!(next.status, 303);
+        app.clock.advance(Duration::minutes(90));
+        let form = visitor.follow(next).await;
+        assert!(form.text.contains("<h1>GAD-7</h1>"), "{}", form.text);
         // ... two idle hours end it.
-        app.clock.advance(Duration::minutes(30));
+        app.clock.advance(Duration::hours(2));
         visitor
             .get("/fill_out/session")
             .await
@@ -793,5 +906,47 @@ db_test!(
             )),
             "{actions:?}"
         );
+        // Showing the page was a read of the dossier.
+        assert!(
+            actions.contains(&(
+                format!("GET /fill_out/session/responses/{id}").as_str(),
+                200,
+                None
+            )),
+            "{actions:?}"
+        );
+        // Refusals are logged too: a form without its token (with the
+        // dossier), a tampered link and a replayed one.
+        let link = start_blank(&app, "d1", &["gad7"]).await;
+        let (mut visitor, _) = open(&app, &link).await;
+        let refused = visitor
+            .post_form(
+                &format!("/fill_out/session/responses/{id}"),
+                &pairs(&phq9_form("00", "a0")),
+            )
+            .await;
+        assert_eq!(refused.status, 403);
+        Visitor::new(&app).get(&link).await;
+        Visitor::new(&app)
+            .get(&format!("{link}0"))
+            .await
+            .assert_message(403, "This link does not work");
+        let log = app
+            .state
+            .store()
+            .access_log(None, None)
+            .await
+            .expect("the log");
+        let rows: Vec<(&str, u16, Option<&str>)> = log
+            .iter()
+            .map(|e| (e.action.as_str(), e.status, e.dossier.as_deref()))
+            .collect();
+        for row in [
+            ("POST /fill_out/session/responses/{id}", 403, Some("d1")),
+            ("GET /fill_out/session/login", 403, Some("d1")),
+            ("GET /fill_out/session/login", 403, None),
+        ] {
+            assert!(rows.contains(&row), "{row:?} in {rows:?}");
+        }
     }
 );

@@ -113,7 +113,7 @@ db_test!(async fn a_start_prepares_the_first_measurement_at_once(app) {
     assert_eq!(list.status, 200);
     assert_eq!(list.body, json!([without_responses]));
     let put = app
-        .put(&response("d1", &responses[0]["id"].to_string()), &json!({"questionnaire_key": "phq9", "answer_data": phq9_all_answered()}))
+        .put(&response("d1", responses[0]["id"].to_string()), &json!({"questionnaire_key": "phq9", "answer_data": phq9_all_answered()}))
         .await;
     assert_eq!(put.status, 200, "{}", put.text);
     assert_eq!(put.body["measurement_id"], responses[0]["measurement_id"]);
