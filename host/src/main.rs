@@ -15,6 +15,11 @@ use host::config::{Config, FileSettings, Settings};
 use host::store::{Store, StoreOptions};
 use host::{App, telemetry};
 
+/// mimalloc, not the system allocator: a request allocates and frees many
+/// small JSON values, often on another thread than the one that made them.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Routine outcome monitoring: questionnaire responses, outcomes and
 /// protocols for electronic patient record systems.
 ///
