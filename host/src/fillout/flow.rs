@@ -13,7 +13,8 @@ use axum::response::Response;
 
 use super::i18n::{Lang, Msg};
 use super::session::{
-    Live, accept_language, failed, page, query_param, redirect, redirect_clearing_cookie,
+    Live, accept_language, failed, log_refusal, page, query_param, redirect,
+    redirect_clearing_cookie,
 };
 use crate::AppState;
 use crate::domain::fill_out::{FillOutSession, Progress};
@@ -95,12 +96,7 @@ pub async fn refused(
 ) -> Response {
     app.metrics()
         .inc("outcomes_fill_out_refusals_total", &[("reason", "csrf")]);
-    let entry = live.access(app, parts, action, 403);
-    // Refused either way; a log that cannot be written is an operator's
-    // problem, said in the service log.
-    if let Err(e) = app.store().append_access(entry).await {
-        tracing::error!(error = %e, "a refused fill-out request was not logged");
-    }
+    log_refusal(app, live.access(app, parts, action, 403)).await;
     page(
         StatusCode::FORBIDDEN,
         lang,

@@ -11,8 +11,8 @@ use axum::response::{IntoResponse, Response};
 
 use super::i18n::{Lang, Msg};
 use super::session::{
-    accept_language, access, cookie_hash, cookie_of, failed, page, query_param, redirect,
-    redirect_with_cookie,
+    accept_language, access, cookie_hash, cookie_of, failed, log_refusal, page, query_param,
+    redirect, redirect_with_cookie,
 };
 use crate::AppState;
 use crate::auth::links::{LinkError, LoginQuery};
@@ -126,10 +126,7 @@ async fn refused_link(
             Msg::LinkExpiredText,
         ),
     };
-    let entry = access(app, parts, action, status.as_u16());
-    if let Err(e) = app.store().append_access(entry).await {
-        tracing::error!(error = %e, "a refused fill-out link was not logged");
-    }
+    log_refusal(app, access(app, parts, action, status.as_u16())).await;
     page(status, lang, title, text, None)
 }
 

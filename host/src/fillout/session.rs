@@ -107,6 +107,15 @@ impl Live {
     }
 }
 
+/// Writes the access-log row of a refused request. The request is refused
+/// either way; a log that cannot be written is an operator's problem, said
+/// in the service log.
+pub async fn log_refusal(app: &AppState, entry: AccessEntry) {
+    if let Err(e) = app.store().append_access(entry).await {
+        tracing::error!(error = %e, "a refused fill-out request was not logged");
+    }
+}
+
 /// The last value of a query parameter, or empty.
 pub fn query_param(parts: &Parts, name: &str) -> String {
     form_urlencoded::parse(parts.uri.query().unwrap_or_default().as_bytes())

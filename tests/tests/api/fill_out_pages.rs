@@ -29,6 +29,13 @@ async fn stored(app: &TestApp, dossier: &str, key: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The id of the dossier's first response to the questionnaire.
+async fn first_id(app: &TestApp, dossier: &str, key: &str) -> i64 {
+    stored(app, dossier, key).await[0]["id"]
+        .as_i64()
+        .expect("an id")
+}
+
 /// Logs in with `link`, follows to the first page that is not a redirect
 /// within the app.
 async fn open<'a>(app: &'a TestApp, link: &str) -> (Visitor<'a>, Page) {
@@ -317,9 +324,7 @@ db_test!(
         let form = visitor.go("/fill_out/session/continue").await;
         assert!(form.text.contains("<h1>GAD-7</h1>") && form.text.contains("Questionnaire 2 of 2"));
         assert!(form.text.contains(">Send answers</button>"), "the last one");
-        let gad7_id = stored(&app, "d1", "gad7").await[0]["id"]
-            .as_i64()
-            .expect("an id");
+        let gad7_id = first_id(&app, "d1", "gad7").await;
         let interrupt = [
             ("csrf", csrf.as_str()),
             ("action", "interrupt"),
@@ -419,9 +424,7 @@ db_test!(
             .expect("a token");
         let form = visitor.go("/fill_out/session/continue").await;
         let csrf = form.field("csrf");
-        let id = stored(&app, "d1", "phq9").await[0]["id"]
-            .as_i64()
-            .expect("an id");
+        let id = first_id(&app, "d1", "phq9").await;
         let action = format!("/fill_out/session/responses/{id}");
         let mut without = phq9_form("", "a1");
         without.remove(0);
@@ -467,9 +470,7 @@ db_test!(
         let (mut visitor, form) =
             open(&app, &start_blank(&app, "d1", &["phq9", "gad7"]).await).await;
         let csrf = form.field("csrf");
-        let phq9 = stored(&app, "d1", "phq9").await[0]["id"]
-            .as_i64()
-            .expect("an id");
+        let phq9 = first_id(&app, "d1", "phq9").await;
         let action = format!("/fill_out/session/responses/{phq9}");
         // Another host, whose clock runs a minute behind, answers this one.
         app.clock.advance(Duration::minutes(-1));
@@ -510,9 +511,7 @@ db_test!(
             .get(&link)
             .await
             .assert_message(403, "This link has been used already");
-        let id = stored(&app, "d1", "phq9").await[0]["id"]
-            .as_i64()
-            .expect("an id");
+        let id = first_id(&app, "d1", "phq9").await;
         let csrf = form.field("csrf");
         let cookie = visitor.cookie.clone();
         let left = visitor
@@ -662,7 +661,6 @@ db_test!(
         let (mut visitor, form) = open(&app, &link).await;
         assert!(form.text.contains("<h1>PHQ-9</h1>"));
         let csrf = form.field("csrf");
-        let cookie = visitor.cookie.clone();
         let left = visitor
             .post_form(
                 &format!("/fill_out/session/responses/{later}"),
@@ -720,9 +718,7 @@ db_test!(
         );
         assert!(form.text.contains("q-v_8"));
         let csrf = form.field("csrf");
-        let phq9 = stored(&app, "d1", "phq9").await[0]["id"]
-            .as_i64()
-            .expect("an id");
+        let phq9 = first_id(&app, "d1", "phq9").await;
         // All shown questions answered: complete, although item 9 is not;
         // an answer to it anyway is not kept.
         let mut fields = phq9_form(&csrf, "a1");
@@ -763,9 +759,7 @@ db_test!(
         let (mut visitor, form) =
             open(&app, &start_blank(&app, "d1", &["phq9", "gad7"]).await).await;
         let csrf = form.field("csrf");
-        let id = stored(&app, "d1", "phq9").await[0]["id"]
-            .as_i64()
-            .expect("an id");
+        let id = first_id(&app, "d1", "phq9").await;
         // Activity keeps it going...
         app.clock.advance(Duration::minutes(90));
         let done = visitor
@@ -796,9 +790,7 @@ db_test!(
     async fn hostile_form_input_gets_a_page_never_a_failure(app: spawn_with_epd) {
         let (mut visitor, form) = open(&app, &start_blank(&app, "d1", &["phq9"]).await).await;
         let csrf = form.field("csrf");
-        let id = stored(&app, "d1", "phq9").await[0]["id"]
-            .as_i64()
-            .expect("an id");
+        let id = first_id(&app, "d1", "phq9").await;
         let action = format!("/fill_out/session/responses/{id}");
         // Too large.
         let mut big = format!("csrf={csrf}&v_1=").into_bytes();
@@ -866,9 +858,7 @@ db_test!(
     async fn logins_and_submissions_are_in_the_access_log(app: spawn_with_epd) {
         let (mut visitor, form) = open(&app, &start_blank(&app, "d1", &["phq9"]).await).await;
         let csrf = form.field("csrf");
-        let id = stored(&app, "d1", "phq9").await[0]["id"]
-            .as_i64()
-            .expect("an id");
+        let id = first_id(&app, "d1", "phq9").await;
         let done = visitor
             .post_form(
                 &format!("/fill_out/session/responses/{id}"),
