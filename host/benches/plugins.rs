@@ -38,7 +38,8 @@ use host::metrics::Metrics;
 use host::plugins::{LimitSettings, Plugin, PluginSettings, Plugins, call};
 use host::scoring::{self, ScoringContext};
 use plugin_sdk::{
-    CalculatorInput, CalculatorOutput, OutcomeInfo, PluginKind, ResponseInfo, ScorerOutput,
+    CalculatorInput, CalculatorOutput, OutcomeInfo, PluginKind, ResponseInfo, ScorerInput,
+    ScorerOutput,
 };
 
 /// The plugins `cargo xtask plugins` builds, by folder.
@@ -276,8 +277,8 @@ fn scoring_section(scale: Scale) {
     let full = scoring::scorer_input(&q, &given, ctx);
     // What the host sends this scorer: without the questions and the option
     // keys when its manifest declines them (the PHQ-9 scorer does).
-    let input = scoring::scorer_input_for(&plugin, &q, &given, ctx);
-    let input_json = serde_json::to_vec(&input).expect("input JSON");
+    let input_json = scoring::scorer_input_for(&plugin, &q, &given, ctx);
+    let input: ScorerInput = serde_json::from_slice(&input_json).expect("input JSON");
 
     let probe = call::invoke::<_, ScorerOutput>(&plugin, &input);
     let output = probe.result.expect("the scorer answers");
@@ -347,8 +348,8 @@ fn scoring_section(scale: Scale) {
         black_box(bytes);
         black_box(call::parse_reply::<ScorerOutput>(black_box(&reply))).expect("parse");
     });
-    // The host's own path: a blocking thread per call, an instance slot,
-    // the call counted.
+    // The host's own path: an instance slot, the call inline on the
+    // worker, the call counted.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -359,7 +360,7 @@ fn scoring_section(scale: Scale) {
         for i in 0..warmup + n {
             let started = Instant::now();
             let call = plugins
-                .call::<_, ScorerOutput>(plugin.clone(), input.clone())
+                .call_json::<ScorerOutput>(plugin.clone(), input_json.clone())
                 .await;
             call.result.expect("async call");
             if i >= warmup {
@@ -374,7 +375,7 @@ fn scoring_section(scale: Scale) {
         ("invoke_raw: bytes in, bytes out", &raw),
         ("invoke: typed, host JSON both ways (*)", &typed),
         ("score_with: input built, call, outcome", &pipeline),
-        ("Plugins::call: blocking thread, slot", &hop),
+        ("Plugins::call_json: slot, inline call", &hop),
         ("host JSON alone (no call)", &host_json),
     ] {
         println!("{label:<40} {}", samples.line(Unit::Micros));

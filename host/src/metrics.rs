@@ -104,21 +104,28 @@ impl Metrics {
     }
 }
 
+/// `{k="v",...}` with the values escaped as the text format requires;
+/// empty for no labels. One allocation: it runs on every counted call.
 fn render_labels(labels: &[(&str, &str)]) -> String {
-    if labels.is_empty() {
-        return String::new();
+    let mut out = String::new();
+    for (i, (key, value)) in labels.iter().enumerate() {
+        out.push(if i == 0 { '{' } else { ',' });
+        out.push_str(key);
+        out.push_str("=\"");
+        for c in value.chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '"' => out.push_str("\\\""),
+                '\n' => out.push_str("\\n"),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
     }
-    let inner: Vec<String> = labels
-        .iter()
-        .map(|(k, v)| {
-            let v = v
-                .replace('\\', "\\\\")
-                .replace('"', "\\\"")
-                .replace('\n', "\\n");
-            format!("{k}=\"{v}\"")
-        })
-        .collect();
-    format!("{{{}}}", inner.join(","))
+    if !labels.is_empty() {
+        out.push('}');
+    }
+    out
 }
 
 #[cfg(test)]
@@ -142,6 +149,11 @@ mod tests {
         assert!(text.contains("outcomes_plugin_calls_total{plugin=\"phq9\",result=\"ok\"} 2\n"));
         assert!(text.contains("outcomes_plugins_serving 4\n"));
         assert!(text.contains("folder=\"a\\\"b\""));
+        m.inc("outcomes_plugin_reloads_total", &[("folder", "c\\d\ne")]);
+        assert!(
+            m.render()
+                .contains("outcomes_plugin_reloads_total{folder=\"c\\\\d\\ne\"} 1\n")
+        );
         assert!(text.contains("# TYPE outcomes_plugin_calls_total counter"));
         assert_eq!(m.get("outcomes_plugins_serving", &[]), 4.0);
     }

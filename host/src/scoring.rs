@@ -10,6 +10,7 @@ use plugin_sdk::{
     CalculatorInput, OptionInfo, PatientInfo, PluginKind, QuestionInfo, QuestionnaireInfo,
     ScoreInfo, ScorerInput, ScorerOutput,
 };
+use serde::Serialize;
 
 use crate::domain::answers::Answers;
 use crate::domain::outcome::{self, Outcome, Provenance};
@@ -91,24 +92,28 @@ pub fn calculator_input_for(plugin: &Plugin, mut input: CalculatorInput) -> Calc
     input
 }
 
-/// The scorer input for `answers` to `q`. Answers to questions the
-/// response's variant hides are left out (a hidden question's answer is
-/// ignored by scoring); `flags` holds every flag the questionnaire
-/// declares, with the response's value or the default.
+/// The scorer input for `answers` to `q`, every part of it (the fixture
+/// runner shows authors this). Answers to questions the response's variant
+/// hides are left out (a hidden question's answer is ignored by scoring);
+/// `flags` holds every flag the questionnaire declares, with the response's
+/// value or the default.
 pub fn scorer_input(q: &Questionnaire, answers: &Answers, ctx: ScoringContext<'_>) -> ScorerInput {
-    build_input(q, answers, ctx, true, true)
+    // The one builder is `input_json`; this is its parse, so the harness and
+    // a real call cannot disagree.
+    serde_json::from_slice(&input_json(q, answers, ctx, true, true))
+        .expect("the scorer input the host writes parses as ScorerInput")
 }
 
-/// The scorer input for `answers` to `q` as `plugin` asked for it: without
-/// the questions, or the option keys answered, when its manifest declines
-/// them.
+/// The scorer input for `answers` to `q` as `plugin` asked for it, as the
+/// JSON the plugin reads: without the questions, or the option keys
+/// answered, when its manifest declines them.
 pub fn scorer_input_for(
     plugin: &Plugin,
     q: &Questionnaire,
     answers: &Answers,
     ctx: ScoringContext<'_>,
-) -> ScorerInput {
-    build_input(
+) -> Vec<u8> {
+    input_json(
         q,
         answers,
         ctx,
@@ -117,40 +122,50 @@ pub fn scorer_input_for(
     )
 }
 
-fn build_input(
+/// A [`ScorerInput`] written straight from the definition and the response,
+/// without building one: every response is scored, so this is on the path
+/// of every POST. The questionnaire part is serialized once per definition
+/// (`Questionnaire::scorer_json`) and copied in; the rest borrows.
+fn input_json(
     q: &Questionnaire,
     answers: &Answers,
     ctx: ScoringContext<'_>,
     questions: bool,
     option_keys: bool,
-) -> ScorerInput {
-    let answers = ctx.variant.visible_answers(q, answers);
-    let values = answers
-        .0
-        .iter()
-        .map(|(key, answer)| {
-            let value = answer.as_deref().and_then(|a| {
-                q.question(key)
-                    .and_then(|question| question.option(a))
-                    .map(|o| o.value as f64)
-            });
-            (key.clone(), value)
+) -> Vec<u8> {
+    let info = &q.scorer_json.get_or_init(|| {
+        [false, true].map(|with| {
+            serde_json::to_vec(&info(q, with)).expect("strings, numbers and lists always serialize")
         })
-        .collect();
-    ScorerInput {
-        questionnaire: info(q, questions),
-        answers: if option_keys {
-            answers.0.into_iter().collect()
-        } else {
-            Default::default()
-        },
-        values,
-        flags: q
-            .flags
-            .keys()
-            .map(|name| (name.clone(), ctx.variant.flag(q, name)))
-            .collect(),
-        textvars: ctx.variant.textvars.clone(),
+    })[usize::from(questions)];
+    let shown = |key: &str| {
+        q.question(key)
+            .is_none_or(|question| ctx.variant.shows(q, question))
+    };
+    let visible = || {
+        answers
+            .0
+            .iter()
+            .map(move |(key, answer)| (key.as_str(), answer.as_deref().filter(|_| shown(key))))
+    };
+    let rest = InputRest {
+        answers: MapOf(|| visible().filter(|_| option_keys)),
+        values: MapOf(|| {
+            visible().map(|(key, answer)| {
+                let value = answer.and_then(|a| {
+                    q.question(key)
+                        .and_then(|question| question.option(a))
+                        .map(|o| o.value as f64)
+                });
+                (key, value)
+            })
+        }),
+        flags: MapOf(|| {
+            q.flags
+                .keys()
+                .map(|name| (name.as_str(), ctx.variant.flag(q, name)))
+        }),
+        textvars: &ctx.variant.textvars,
         completed_at: ctx
             .completed_at
             .to_rfc3339_opts(SecondsFormat::Millis, true),
@@ -158,9 +173,46 @@ fn build_input(
             "profess"
         } else {
             "patient"
-        }
-        .to_owned(),
+        },
         patient: PatientInfo::default(),
+    };
+    let mut out = Vec::with_capacity(info.len() + 512);
+    out.extend_from_slice(b"{\"questionnaire\":");
+    out.extend_from_slice(info);
+    out.push(b',');
+    let at = out.len();
+    serde_json::to_writer(&mut out, &rest).expect("strings, numbers and maps always serialize");
+    // `rest` is an object; its fields follow the questionnaire's in ours.
+    debug_assert_eq!(out.get(at), Some(&b'{'));
+    out.remove(at);
+    out
+}
+
+/// The fields of [`ScorerInput`] after `questionnaire`, borrowed (the maps
+/// are [`MapOf`]s).
+#[derive(Serialize)]
+struct InputRest<'a, A, V, F> {
+    answers: A,
+    values: V,
+    flags: F,
+    textvars: &'a std::collections::BTreeMap<String, String>,
+    completed_at: String,
+    respondent_type: &'static str,
+    patient: PatientInfo,
+}
+
+/// Serializes the pairs `.0()` yields as a JSON object.
+struct MapOf<F>(F);
+
+impl<F, I, K, V> Serialize for MapOf<F>
+where
+    F: Fn() -> I,
+    I: IntoIterator<Item = (K, V)>,
+    K: Serialize,
+    V: Serialize,
+{
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map((self.0)())
     }
 }
 
@@ -178,7 +230,9 @@ pub async fn score(
         Err(e) => return failure(metrics, q, None, &e),
     };
     let input = scorer_input_for(&plugin, q, answers, ctx);
-    let call = plugins.call::<_, ScorerOutput>(plugin.clone(), input).await;
+    let call = plugins
+        .call_json::<ScorerOutput>(plugin.clone(), input)
+        .await;
     finish(metrics, q, &plugin, call.result)
 }
 
@@ -190,7 +244,7 @@ pub fn score_with(
     answers: &Answers,
     ctx: ScoringContext<'_>,
 ) -> (Outcome, Provenance) {
-    let call = crate::plugins::call::invoke::<_, ScorerOutput>(
+    let call = crate::plugins::call::invoke_json::<ScorerOutput>(
         plugin,
         &scorer_input_for(plugin, q, answers, ctx),
     );
@@ -243,4 +297,90 @@ fn failure(
         },
     };
     (outcome::failed(q, e.code(), &e.to_string()), provenance)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::questionnaire;
+    use chrono::TimeZone;
+    use serde_json::json;
+
+    fn phq9() -> Questionnaire {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../questionnaires/phq9/questionnaire.toml"
+        );
+        let text = std::fs::read_to_string(path).expect("the bundled PHQ-9 definition");
+        questionnaire::parse(&text, "phq9").expect("valid")
+    }
+
+    fn input(
+        q: &Questionnaire,
+        variant: &Variant,
+        questions: bool,
+        option_keys: bool,
+    ) -> ScorerInput {
+        let given = json!({"v_1": "a1", "v_2": "a3", "v_9": "a2", "v_10": null});
+        let answers = Answers::check(q, given.as_object().expect("an object")).expect("valid");
+        let ctx = ScoringContext {
+            completed_at: Utc
+                .with_ymd_and_hms(2026, 3, 4, 5, 6, 7)
+                .single()
+                .expect("a valid time"),
+            professional: true,
+            variant,
+        };
+        let bytes = input_json(q, &answers, ctx, questions, option_keys);
+        serde_json::from_slice(&bytes).expect("parses as ScorerInput")
+    }
+
+    #[test]
+    fn the_input_written_directly_is_the_scorer_input() {
+        let q = phq9();
+        let plain = input(&q, &Variant::default(), true, true);
+        assert_eq!(plain.questionnaire, info(&q, true));
+        assert_eq!(plain.answer("v_1"), Some("a1"));
+        assert_eq!(plain.answer("v_9"), Some("a2"));
+        assert_eq!(plain.value("v_2"), Some(3.0));
+        assert_eq!(plain.value("v_9"), Some(2.0));
+        assert_eq!(plain.values.get("v_10"), Some(&None));
+        assert_eq!(plain.flags, [("phq8".to_owned(), false)].into());
+        assert_eq!(plain.completed_at, "2026-03-04T05:06:07.000Z");
+        assert_eq!(plain.respondent_type, "profess");
+        assert_eq!(plain.patient, PatientInfo::default());
+
+        // PHQ-8: item 9 is hidden, so its answer is as if not given.
+        let phq8 = Variant {
+            flags: [("phq8".to_owned(), true)].into(),
+            textvars: [("anything".to_owned(), "kept".to_owned())].into(),
+        };
+        let hidden = input(&q, &phq8, true, true);
+        assert_eq!(hidden.answers.get("v_9"), Some(&None));
+        assert_eq!(hidden.values.get("v_9"), Some(&None));
+        assert_eq!(hidden.value("v_1"), Some(1.0));
+        assert_eq!(hidden.flags, [("phq8".to_owned(), true)].into());
+        assert_eq!(hidden.textvars, phq8.textvars);
+
+        // A manifest that declines the questions and the option keys.
+        let lean = input(&q, &Variant::default(), false, false);
+        assert!(lean.questionnaire.questions.is_empty());
+        assert_eq!(lean.questionnaire.scores, plain.questionnaire.scores);
+        assert!(lean.answers.is_empty());
+        assert_eq!(lean.values, plain.values);
+    }
+
+    #[test]
+    fn a_copy_of_a_definition_serializes_its_own_questionnaire_part() {
+        let q = phq9();
+        let _ = input(&q, &Variant::default(), true, true);
+        let mut renamed = q.clone();
+        renamed.name = "Renamed".to_owned();
+        assert_eq!(
+            input(&renamed, &Variant::default(), true, true)
+                .questionnaire
+                .name,
+            "Renamed"
+        );
+    }
 }

@@ -104,7 +104,7 @@ pub async fn get_report_calculation(
     );
     let call = app
         .plugins()
-        .call::<_, CalculatorOutput>(plugin.clone(), input)
+        .call::<_, CalculatorOutput>(plugin.clone(), &input)
         .await;
     match call.result {
         Ok(output) => Ok(json(

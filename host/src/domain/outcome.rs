@@ -2,7 +2,7 @@
 //! decisions.md §4). Scores stay open JSON objects because scorers may add
 //! fields; the host only relies on the fields named here.
 
-use plugin_sdk::{ScoreStatus, ScorerOutput};
+use plugin_sdk::{Score, ScoreStatus, ScorerOutput};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -82,18 +82,7 @@ pub fn complete(def: &Questionnaire, output: ScorerOutput) -> Result<Outcome, St
                 Some(ScoreStatus::Attention) => status.1 = true,
                 None => {}
             }
-            let Value::Object(fields) = serde_json::to_value(&score).map_err(|e| e.to_string())?
-            else {
-                return Err(format!("score {} is not an object", s.key));
-            };
-            for (name, value) in fields {
-                if !matches!(
-                    name.as_str(),
-                    "score" | "label" | "global" | "referenced_values"
-                ) {
-                    entry.insert(name, value);
-                }
-            }
+            put_fields(score, &mut entry);
         }
         entry.insert(
             "referenced_values".into(),
@@ -121,6 +110,59 @@ pub fn complete(def: &Questionnaire, output: ScorerOutput) -> Result<Outcome, St
         attention,
         complete,
     })
+}
+
+/// A scorer's fields of one score into its outcome entry, as `Score`
+/// serializes them (its fields in order, absent ones left out, then the
+/// further fields) but without a JSON round trip: this runs for every
+/// scored response. The fields the host owns (`score`, `label`, `global`,
+/// `referenced_values`) are not the scorer's to set and are skipped.
+fn put_fields(score: Score, entry: &mut Map<String, Value>) {
+    let Score {
+        value,
+        interpretation,
+        norm,
+        tscore,
+        tscore_interpretation,
+        oru_flag,
+        status,
+        missing_values,
+        extra,
+    } = score;
+    let number = |n: f64| serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number);
+    let status = status.map(|s| match s {
+        ScoreStatus::Alarm => "alarm",
+        ScoreStatus::Attention => "attention",
+    });
+    let known = [
+        ("value", value.map(number)),
+        ("interpretation", interpretation.map(Value::String)),
+        ("norm", norm.map(Value::String)),
+        ("tscore", tscore.map(number)),
+        (
+            "tscore_interpretation",
+            tscore_interpretation.map(Value::String),
+        ),
+        ("oru_flag", oru_flag.map(Value::String)),
+        ("status", status.map(|s| Value::String(s.to_owned()))),
+        (
+            "missing_values",
+            missing_values.map(|keys| Value::Array(keys.into_iter().map(Value::String).collect())),
+        ),
+    ];
+    for (name, value) in known {
+        if let Some(value) = value {
+            entry.insert(name.to_owned(), value);
+        }
+    }
+    for (name, value) in extra {
+        if !matches!(
+            name.as_str(),
+            "score" | "label" | "global" | "referenced_values"
+        ) {
+            entry.insert(name, value);
+        }
+    }
 }
 
 /// The outcome of a completed response whose scorer failed (decisions.md
@@ -173,6 +215,42 @@ mod tests {
     use super::*;
     use crate::domain::questionnaire;
     use plugin_sdk::Score;
+
+    #[test]
+    fn score_fields_come_as_score_serializes_them_less_the_hosts() {
+        let score = Score {
+            value: Some(12.5),
+            interpretation: Some("mild".into()),
+            norm: Some(">= 10".into()),
+            tscore: Some(55.0),
+            tscore_interpretation: Some("average".into()),
+            oru_flag: Some("H".into()),
+            status: Some(ScoreStatus::Attention),
+            missing_values: Some(vec!["v_2".into()]),
+            extra: [
+                ("zeta".to_owned(), Value::Null),
+                ("label".to_owned(), Value::String("not the scorer's".into())),
+                ("alpha".to_owned(), serde_json::json!({"nested": [1, 2]})),
+            ]
+            .into_iter()
+            .collect(),
+        };
+        let Value::Object(mut expected) = serde_json::to_value(&score).expect("serializes") else {
+            panic!("a score serializes as an object");
+        };
+        expected.remove("label");
+        let mut entry = Map::new();
+        put_fields(score, &mut entry);
+        assert_eq!(entry, expected);
+        assert_eq!(
+            entry.keys().collect::<Vec<_>>(),
+            expected.keys().collect::<Vec<_>>(),
+            "in the same order"
+        );
+        let mut bare = Map::new();
+        put_fields(Score::default(), &mut bare);
+        assert!(bare.is_empty(), "absent fields stay absent: {bare:?}");
+    }
 
     fn def() -> Questionnaire {
         questionnaire::parse(

@@ -177,6 +177,43 @@ pub struct Questionnaire {
     pub flags: BTreeMap<String, FlagDef>,
     pub textvars: BTreeMap<String, TextvarDef>,
     pub sbg_info: Option<SbgInfo>,
+    /// The questionnaire's part of every scorer input, serialized on first
+    /// use: without and with the questions (`scoring` fills it).
+    pub scorer_json: Derived<[Vec<u8>; 2]>,
+}
+
+/// A value derived from a definition on first use and kept with it. A clone
+/// starts empty, so a changed copy of a definition never serves what was
+/// derived from the original.
+pub struct Derived<T>(std::sync::OnceLock<T>);
+
+impl<T> Derived<T> {
+    /// The value, derived with `f` on first use.
+    pub fn get_or_init(&self, f: impl FnOnce() -> T) -> &T {
+        self.0.get_or_init(f)
+    }
+}
+
+impl<T> Default for Derived<T> {
+    fn default() -> Self {
+        Derived(std::sync::OnceLock::new())
+    }
+}
+
+impl<T> Clone for Derived<T> {
+    fn clone(&self) -> Self {
+        Derived::default()
+    }
+}
+
+impl<T> std::fmt::Debug for Derived<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "Derived(..)"
+        } else {
+            "Derived(<not yet>)"
+        })
+    }
 }
 
 /// A validated question with its options resolved.
@@ -425,6 +462,7 @@ fn validate(file: QuestionnaireFile, folder: &str) -> Result<Questionnaire, Defi
         flags: file.flags,
         textvars: file.textvars,
         sbg_info: file.sbg_info,
+        scorer_json: Derived::default(),
     })
 }
 

@@ -323,21 +323,36 @@ pub fn invoke_raw_with(plugin: &Plugin, limits: Limits, input: &[u8]) -> Call<Ve
 
 /// Calls the plugin with typed input and parses its typed reply.
 pub fn invoke<I: Serialize, O: DeserializeOwned>(plugin: &Plugin, input: &I) -> Call<O> {
-    let bytes = match serde_json::to_vec(input) {
-        Ok(b) => b,
-        Err(e) => {
-            return Call {
-                result: Err(PluginError::Host(format!("serializing the input: {e}"))),
-                usage: Usage::default(),
-                logs: Vec::new(),
-            };
-        }
-    };
-    let call = invoke_raw(plugin, &bytes);
+    match input_bytes(input) {
+        Ok(bytes) => invoke_json(plugin, &bytes),
+        Err(e) => Call::refused(e),
+    }
+}
+
+/// Calls the plugin with input already serialized and parses its typed
+/// reply.
+pub fn invoke_json<O: DeserializeOwned>(plugin: &Plugin, input: &[u8]) -> Call<O> {
+    let call = invoke_raw(plugin, input);
     Call {
         result: call.result.and_then(|out| parse_reply(&out)),
         usage: call.usage,
         logs: call.logs,
+    }
+}
+
+/// `input` as the JSON a plugin reads.
+pub fn input_bytes<I: Serialize>(input: &I) -> Result<Vec<u8>, PluginError> {
+    serde_json::to_vec(input).map_err(|e| PluginError::Host(format!("serializing the input: {e}")))
+}
+
+impl<T> Call<T> {
+    /// A call that never reached the plugin.
+    pub fn refused(error: PluginError) -> Call<T> {
+        Call {
+            result: Err(error),
+            usage: Usage::default(),
+            logs: Vec::new(),
+        }
     }
 }
 

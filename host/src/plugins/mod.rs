@@ -317,9 +317,20 @@ impl Plugins {
     /// Calls `plugin` with `input` once a call slot is free (inline for small
     /// fuel budgets, else on a blocking thread); counts the result and
     /// re-emits the guest's log lines.
-    pub async fn call<I, O>(&self, plugin: Arc<Plugin>, input: I) -> Call<O>
+    pub async fn call<I, O>(&self, plugin: Arc<Plugin>, input: &I) -> Call<O>
     where
-        I: Serialize + Send + 'static,
+        I: Serialize,
+        O: DeserializeOwned + Send + 'static,
+    {
+        match call::input_bytes(input) {
+            Ok(bytes) => self.call_json(plugin, bytes).await,
+            Err(e) => Call::refused(e),
+        }
+    }
+
+    /// [`Plugins::call`] with the input already serialized.
+    pub async fn call_json<O>(&self, plugin: Arc<Plugin>, input: Vec<u8>) -> Call<O>
+    where
         O: DeserializeOwned + Send + 'static,
     {
         let permit = self.runtime.slots.clone().acquire_owned().await;
@@ -328,18 +339,16 @@ impl Plugins {
             // blocking thread would cost more than the call. Its fuel bounds
             // how long it can hold this worker.
             let _slot = permit;
-            call::invoke::<I, O>(&plugin, &input)
+            call::invoke_json::<O>(&plugin, &input)
         } else {
             let p = plugin.clone();
             tokio::task::spawn_blocking(move || {
                 let _slot = permit;
-                call::invoke::<I, O>(&p, &input)
+                call::invoke_json::<O>(&p, &input)
             })
             .await
-            .unwrap_or_else(|e| Call {
-                result: Err(PluginError::Host(format!("plugin call thread failed: {e}"))),
-                usage: Usage::default(),
-                logs: Vec::new(),
+            .unwrap_or_else(|e| {
+                Call::refused(PluginError::Host(format!("plugin call thread failed: {e}")))
             })
         };
         call::emit_logs(&plugin, &call.logs);
