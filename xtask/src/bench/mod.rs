@@ -279,9 +279,13 @@ fn build(root: &Path, skip: bool) -> anyhow::Result<PathBuf> {
 #[derive(Debug, Default)]
 struct BackendReport {
     post: Option<load::LoadReport>,
-    /// Every scored POST run, and every unscored one (--scoring-baseline).
+    /// Every scored POST run, and every unscored one (--scoring-baseline),
+    /// in the order they ran (round i is `post_runs[i]`, `unscored_runs[i]`).
     post_runs: Vec<f64>,
     unscored_runs: Vec<f64>,
+    /// Server CPU per request of those runs, in microseconds.
+    post_cpu: Vec<f64>,
+    unscored_cpu: Vec<f64>,
     auth: Option<auth::AuthReport>,
     list: Option<ListReport>,
     fill_out: Option<fill_out::FillOutReport>,
@@ -317,12 +321,17 @@ async fn bench_backend(
                     post_phase(backend, args, binary, root, fresh, scoring).await
                 })
                 .await?;
+                let cpu = run.server_cpu_micros().unwrap_or(f64::NAN);
                 match scoring {
                     Scoring::On => {
                         report.post_runs.push(run.throughput());
+                        report.post_cpu.push(cpu);
                         scored.push(run);
                     }
-                    Scoring::Off => report.unscored_runs.push(run.throughput()),
+                    Scoring::Off => {
+                        report.unscored_runs.push(run.throughput());
+                        report.unscored_cpu.push(cpu);
+                    }
                 }
             }
         }
@@ -526,6 +535,20 @@ fn print_summary(args: &BenchArgs, reports: &[(Backend, BackendReport)]) {
         let scored = median(&report.post_runs);
         let unscored = median(&report.unscored_runs);
         let cost = 100.0 * (1.0 - scored / unscored);
+        // Each round's scored run against the unscored run right after it:
+        // the machine's drift hits both alike, so the spread of these says
+        // how far one figure can be trusted.
+        let paired: Vec<f64> = report
+            .post_runs
+            .iter()
+            .zip(&report.unscored_runs)
+            .map(|(s, u)| 100.0 * (1.0 - s / u))
+            .collect();
+        let (low, high) = paired
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), c| {
+                (lo.min(*c), hi.max(*c))
+            });
         let runs = |r: &[f64]| {
             r.iter()
                 .map(|t| format!("{t:.0}"))
@@ -538,14 +561,33 @@ fn print_summary(args: &BenchArgs, reports: &[(Backend, BackendReport)]) {
             runs(&report.post_runs),
             runs(&report.unscored_runs),
         );
+        println!(
+            "  per round: {} % (median {:.1}%); server CPU per request: scored {:.0} µs vs no scorer {:.0} µs (medians)",
+            paired
+                .iter()
+                .map(|c| format!("{c:.1}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            median(&paired),
+            median(&report.post_cpu),
+            median(&report.unscored_cpu),
+        );
         let verdict = if cost <= GOAL_SCORING_COST_PERCENT {
             "met"
         } else {
             "NOT met"
         };
+        let straddles = low <= GOAL_SCORING_COST_PERCENT && high > GOAL_SCORING_COST_PERCENT;
         println!(
-            "Goal: scoring costs <= {GOAL_SCORING_COST_PERCENT}% of POST throughput on {}: {verdict}",
-            backend.name()
+            "Goal: scoring costs <= {GOAL_SCORING_COST_PERCENT}% of POST throughput on {}: {verdict}{}",
+            backend.name(),
+            if straddles {
+                format!(
+                    " (rounds range from {low:.1}% to {high:.1}%, on both sides of the goal: run more --rounds)"
+                )
+            } else {
+                String::new()
+            }
         );
     }
     for (backend, report) in reports {
