@@ -348,8 +348,9 @@ fn scoring_section(scale: Scale) {
         black_box(bytes);
         black_box(call::parse_reply::<ScorerOutput>(black_box(&reply))).expect("parse");
     });
-    // The host's own path: an instance slot, the call inline on the
-    // worker, the call counted.
+    // The host's own path: a call slot, the call on the worker in a spare
+    // instance (made ahead by the spare thread, which also drops it), the
+    // call counted.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -375,7 +376,7 @@ fn scoring_section(scale: Scale) {
         ("invoke_raw: bytes in, bytes out", &raw),
         ("invoke: typed, host JSON both ways (*)", &typed),
         ("score_with: input built, call, outcome", &pipeline),
-        ("Plugins::call_json: slot, inline call", &hop),
+        ("Plugins::call_json: slot, spare instance", &hop),
         ("host JSON alone (no call)", &host_json),
     ] {
         println!("{label:<40} {}", samples.line(Unit::Micros));

@@ -26,6 +26,11 @@ pub enum Behaviour {
     ForbiddenImport,
     /// Answers this reply (a valid plugin, for reload tests).
     Reply(&'static str),
+    /// Counts its calls in a global and in its memory and answers both
+    /// counts (`value` and `tscore` of score `total`): a module that tries
+    /// to carry state from one call (one patient) to the next. In a fresh
+    /// instance both are 1.
+    CountsCalls,
 }
 
 /// A module exporting the plugin ABI, named `name`, of `kind` (`scorer` or
@@ -61,6 +66,7 @@ pub fn hostile_module(kind: &str, name: &str, behaviour: Behaviour) -> Vec<u8> {
             "(drop (memory.grow (i32.const 40))) (i64.const 2200000)".to_owned(),
         ),
         Behaviour::Reply(json) => reply_at(json),
+        Behaviour::CountsCalls => counts_calls(),
         Behaviour::WrongAbi | Behaviour::ForbiddenImport => {
             (String::new(), "(i64.const 0)".to_owned())
         }
@@ -70,6 +76,7 @@ pub fn hostile_module(kind: &str, name: &str, behaviour: Behaviour) -> Vec<u8> {
   {import}
   (memory (export "memory") 2)
   (global $heap (mut i32) (i32.const 65536))
+  (global $calls (mut i32) (i32.const 0))
   (data (i32.const 16) "{manifest_text}")
   {data}
   (func (export "outcomes_abi_version") (result i32) (i32.const {abi}))
@@ -104,6 +111,24 @@ fn reply_at(reply: &str) -> (String, String) {
             reply.len()
         ),
     )
+}
+
+/// [`Behaviour::CountsCalls`]: the reply at 4096 with its two digits
+/// written by the call: the global count and the count kept in memory at
+/// 8192.
+fn counts_calls() -> (String, String) {
+    const REPLY: &str = r#"{"ok":{"scores":{"total":{"value":0,"tscore":0}}}}"#;
+    let global_digit = 4096 + REPLY.find("0,").expect("a digit");
+    let memory_digit = 4096 + REPLY.find("0}").expect("a digit");
+    let (data, answer) = reply_at(REPLY);
+    let body = format!(
+        "(global.set $calls (i32.add (global.get $calls) (i32.const 1)))
+    (i32.store8 (i32.const 8192) (i32.add (i32.load8_u (i32.const 8192)) (i32.const 1)))
+    (i32.store8 (i32.const {global_digit}) (i32.add (i32.const 48) (global.get $calls)))
+    (i32.store8 (i32.const {memory_digit}) (i32.add (i32.const 48) (i32.load8_u (i32.const 8192))))
+    {answer}"
+    );
+    (data, body)
 }
 
 /// Escapes text for a WebAssembly text string literal.

@@ -122,7 +122,7 @@ pub fn host_log(mut caller: Caller<'_, CallState>, level: i32, ptr: i32, len: i3
 }
 
 /// A fresh instance of `plugin` with `limits` applied.
-struct Session {
+pub(super) struct Session {
     store: Store<CallState>,
     instance: Instance,
     limits: Limits,
@@ -130,7 +130,11 @@ struct Session {
 }
 
 impl Session {
-    fn new(plugin: &Plugin, limits: Limits) -> Result<Session, PluginError> {
+    /// A fresh instance of `plugin` under `limits`, armed for a call.
+    /// Instantiation itself runs under the budget and deadline (a module's
+    /// start function runs then); a spare made ahead of its call is armed
+    /// again when the call takes it ([`Session::arm`]).
+    pub(super) fn new(plugin: &Plugin, limits: Limits) -> Result<Session, PluginError> {
         let mut store = Store::new(
             &plugin.runtime.engine,
             CallState {
@@ -142,11 +146,8 @@ impl Session {
             },
         );
         store.limiter(|s| s as &mut dyn ResourceLimiter);
-        store
-            .set_fuel(limits.fuel)
-            .map_err(|e| PluginError::Host(format!("{e:#}")))?;
-        store.set_epoch_deadline(Runtime::deadline_ticks(limits.deadline_ms));
         store.epoch_deadline_trap();
+        arm(&mut store, &limits)?;
         let instance = plugin
             .pre
             .instantiate(&mut store)
@@ -161,6 +162,11 @@ impl Session {
             limits,
             fuel: limits.fuel,
         })
+    }
+
+    /// Gives the call its whole fuel budget and its deadline from now.
+    pub(super) fn arm(&mut self) -> Result<(), PluginError> {
+        arm(&mut self.store, &self.limits)
     }
 
     fn func<P: wasmtime::WasmParams, R: wasmtime::WasmResults>(
@@ -200,7 +206,7 @@ impl Session {
     }
 
     fn finish<T>(
-        mut self,
+        &mut self,
         result: Result<T, PluginError>,
         started: Instant,
         input_bytes: usize,
@@ -230,6 +236,16 @@ impl Session {
             },
         }
     }
+}
+
+/// Sets `store`'s fuel to the whole budget of `limits` and its deadline to
+/// theirs from now.
+fn arm(store: &mut Store<CallState>, limits: &Limits) -> Result<(), PluginError> {
+    store
+        .set_fuel(limits.fuel)
+        .map_err(|e| PluginError::Host(format!("{e:#}")))?;
+    store.set_epoch_deadline(Runtime::deadline_ticks(limits.deadline_ms));
+    Ok(())
 }
 
 /// Turns a wasmtime error into the typed error, looking at the trap code
@@ -265,6 +281,17 @@ pub fn invoke_raw(plugin: &Plugin, input: &[u8]) -> Call<Vec<u8>> {
 /// [`invoke_raw`] under other limits (the harness compares against
 /// production limits; loading uses the defaults).
 pub fn invoke_raw_with(plugin: &Plugin, limits: Limits, input: &[u8]) -> Call<Vec<u8>> {
+    run(input, &limits, || Session::new(plugin, limits)).0
+}
+
+/// Runs the entry call on raw input bytes in the session `session` makes
+/// (once the input is known to fit `limits`). Answers the call and, when
+/// one was made, the used session, for the caller to drop.
+pub(super) fn run(
+    input: &[u8],
+    limits: &Limits,
+    session: impl FnOnce() -> Result<Session, PluginError>,
+) -> (Call<Vec<u8>>, Option<Session>) {
     let started = Instant::now();
     let failed = |result: PluginError| Call {
         result: Err(result),
@@ -276,20 +303,28 @@ pub fn invoke_raw_with(plugin: &Plugin, limits: Limits, input: &[u8]) -> Call<Ve
         logs: Vec::new(),
     };
     if input.len() > limits.input_bytes {
-        return failed(PluginError::InputTooLarge {
-            len: input.len(),
-            cap: limits.input_bytes,
-        });
+        let cap = limits.input_bytes;
+        return (
+            failed(PluginError::InputTooLarge {
+                len: input.len(),
+                cap,
+            }),
+            None,
+        );
     }
     let Ok(len) = i32::try_from(input.len()) else {
-        return failed(PluginError::InputTooLarge {
-            len: input.len(),
-            cap: i32::MAX as usize,
-        });
+        let cap = i32::MAX as usize;
+        return (
+            failed(PluginError::InputTooLarge {
+                len: input.len(),
+                cap,
+            }),
+            None,
+        );
     };
-    let mut session = match Session::new(plugin, limits) {
+    let mut session = match session() {
         Ok(s) => s,
-        Err(e) => return failed(e),
+        Err(e) => return (failed(e), None),
     };
     let result = (|| {
         let alloc = session.func::<i32, i32>(EXPORT_ALLOC)?;
@@ -318,7 +353,8 @@ pub fn invoke_raw_with(plugin: &Plugin, limits: Limits, input: &[u8]) -> Call<Ve
         Err(PluginError::OutputTooLarge { len, .. }) => *len,
         Err(_) => 0,
     };
-    session.finish(result, started, input.len(), output_bytes)
+    let call = session.finish(result, started, input.len(), output_bytes);
+    (call, Some(session))
 }
 
 /// Calls the plugin with typed input and parses its typed reply.
@@ -332,17 +368,23 @@ pub fn invoke<I: Serialize, O: DeserializeOwned>(plugin: &Plugin, input: &I) -> 
 /// Calls the plugin with input already serialized and parses its typed
 /// reply.
 pub fn invoke_json<O: DeserializeOwned>(plugin: &Plugin, input: &[u8]) -> Call<O> {
-    let call = invoke_raw(plugin, input);
-    Call {
-        result: call.result.and_then(|out| parse_reply(&out)),
-        usage: call.usage,
-        logs: call.logs,
-    }
+    invoke_raw(plugin, input).parsed()
 }
 
 /// `input` as the JSON a plugin reads.
 pub fn input_bytes<I: Serialize>(input: &I) -> Result<Vec<u8>, PluginError> {
     serde_json::to_vec(input).map_err(|e| PluginError::Host(format!("serializing the input: {e}")))
+}
+
+impl Call<Vec<u8>> {
+    /// The call with its output bytes parsed as the typed reply.
+    pub fn parsed<O: DeserializeOwned>(self) -> Call<O> {
+        Call {
+            result: self.result.and_then(|out| parse_reply(&out)),
+            usage: self.usage,
+            logs: self.logs,
+        }
+    }
 }
 
 impl<T> Call<T> {

@@ -9,6 +9,7 @@ use std::time::Duration;
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::error::PluginError;
+use super::spare::{self, Stop, Workshop};
 
 /// How often the epoch advances: the resolution of call deadlines.
 pub const EPOCH_TICK: Duration = Duration::from_millis(5);
@@ -24,12 +25,14 @@ pub const INSTANCE_SLOTS: u32 = 64;
 /// which do not take a call slot.
 const LOAD_SLOTS: u32 = 16;
 
-/// The engine, shared by every plugin version, and the slots that bound
-/// concurrent instances.
+/// The engine, shared by every plugin version, the slots that bound
+/// concurrent instances, and the thread that makes spare instances.
 #[derive(Clone)]
 pub struct Runtime {
     pub(super) engine: Engine,
     pub(super) slots: Arc<tokio::sync::Semaphore>,
+    pub(super) workshop: Arc<Workshop>,
+    _stop: Arc<Stop>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -44,7 +47,7 @@ impl Runtime {
     /// engine is dropped).
     pub fn new(max_memory_bytes: usize) -> Result<Runtime, PluginError> {
         let mut pool = PoolingAllocationConfig::new();
-        let pool_size = INSTANCE_SLOTS + LOAD_SLOTS;
+        let pool_size = INSTANCE_SLOTS + LOAD_SLOTS + spare::SLOTS;
         pool.total_core_instances(pool_size)
             .total_memories(pool_size)
             .total_tables(pool_size)
@@ -97,9 +100,12 @@ impl Runtime {
                 }
             })
             .map_err(|e| PluginError::Host(format!("starting the epoch ticker: {e}")))?;
+        let (workshop, stop) = Workshop::start()?;
         Ok(Runtime {
             engine,
             slots: Arc::new(tokio::sync::Semaphore::new(INSTANCE_SLOTS as usize)),
+            workshop,
+            _stop: Arc::new(stop),
         })
     }
 

@@ -14,6 +14,7 @@ pub mod limits;
 pub mod module;
 pub mod registry;
 pub mod selftest;
+mod spare;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -337,9 +338,9 @@ impl Plugins {
         let call = if plugin.limits.fuel <= INLINE_FUEL {
             // A scoring call takes tens of microseconds; handing it to a
             // blocking thread would cost more than the call. Its fuel bounds
-            // how long it can hold this worker.
-            let _slot = permit;
-            call::invoke_json::<O>(&plugin, &input)
+            // how long it can hold this worker. The slot is released once
+            // the used instance is dropped.
+            spare::invoke(&plugin, &input, permit.ok()).parsed::<O>()
         } else {
             let p = plugin.clone();
             tokio::task::spawn_blocking(move || {

@@ -14,6 +14,7 @@ use super::call::{self, CallState};
 use super::engine::Runtime;
 use super::error::PluginError;
 use super::limits::Limits;
+use super::spare::Spares;
 
 /// Export names fixed by the ABI (plugin-sdk's `guest` module).
 pub const EXPORT_MEMORY: &str = "memory";
@@ -34,6 +35,8 @@ pub struct Plugin {
     pub compiled: Compiled,
     pub(super) runtime: Runtime,
     pub(super) pre: InstancePre<CallState>,
+    /// Instances made ahead of calls (see `spare`).
+    pub(super) spares: Spares,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -84,6 +87,7 @@ impl Plugin {
             compiled,
             runtime: runtime.clone(),
             pre,
+            spares: Spares::new(runtime.workshop.clone()),
         };
         let found = call::abi_version(&plugin)?;
         if found != ABI_VERSION {

@@ -275,3 +275,47 @@ db_test!(
 async fn forbidden_import(db: Db) -> TestApp {
     spawn_hostile(db, Behaviour::ForbiddenImport).await
 }
+
+db_test!(
+    /// Every call runs in an instance no call used before, also when the
+    /// host made it ahead of the call (spare instances): a scorer that
+    /// counts its calls, in a global and in its memory, counts 1 every
+    /// time, for responses posted one after another and all at once, while
+    /// PHQ-9 scores beside it.
+    async fn a_plugin_keeps_nothing_from_one_call_to_the_next(app: counts_calls) {
+        let post = |n: usize| {
+            let body = json!({"external_id": format!("c{n}"), "questionnaire_key": "hostile", "answer_data": {"v_1": "a1", "v_2": "a0"}});
+            let app = &app;
+            async move {
+                app.post(&format!("/api/v1/dossiers/p{}/responses", n % 7), &body)
+                    .await
+            }
+        };
+        let mut answers = Vec::new();
+        for n in 0..20 {
+            answers.push(post(n).await);
+        }
+        answers.extend(futures_util::future::join_all((20..220).map(post)).await);
+        let phq9 = json!({"external_id": "q1", "questionnaire_key": "phq9", "answer_data": phq9_answers(&[1, 2, 1, 0, 1, 2, 0, 1, 0])});
+        let phq9 = app.post("/api/v1/dossiers/p1/responses", &phq9).await;
+        assert_eq!(phq9.body["outcome"]["scores"]["total"]["value"], 8.0);
+        for answer in answers {
+            assert_eq!(answer.status, 201, "{}", answer.text);
+            let total = &answer.body["outcome"]["scores"]["total"];
+            assert_eq!(
+                total["value"].as_f64(),
+                Some(1.0),
+                "calls seen by the instance: {total}"
+            );
+            assert_eq!(
+                total["tscore"].as_f64(),
+                Some(1.0),
+                "calls remembered in memory: {total}"
+            );
+        }
+    }
+);
+
+async fn counts_calls(db: Db) -> TestApp {
+    spawn_hostile(db, Behaviour::CountsCalls).await
+}
