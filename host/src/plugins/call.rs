@@ -126,7 +126,6 @@ pub(super) struct Session {
     store: Store<CallState>,
     instance: Instance,
     limits: Limits,
-    fuel: u64,
 }
 
 impl Session {
@@ -160,7 +159,6 @@ impl Session {
             store,
             instance,
             limits,
-            fuel: limits.fuel,
         })
     }
 
@@ -228,7 +226,7 @@ impl Session {
             result,
             logs,
             usage: Usage {
-                fuel_used: self.fuel.saturating_sub(fuel_left),
+                fuel_used: self.limits.fuel.saturating_sub(fuel_left),
                 peak_memory: state.peak_memory,
                 input_bytes,
                 output_bytes,
@@ -302,25 +300,15 @@ pub(super) fn run(
         },
         logs: Vec::new(),
     };
+    let too_large = |cap| {
+        let len = input.len();
+        (failed(PluginError::InputTooLarge { len, cap }), None)
+    };
     if input.len() > limits.input_bytes {
-        let cap = limits.input_bytes;
-        return (
-            failed(PluginError::InputTooLarge {
-                len: input.len(),
-                cap,
-            }),
-            None,
-        );
+        return too_large(limits.input_bytes);
     }
     let Ok(len) = i32::try_from(input.len()) else {
-        let cap = i32::MAX as usize;
-        return (
-            failed(PluginError::InputTooLarge {
-                len: input.len(),
-                cap,
-            }),
-            None,
-        );
+        return too_large(i32::MAX as usize);
     };
     let mut session = match session() {
         Ok(s) => s,

@@ -549,25 +549,21 @@ fn print_summary(args: &BenchArgs, reports: &[(Backend, BackendReport)]) {
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), c| {
                 (lo.min(*c), hi.max(*c))
             });
-        let runs = |r: &[f64]| {
+        let list = |r: &[f64], decimals: usize| {
             r.iter()
-                .map(|t| format!("{t:.0}"))
+                .map(|t| format!("{t:.decimals$}"))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
         println!(
             "Scoring cost, {}: scored {scored:.0}/s (runs {}) vs no scorer {unscored:.0}/s (runs {}): {cost:.1}% fewer POSTs/s",
             backend.name(),
-            runs(&report.post_runs),
-            runs(&report.unscored_runs),
+            list(&report.post_runs, 0),
+            list(&report.unscored_runs, 0),
         );
         println!(
             "  per round: {} % (median {:.1}%); server CPU per request: scored {:.0} µs vs no scorer {:.0} µs (medians)",
-            paired
-                .iter()
-                .map(|c| format!("{c:.1}"))
-                .collect::<Vec<_>>()
-                .join(", "),
+            list(&paired, 1),
             median(&paired),
             median(&report.post_cpu),
             median(&report.unscored_cpu),
