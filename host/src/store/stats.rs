@@ -62,9 +62,9 @@ pub struct SubscriptionCounts {
 const CHUNK: usize = 5000;
 
 impl Store {
-    /// The counters at `now` of the dossiers named by `epd_ids` (each one
-    /// named, with zeros for one that does not exist), or of every dossier
-    /// when None; keyed by EPD id.
+    /// The counters at `now` of the dossiers named by `epd_ids` that exist
+    /// (an unknown id is left out), or of every dossier when None; keyed by
+    /// EPD id.
     pub async fn stats(
         &self,
         epd_ids: Option<&[String]>,
@@ -75,17 +75,18 @@ impl Store {
         // The dossiers: their internal ids, to group by.
         let mut ids: BTreeMap<i64, String> = BTreeMap::new();
         match epd_ids {
+            // Unknown ids are left out of the answer: only dossiers that
+            // exist get an entry (zeros until a count says otherwise).
             Some(epd_ids) => {
-                for epd_id in epd_ids {
-                    out.insert(epd_id.clone(), DossierStats::default());
-                }
                 for chunk in epd_ids.chunks(CHUNK) {
                     let mut script = Script::new(self.backend);
                     script.sql("SELECT id, epd_id FROM dossiers WHERE epd_id IN (");
                     script.list(chunk.iter().cloned());
                     script.sql(")");
                     for row in script.fetch_all(&mut conn).await? {
-                        ids.insert(row.try_get(0)?, row.try_get(1)?);
+                        let epd_id: String = row.try_get(1)?;
+                        out.insert(epd_id.clone(), DossierStats::default());
+                        ids.insert(row.try_get(0)?, epd_id);
                     }
                 }
             }

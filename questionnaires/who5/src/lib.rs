@@ -1,7 +1,8 @@
 //! Scorer of the WHO-5 Well-Being Index: the `raw` score (0–25) and the
 //! `percentage` score (raw × 4, 0–100) from items `v_1`..`v_5`, both higher
-//! is better; the poor well-being cut-off; the items answered 0 or 1 as
-//! attention; and completion.
+//! is better; the poor well-being cut-off and, on the percentage scale, the
+//! likely-depression cut-off; the items answered 0 or 1 as attention; and
+//! completion.
 //!
 //! Sources:
 //! - The WHO-5 form (1998 version) and its scoring text, Psychiatric
@@ -16,13 +17,10 @@
 //!   change.
 //! - Topp CW, Østergaard SD, Søndergaard S, Bech P. The WHO-5 Well-Being
 //!   Index: a systematic review of the literature. Psychother Psychosom
-//!   2015;84(3):167-176: the 0–100 scale and a depression screening cut-off
-//!   of 50 or less on it, which selects the same respondents as raw < 13.
-//!
-//! Not implemented: questionnaires.md also lists "percentage ≤ 28 → likely
-//! depression", attributed to Topp et al. 2015. We could not find that
-//! cut-off in the text of Topp et al. or in the WHO-5 scoring text we could
-//! read (only in secondary web pages), so this scorer has no such band.
+//!   2015;84(3):167-176: the 0–100 scale; a depression screening cut-off
+//!   of 50 or less on it, which selects the same respondents as raw < 13;
+//!   and a percentage score of 28 or less as indicative of likely
+//!   depression (the band below poor well-being on the percentage scale).
 //!
 //! Unanswered items: the scoring text defines the raw score as the total of
 //! all five answers and gives no proration rule; we found none published.
@@ -63,6 +61,13 @@ const BEST_ANSWER: f64 = 5.0;
 /// scoring text).
 const ATTENTION_ITEM_MAX: f64 = 1.0;
 
+/// A percentage score of 28 or less indicates likely depression (Topp et
+/// al. 2015). Percentage scores are multiples of 4, so 32 is the first one
+/// above it; the band boundary sits just above 28 so the rule reads as
+/// published whatever the value.
+const LIKELY_DEPRESSION_MAX: f64 = 28.0;
+
+const LIKELY_DEPRESSION: &str = "likely depression";
 const POOR: &str = "poor well-being";
 const NOT_POOR: &str = "no indication of poor well-being";
 
@@ -70,10 +75,12 @@ const NOT_POOR: &str = "no indication of poor well-being";
 /// text).
 const RAW_BANDS: [Band; 2] = [Band::new(0.0, POOR), Band::new(RAW_CUTOFF, NOT_POOR)];
 
-/// The same bands on the percentage scale: 0–48 poor well-being, 52–100
-/// not (raw 13 × 4 = 52; Topp et al. 2015: ≤ 50, the same respondents).
-const PERCENTAGE_BANDS: [Band; 2] = [
-    Band::new(0.0, POOR),
+/// The bands on the percentage scale: 0–28 likely depression, 32–48 poor
+/// well-being, 52–100 not (raw 13 × 4 = 52; Topp et al. 2015: ≤ 50 for
+/// screening, the same respondents, and ≤ 28 for likely depression).
+const PERCENTAGE_BANDS: [Band; 3] = [
+    Band::new(0.0, LIKELY_DEPRESSION),
+    Band::new(LIKELY_DEPRESSION_MAX + 1.0, POOR),
     Band::new(RAW_CUTOFF * PERCENT_PER_RAW_POINT, NOT_POOR),
 ];
 
@@ -150,14 +157,20 @@ fn best_possible(values: &[Option<f64>]) -> f64 {
 /// A score when items are unanswered: no value, the missing items, and
 /// attention when even the best possible raw score (`best`) is below 13,
 /// stated on the score's own scale (`per_raw_point`: 1 for `raw`, 4 for
-/// `percentage`).
+/// `percentage`). On the percentage scale a best possible of 28 or less
+/// makes likely depression certain too, and the interpretation says so.
 fn incomplete_score(missing: Vec<String>, best: f64, per_raw_point: f64) -> Score {
     let mut score = Score::missing(missing);
     if best < RAW_CUTOFF {
+        let at_most = best * per_raw_point;
+        let band = if per_raw_point == PERCENT_PER_RAW_POINT {
+            scoring::band(at_most, &PERCENTAGE_BANDS).unwrap_or(POOR)
+        } else {
+            POOR
+        };
         score.status = Some(ScoreStatus::Attention);
         score.interpretation = Some(format!(
-            "at most {} with the missing items at their best: {POOR}",
-            best * per_raw_point
+            "at most {at_most} with the missing items at their best: {band}"
         ));
     }
     score
@@ -229,6 +242,36 @@ mod tests {
         assert_eq!(fifty_two.value, Some(52.0));
         assert_eq!(fifty_two.interpretation.as_deref(), Some(NOT_POOR));
         assert_eq!(fifty_two.status, None);
+    }
+
+    #[test]
+    fn a_percentage_of_28_or_less_is_likely_depression() {
+        let twenty_eight = percentage_score(7.0);
+        assert_eq!(twenty_eight.value, Some(28.0));
+        assert_eq!(
+            twenty_eight.interpretation.as_deref(),
+            Some(LIKELY_DEPRESSION)
+        );
+        assert_eq!(twenty_eight.status, Some(ScoreStatus::Attention));
+        assert_eq!(
+            percentage_score(0.0).interpretation.as_deref(),
+            Some(LIKELY_DEPRESSION)
+        );
+        let thirty_two = percentage_score(8.0);
+        assert_eq!(thirty_two.interpretation.as_deref(), Some(POOR));
+        // The raw scale has no such band: raw 7 is poor well-being.
+        assert_eq!(raw_score(7.0).interpretation.as_deref(), Some(POOR));
+        // Certain without a value: 1 + 1 + 0 + 0, one missing at best 5
+        // is at most 7 (28 %).
+        let output = score(input([Some(1.0), Some(1.0), Some(0.0), Some(0.0), None]));
+        assert_eq!(
+            output.scores["percentage"].interpretation.as_deref(),
+            Some("at most 28 with the missing items at their best: likely depression")
+        );
+        assert_eq!(
+            output.scores["raw"].interpretation.as_deref(),
+            Some("at most 7 with the missing items at their best: poor well-being")
+        );
     }
 
     #[test]

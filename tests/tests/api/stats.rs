@@ -112,9 +112,25 @@ db_test!(async fn dossiers_are_named_in_every_form(app) {
         assert_eq!(answer.status, 200, "{path}: {}", answer.text);
         assert_eq!(answer.body, both, "{path}");
     }
-    // A dossier that does not exist has zeros.
-    let answer = app.get("/api/v1/dossier/d1,nobody/stats").await;
-    assert_eq!(answer.body, json!({"d1": d1(), "nobody": zeros()}));
+    // A dossier that does not exist is left out; only unknown ids give an
+    // empty object.
+    for path in ["/api/v1/dossier/d1,nobody/stats", "/api/v1/stats?epd_ids=nobody,d1"] {
+        let answer = app.get(path).await;
+        assert_eq!(answer.status, 200, "{path}: {}", answer.text);
+        assert_eq!(answer.body, json!({"d1": d1()}), "{path}");
+    }
+    for path in ["/api/v1/dossier/nobody,nobody2/stats", "/api/v1/stats?epd_ids=nobody"] {
+        let answer = app.get(path).await;
+        assert_eq!(answer.status, 200, "{path}: {}", answer.text);
+        assert_eq!(answer.body, json!({}), "{path}");
+    }
+    // A dossier that exists but counts nothing (its one response withdrawn)
+    // has zeros.
+    posted(&app, "d3", "ext-3").await;
+    let deleted = app.delete(&response("d3", "ext-3")).await;
+    assert_eq!(deleted.status, 204, "{}", deleted.text);
+    let answer = app.get("/api/v1/dossier/d3,nobody/stats").await;
+    assert_eq!(answer.body, json!({"d3": zeros()}));
 });
 
 db_test!(async fn stats_follow_the_clock(app) {
