@@ -280,7 +280,7 @@ fn scoring_section(scale: Scale) {
     let input_json = scoring::scorer_input_for(&plugin, &q, &given, ctx);
     let input: ScorerInput = serde_json::from_slice(&input_json).expect("input JSON");
 
-    let probe = call::invoke::<_, ScorerOutput>(&plugin, &input);
+    let probe = plugin.invoke::<_, ScorerOutput>(&input);
     let output = probe.result.expect("the scorer answers");
     assert!(output.scores.contains_key("total"), "a total score");
     let usage = probe.usage;
@@ -303,20 +303,19 @@ fn scoring_section(scale: Scale) {
     for _ in 0..rounds {
         instantiate.extend(
             sample(warmup / rounds, n / rounds, || {
-                black_box(call::abi_version(&plugin).expect("abi version"));
+                black_box(plugin.abi_version().expect("abi version"));
             })
             .0,
         );
         raw.extend(
             sample(warmup / rounds, n / rounds, || {
-                black_box(call::invoke_raw(&plugin, black_box(&input_json)).result)
-                    .expect("raw call");
+                black_box(plugin.invoke_raw(black_box(&input_json)).result).expect("raw call");
             })
             .0,
         );
         typed.extend(
             sample(warmup / rounds, n / rounds, || {
-                black_box(call::invoke::<_, ScorerOutput>(&plugin, black_box(&input)).result)
+                black_box(plugin.invoke::<_, ScorerOutput>(black_box(&input)).result)
                     .expect("typed call");
             })
             .0,
@@ -340,9 +339,7 @@ fn scoring_section(scale: Scale) {
         Samples::new(typed),
         Samples::new(pipeline),
     );
-    let reply = call::invoke_raw(&plugin, &input_json)
-        .result
-        .expect("raw call");
+    let reply = plugin.invoke_raw(&input_json).result.expect("raw call");
     let host_json = sample(warmup, n, || {
         let bytes = serde_json::to_vec(black_box(&input)).expect("serialize");
         black_box(bytes);
@@ -408,9 +405,9 @@ fn scoring_section(scale: Scale) {
         ("questions whole", full_json.as_slice()),
         ("questions twice", doubled_json.as_slice()),
     ] {
-        let fuel = call::invoke_raw(&plugin, bytes).usage.fuel_used;
+        let fuel = plugin.invoke_raw(bytes).usage.fuel_used;
         let time = sample(warmup / 4, n / 4, || {
-            black_box(call::invoke_raw(&plugin, black_box(bytes)).result).expect("raw call");
+            black_box(plugin.invoke_raw(black_box(bytes)).result).expect("raw call");
         });
         println!(
             "guest on {label:<32} {:>5} bytes: fuel {fuel:>7}, invoke_raw p50 {}",
@@ -440,11 +437,12 @@ fn scoring_section(scale: Scale) {
             .warm_up_time(Duration::from_secs(1));
         let mut group = c.benchmark_group("scoring");
         group.bench_function("instantiate", |b| {
-            b.iter(|| call::abi_version(&plugin).expect("abi version"))
+            b.iter(|| plugin.abi_version().expect("abi version"))
         });
         group.bench_function("invoke_phq9", |b| {
             b.iter(|| {
-                call::invoke::<_, ScorerOutput>(&plugin, black_box(&input))
+                plugin
+                    .invoke::<_, ScorerOutput>(black_box(&input))
                     .result
                     .expect("typed call")
             })
@@ -729,7 +727,7 @@ fn calculators_section(scale: Scale) {
         // What the reports API sends this calculator.
         let input = scoring::calculator_input_for(&plugin, input.clone());
         let input_json = serde_json::to_vec(&input).expect("input JSON");
-        let probe = call::invoke::<_, CalculatorOutput>(&plugin, &input);
+        let probe = plugin.invoke::<_, CalculatorOutput>(&input);
         let output = probe.result.expect("the calculator answers");
         black_box(output);
         let usage = probe.usage;
@@ -740,7 +738,9 @@ fn calculators_section(scale: Scale) {
             typed.extend(
                 sample(warmup.div_ceil(rounds), n.div_ceil(rounds), || {
                     black_box(
-                        call::invoke::<_, CalculatorOutput>(&plugin, black_box(&input)).result,
+                        plugin
+                            .invoke::<_, CalculatorOutput>(black_box(&input))
+                            .result,
                     )
                     .expect("typed call");
                 })
@@ -748,16 +748,13 @@ fn calculators_section(scale: Scale) {
             );
             raw.extend(
                 sample(warmup.div_ceil(rounds), n.div_ceil(rounds), || {
-                    black_box(call::invoke_raw(&plugin, black_box(&input_json)).result)
-                        .expect("raw call");
+                    black_box(plugin.invoke_raw(black_box(&input_json)).result).expect("raw call");
                 })
                 .0,
             );
         }
         let (typed, raw) = (Samples::new(typed), Samples::new(raw));
-        let output_bytes = call::invoke_raw(&plugin, &input_json)
-            .result
-            .expect("raw call");
+        let output_bytes = plugin.invoke_raw(&input_json).result.expect("raw call");
         let serialize = sample(warmup, n, || {
             black_box(serde_json::to_vec(black_box(&input)).expect("serialize"));
         });
@@ -795,10 +792,10 @@ fn calculators_section(scale: Scale) {
             }
         }
         let lean_json = serde_json::to_vec(&lean).expect("input JSON");
-        let lean_call = call::invoke_raw(&plugin, &lean_json);
+        let lean_call = plugin.invoke_raw(&lean_json);
         lean_call.result.as_ref().expect("lean call");
         let lean_time = sample(warmup, n, || {
-            black_box(call::invoke_raw(&plugin, black_box(&lean_json)).result).expect("raw call");
+            black_box(plugin.invoke_raw(black_box(&lean_json)).result).expect("raw call");
         });
         println!(
             "  1000 responses, lean ({:.2} MiB: no answers, no label/referenced_values): fuel {}, invoke_raw p50 {:.2} ms",
@@ -812,9 +809,9 @@ fn calculators_section(scale: Scale) {
                 questionnaires: input.questionnaires.clone(),
             };
             let bytes = serde_json::to_vec(&smaller).expect("input JSON");
-            let fuel = call::invoke_raw(&plugin, &bytes).usage.fuel_used;
+            let fuel = plugin.invoke_raw(&bytes).usage.fuel_used;
             let time = sample(warmup, n, || {
-                black_box(call::invoke_raw(&plugin, black_box(&bytes)).result).expect("raw call");
+                black_box(plugin.invoke_raw(black_box(&bytes)).result).expect("raw call");
             });
             println!(
                 "  {size:>4} responses ({:>6} bytes): fuel {fuel:>9}, invoke_raw p50 {:.2} ms",

@@ -244,11 +244,8 @@ pub fn score_with(
     answers: &Answers,
     ctx: ScoringContext<'_>,
 ) -> (Outcome, Provenance) {
-    let call = crate::plugins::call::invoke_json::<ScorerOutput>(
-        plugin,
-        &scorer_input_for(plugin, q, answers, ctx),
-    );
-    crate::plugins::call::emit_logs(plugin, &call.logs);
+    let call = plugin.invoke_json::<ScorerOutput>(&scorer_input_for(plugin, q, answers, ctx));
+    plugin.emit_logs(&call.logs);
     finish(metrics, q, plugin, call.result)
 }
 

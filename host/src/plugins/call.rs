@@ -1,65 +1,24 @@
-//! One call into a plugin: a fresh instance from the plugin's
-//! `InstancePre`, fuel and an epoch deadline set, memory growth capped, the
-//! input copied in, the output copied out and checked. Everything the guest
-//! can do wrong becomes a [`PluginError`]; what the call used is measured
-//! for the author harness and the logs.
+//! One call into a module: a fresh instance from its `InstancePre`, fuel
+//! and an epoch deadline set, memory growth capped, the input copied in,
+//! the output copied out and checked. Everything the guest can do wrong
+//! becomes a [`PluginError`]; what the call used is measured for the
+//! author harness and the logs. Works on a pre-linked module and limits,
+//! not on a `Plugin` (which `module` builds later, from calls made here).
 
 use std::time::{Duration, Instant};
 
-use plugin_sdk::log::{Level, MAX_LINE_BYTES, MAX_LINES};
 use plugin_sdk::{Manifest, Reply};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use wasmtime::{Caller, Instance, ResourceLimiter, Store, Trap};
+use wasmtime::{Instance, InstancePre, ResourceLimiter, Store, Trap};
 
+pub use super::abi::LogLine;
+use super::abi::{
+    self, CallState, EXPORT_ABI_VERSION, EXPORT_ALLOC, EXPORT_CALL, EXPORT_DESCRIBE, EXPORT_MEMORY,
+};
 use super::engine::Runtime;
 use super::error::PluginError;
 use super::limits::Limits;
-use super::module::{
-    EXPORT_ABI_VERSION, EXPORT_ALLOC, EXPORT_CALL, EXPORT_DESCRIBE, EXPORT_MEMORY, Plugin,
-};
-
-/// Per-call state the host keeps in the store.
-#[derive(Debug)]
-pub struct CallState {
-    memory_cap: usize,
-    cap_hit: bool,
-    peak_memory: usize,
-    logs: Vec<LogLine>,
-    logs_dropped: usize,
-}
-
-impl ResourceLimiter for CallState {
-    fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        if desired > self.memory_cap {
-            self.cap_hit = true;
-            return Ok(false);
-        }
-        self.peak_memory = self.peak_memory.max(desired);
-        Ok(true)
-    }
-
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        Ok(desired <= 100_000)
-    }
-}
-
-/// A line the guest logged.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LogLine {
-    pub level: &'static str,
-    pub message: String,
-}
 
 /// What a call used, for the harness and the logs.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -84,44 +43,7 @@ pub struct Call<T> {
     pub logs: Vec<LogLine>,
 }
 
-/// The `outcomes.log` import: copies at most [`MAX_LINES`] lines of at most
-/// [`MAX_LINE_BYTES`] bytes per call into the call state; anything else is
-/// counted and dropped. Never traps on bad pointers: the line is dropped.
-pub fn host_log(mut caller: Caller<'_, CallState>, level: i32, ptr: i32, len: i32) {
-    if caller.data().logs.len() >= MAX_LINES {
-        caller.data_mut().logs_dropped += 1;
-        return;
-    }
-    let Some(memory) = caller
-        .get_export(EXPORT_MEMORY)
-        .and_then(|e| e.into_memory())
-    else {
-        return;
-    };
-    let (start, len) = (
-        ptr as u32 as usize,
-        (len as u32 as usize).min(MAX_LINE_BYTES),
-    );
-    let message = memory
-        .data(&caller)
-        .get(start..start.saturating_add(len))
-        .map(|b| String::from_utf8_lossy(b).into_owned());
-    let state = caller.data_mut();
-    match message {
-        Some(message) => state.logs.push(LogLine {
-            level: match Level::from_raw(level as u32) {
-                Level::Debug => "debug",
-                Level::Info => "info",
-                Level::Warn => "warn",
-                Level::Error => "error",
-            },
-            message,
-        }),
-        None => state.logs_dropped += 1,
-    }
-}
-
-/// A fresh instance of `plugin` with `limits` applied.
+/// A fresh instance of a module with `limits` applied.
 pub(super) struct Session {
     store: Store<CallState>,
     instance: Instance,
@@ -129,31 +51,24 @@ pub(super) struct Session {
 }
 
 impl Session {
-    /// A fresh instance of `plugin` under `limits`, armed for a call.
+    /// A fresh instance of `pre` under `limits`, armed for a call.
     /// Instantiation itself runs under the budget and deadline (a module's
     /// start function runs then); a spare made ahead of its call is armed
     /// again when the call takes it ([`Session::arm`]).
-    pub(super) fn new(plugin: &Plugin, limits: Limits) -> Result<Session, PluginError> {
-        let mut store = Store::new(
-            &plugin.runtime.engine,
-            CallState {
-                memory_cap: limits.memory_bytes,
-                cap_hit: false,
-                peak_memory: 0,
-                logs: Vec::new(),
-                logs_dropped: 0,
-            },
-        );
+    pub(super) fn new(
+        pre: &InstancePre<CallState>,
+        limits: Limits,
+    ) -> Result<Session, PluginError> {
+        let mut store = Store::new(pre.module().engine(), CallState::new(limits.memory_bytes));
         store.limiter(|s| s as &mut dyn ResourceLimiter);
         store.epoch_deadline_trap();
         arm(&mut store, &limits)?;
-        let instance = plugin
-            .pre
+        let instance = pre
             .instantiate(&mut store)
             .map_err(|e| classify(&e, &store, &limits))?;
         if let Some(memory) = instance.get_memory(&mut store, EXPORT_MEMORY) {
             let size = memory.data_size(&store);
-            store.data_mut().peak_memory = store.data().peak_memory.max(size);
+            store.data_mut().note_memory(size);
         }
         Ok(Session {
             store,
@@ -182,8 +97,7 @@ impl Session {
 
     /// Reads `(ptr << 32) | len` bytes out of guest memory.
     fn read_packed(&mut self, packed: i64) -> Result<Vec<u8>, PluginError> {
-        let packed = packed as u64;
-        let (ptr, len) = ((packed >> 32) as usize, (packed & 0xffff_ffff) as usize);
+        let (ptr, len) = abi::unpack(packed);
         if len > self.limits.output_bytes {
             return Err(PluginError::OutputTooLarge {
                 len,
@@ -212,22 +126,12 @@ impl Session {
     ) -> Call<T> {
         let fuel_left = self.store.get_fuel().unwrap_or(0);
         let state = self.store.data_mut();
-        let mut logs = std::mem::take(&mut state.logs);
-        if state.logs_dropped > 0 {
-            logs.push(LogLine {
-                level: "warn",
-                message: format!(
-                    "{} further log lines dropped (cap {MAX_LINES} per call)",
-                    state.logs_dropped
-                ),
-            });
-        }
         Call {
             result,
-            logs,
+            logs: state.take_logs(),
             usage: Usage {
                 fuel_used: self.limits.fuel.saturating_sub(fuel_left),
-                peak_memory: state.peak_memory,
+                peak_memory: state.peak_memory(),
                 input_bytes,
                 output_bytes,
                 wall: started.elapsed(),
@@ -250,7 +154,7 @@ fn arm(store: &mut Store<CallState>, limits: &Limits) -> Result<(), PluginError>
 /// and at whether the memory cap was hit just before (a failed grow makes
 /// Rust guests abort, which traps as `unreachable`).
 fn classify(e: &wasmtime::Error, store: &Store<CallState>, limits: &Limits) -> PluginError {
-    if store.data().cap_hit {
+    if store.data().cap_hit() {
         return PluginError::MemoryCap {
             cap: limits.memory_bytes,
         };
@@ -271,15 +175,14 @@ fn classify(e: &wasmtime::Error, store: &Store<CallState>, limits: &Limits) -> P
     }
 }
 
-/// Runs the entry call on raw input bytes and returns raw output bytes.
-pub fn invoke_raw(plugin: &Plugin, input: &[u8]) -> Call<Vec<u8>> {
-    invoke_raw_with(plugin, plugin.limits, input)
-}
-
-/// [`invoke_raw`] under other limits (the harness compares against
-/// production limits; loading uses the defaults).
-pub fn invoke_raw_with(plugin: &Plugin, limits: Limits, input: &[u8]) -> Call<Vec<u8>> {
-    run(input, &limits, || Session::new(plugin, limits)).0
+/// Runs the entry call of `pre` under `limits` on raw input bytes, in a
+/// fresh instance, and returns raw output bytes.
+pub(super) fn invoke_raw(
+    pre: &InstancePre<CallState>,
+    limits: Limits,
+    input: &[u8],
+) -> Call<Vec<u8>> {
+    run(input, &limits, || Session::new(pre, limits)).0
 }
 
 /// Runs the entry call on raw input bytes in the session `session` makes
@@ -345,20 +248,6 @@ pub(super) fn run(
     (call, Some(session))
 }
 
-/// Calls the plugin with typed input and parses its typed reply.
-pub fn invoke<I: Serialize, O: DeserializeOwned>(plugin: &Plugin, input: &I) -> Call<O> {
-    match input_bytes(input) {
-        Ok(bytes) => invoke_json(plugin, &bytes),
-        Err(e) => Call::refused(e),
-    }
-}
-
-/// Calls the plugin with input already serialized and parses its typed
-/// reply.
-pub fn invoke_json<O: DeserializeOwned>(plugin: &Plugin, input: &[u8]) -> Call<O> {
-    invoke_raw(plugin, input).parsed()
-}
-
 /// `input` as the JSON a plugin reads.
 pub fn input_bytes<I: Serialize>(input: &I) -> Result<Vec<u8>, PluginError> {
     serde_json::to_vec(input).map_err(|e| PluginError::Host(format!("serializing the input: {e}")))
@@ -418,8 +307,8 @@ fn explain_reply<O: DeserializeOwned>(bytes: &[u8]) -> PluginError {
 }
 
 /// Calls `outcomes_abi_version` on a fresh instance under scorer limits.
-pub fn abi_version(plugin: &Plugin) -> Result<u32, PluginError> {
-    let mut session = Session::new(plugin, Limits::SCORER)?;
+pub(super) fn abi_version(pre: &InstancePre<CallState>) -> Result<u32, PluginError> {
+    let mut session = Session::new(pre, Limits::SCORER)?;
     let f = session.func::<(), i32>(EXPORT_ABI_VERSION)?;
     let v = f
         .call(&mut session.store, ())
@@ -428,8 +317,8 @@ pub fn abi_version(plugin: &Plugin) -> Result<u32, PluginError> {
 }
 
 /// Calls `outcomes_describe` on a fresh instance under scorer limits.
-pub fn describe(plugin: &Plugin) -> Result<Manifest, PluginError> {
-    let mut session = Session::new(plugin, Limits::SCORER)?;
+pub(super) fn describe(pre: &InstancePre<CallState>) -> Result<Manifest, PluginError> {
+    let mut session = Session::new(pre, Limits::SCORER)?;
     let f = session.func::<(), i64>(EXPORT_DESCRIBE)?;
     let packed = f
         .call(&mut session.store, ())
@@ -438,17 +327,4 @@ pub fn describe(plugin: &Plugin) -> Result<Manifest, PluginError> {
     let value: serde_json::Value = serde_json::from_slice(&bytes)
         .map_err(|e| PluginError::InvalidJson(format!("manifest: {e}")))?;
     serde_json::from_value(value).map_err(|e| PluginError::Manifest(e.to_string()))
-}
-
-/// Re-emits a call's log lines through tracing with the plugin's identity.
-pub fn emit_logs(plugin: &Plugin, logs: &[LogLine]) {
-    for line in logs {
-        let (name, version) = (plugin.name(), plugin.version());
-        match line.level {
-            "error" => tracing::error!(plugin = name, version, "{}", line.message),
-            "warn" => tracing::warn!(plugin = name, version, "{}", line.message),
-            "debug" => tracing::debug!(plugin = name, version, "{}", line.message),
-            _ => tracing::info!(plugin = name, version, "{}", line.message),
-        }
-    }
 }

@@ -1,15 +1,23 @@
-//! The one wasmtime engine of the process and its configuration: fuel,
-//! epoch interruption, NaN canonicalisation, no threads or relaxed SIMD,
-//! a capped wasm stack, and a pooling allocator sized for the largest
-//! memory cap. Plus the epoch ticker that gives deadlines their clock.
+//! The one wasmtime engine of the host and what it compiles: the engine's
+//! configuration (fuel, epoch interruption, NaN canonicalisation, no
+//! threads or relaxed SIMD, a capped wasm stack, a pooling allocator sized
+//! for the largest memory cap), the epoch ticker that gives deadlines their
+//! clock, and the compiled-module cache on disk. Knows nothing of the
+//! plugin ABI or of calls.
+//!
+//! Compiled artifacts are keyed by module content hash and an engine key,
+//! so a restart does not recompile. Files are written to a temporary name
+//! and renamed, so a reader never sees half a file; an artifact that fails
+//! to load is recompiled and replaced.
 
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{
+    Config, Enabled, Engine, InstanceAllocationStrategy, Module, PoolingAllocationConfig,
+};
 
 use super::error::PluginError;
-use super::spare::{self, Stop, Workshop};
 
 /// How often the epoch advances: the resolution of call deadlines.
 pub const EPOCH_TICK: Duration = Duration::from_millis(5);
@@ -17,43 +25,63 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(5);
 /// Wasm stack per call. Engine-wide, so not a per-plugin override.
 pub const MAX_WASM_STACK: usize = 512 * 1024;
 
-/// Calls that may run at once. Calls beyond this wait for a slot (see
-/// `Runtime::slots`), so a burst of requests queues instead of failing.
+/// Largest table an instance may have, in elements.
+pub const MAX_TABLE_ELEMENTS: usize = 100_000;
+
+/// Calls that may run at once. Calls beyond this wait for a call slot
+/// (`Plugins` holds them), so a burst of requests queues instead of failing.
 pub const INSTANCE_SLOTS: u32 = 64;
 
 /// Further pool slots for loading (describe, self-test) and the harness,
 /// which do not take a call slot.
 const LOAD_SLOTS: u32 = 16;
 
-/// The engine, shared by every plugin version, the slots that bound
-/// concurrent instances, and the thread that makes spare instances.
-#[derive(Clone)]
+/// Spares of all plugin versions together (see `spare`); each holds a pool
+/// slot, and the pool has this many slots for them. Only plugins that are
+/// called get spares, so a few busy ones share these.
+pub const SPARE_SLOTS: u32 = 32;
+
+/// The engine, shared by every plugin version, and where its compiled
+/// modules are kept.
 pub struct Runtime {
-    pub(super) engine: Engine,
-    pub(super) slots: Arc<tokio::sync::Semaphore>,
-    pub(super) workshop: Arc<Workshop>,
-    _stop: Arc<Stop>,
+    engine: Engine,
+    /// Compiled artifacts; `None` compiles every time.
+    cache_dir: Option<PathBuf>,
+    /// Changes whenever artifacts of this engine stop being loadable.
+    key: String,
 }
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runtime").finish_non_exhaustive()
+        f.debug_struct("Runtime")
+            .field("cache_dir", &self.cache_dir)
+            .finish_non_exhaustive()
     }
+}
+
+/// Whether a module came from the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compiled {
+    Cached,
+    Fresh,
 }
 
 impl Runtime {
     /// Builds the engine for plugins whose memory cap is at most
     /// `max_memory_bytes`, and starts its epoch ticker (which stops when the
-    /// engine is dropped).
-    pub fn new(max_memory_bytes: usize) -> Result<Runtime, PluginError> {
+    /// engine is dropped). Compiled modules are kept in `cache_dir`.
+    pub fn new(
+        max_memory_bytes: usize,
+        cache_dir: Option<PathBuf>,
+    ) -> Result<Runtime, PluginError> {
         let mut pool = PoolingAllocationConfig::new();
-        let pool_size = INSTANCE_SLOTS + LOAD_SLOTS + spare::SLOTS;
+        let pool_size = INSTANCE_SLOTS + LOAD_SLOTS + SPARE_SLOTS;
         pool.total_core_instances(pool_size)
             .total_memories(pool_size)
             .total_tables(pool_size)
             .max_memories_per_module(1)
             .max_memory_size(max_memory_bytes)
-            .table_elements(100_000)
+            .table_elements(MAX_TABLE_ELEMENTS)
             // Reset a slot's dirty pages with memset and keep them mapped,
             // instead of handing them back to the kernel after every call:
             // a fresh instance per call then costs no page faults or
@@ -100,13 +128,17 @@ impl Runtime {
                 }
             })
             .map_err(|e| PluginError::Host(format!("starting the epoch ticker: {e}")))?;
-        let (workshop, stop) = Workshop::start()?;
+        let key = artifact_key(&engine);
         Ok(Runtime {
             engine,
-            slots: Arc::new(tokio::sync::Semaphore::new(INSTANCE_SLOTS as usize)),
-            workshop,
-            _stop: Arc::new(stop),
+            cache_dir,
+            key,
         })
+    }
+
+    /// The engine, for linking and instantiating its modules.
+    pub(super) fn engine(&self) -> &Engine {
+        &self.engine
     }
 
     /// Ticks of the epoch clock that make up `ms` milliseconds (at least 1).
@@ -114,18 +146,65 @@ impl Runtime {
         (ms / EPOCH_TICK.as_millis() as u64).max(1) + 1
     }
 
-    /// A key that changes whenever compiled artifacts of this engine stop
-    /// being loadable: the wasmtime version and the engine's configuration.
-    pub fn artifact_key(&self) -> String {
-        use std::hash::Hash;
-        let mut hasher = ShaHasher(sha2::Sha256::default());
-        self.engine
-            .precompile_compatibility_hash()
-            .hash(&mut hasher);
-        env!("CARGO_PKG_VERSION").hash(&mut hasher);
-        let digest = sha2::Digest::finalize(hasher.0);
-        super::hex(&digest[..12])
+    /// The module for `bytes` (whose SHA-256 is `sha256`), from the cache or
+    /// compiled now.
+    pub fn compile(&self, sha256: &str, bytes: &[u8]) -> Result<(Module, Compiled), PluginError> {
+        let path = self
+            .cache_dir
+            .as_ref()
+            .map(|d| d.join(format!("{sha256}-{}.cwasm", self.key)));
+        if let Some(path) = path.as_ref().filter(|p| p.is_file()) {
+            match load(self, path) {
+                Ok(module) => return Ok((module, Compiled::Cached)),
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "compiled artifact unusable; recompiling")
+                }
+            }
+        }
+        let module = Module::from_binary(&self.engine, bytes)
+            .map_err(|e| PluginError::Invalid(format!("{e:#}")))?;
+        if let Some(path) = path
+            && let Err(e) = store(&module, &path)
+        {
+            tracing::warn!(path = %path.display(), error = %e, "could not cache the compiled module");
+        }
+        Ok((module, Compiled::Fresh))
     }
+}
+
+#[allow(unsafe_code)]
+fn load(runtime: &Runtime, path: &Path) -> Result<Module, String> {
+    // SAFETY: wasmtime requires that the file be an artifact it produced and
+    // that nobody changes it while mapped. Only hosts write into the cache
+    // folder (under the data directory), always to a temporary name renamed
+    // into place: a rename replaces the directory entry, never the bytes of
+    // a file already mapped. The file name binds it to the module's hash and
+    // this engine's configuration, and wasmtime itself checks the version
+    // and configuration header before using it.
+    unsafe { Module::deserialize_file(&runtime.engine, path) }.map_err(|e| format!("{e:#}"))
+}
+
+fn store(module: &Module, path: &Path) -> std::io::Result<()> {
+    let bytes = module
+        .serialize()
+        .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// A key that changes whenever compiled artifacts of `engine` stop being
+/// loadable: the wasmtime version and the engine's configuration.
+fn artifact_key(engine: &Engine) -> String {
+    use std::hash::Hash;
+    let mut hasher = ShaHasher(sha2::Sha256::default());
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    env!("CARGO_PKG_VERSION").hash(&mut hasher);
+    let digest = sha2::Digest::finalize(hasher.0);
+    hex(&digest[..12])
 }
 
 /// Feeds `Hash` output into SHA-256, so the key is stable across processes
@@ -140,4 +219,21 @@ impl std::hash::Hasher for ShaHasher {
     fn write(&mut self, bytes: &[u8]) {
         sha2::Digest::update(&mut self.0, bytes);
     }
+}
+
+/// SHA-256 of `bytes`, hex: a module's identity (and its artifact's name).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex(&sha2::Sha256::digest(bytes))
+}
+
+/// Lower-case hex.
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }

@@ -5,8 +5,27 @@
 //!
 //! Layout on disk: the plugin directory holds one folder per plugin, each
 //! with one `.wasm` module and its golden fixtures in `fixtures/`.
+//!
+//! Imports run one way: each file uses only those before it in this list.
+//!
+//! 1. `error`: the one error type. Uses nothing of ours.
+//! 2. `limits`: what a call may use, as data. Uses nothing of ours.
+//! 3. `engine`: the wasmtime engine, its epoch ticker, the compiled-module
+//!    cache.
+//! 4. `abi`: export names and types, the `outcomes.log` import and its
+//!    linker, the state a call keeps.
+//! 5. `call`: one call into a pre-linked module under limits.
+//! 6. `spare`: instances made ahead of calls, and the thread that makes
+//!    and drops them.
+//! 7. `module`: probes a module, then builds the `Plugin` from what the
+//!    probe found.
+//! 8. `selftest`: a plugin's golden fixtures, run before it may serve.
+//! 9. `registry`: the serving set, and a reload's bookkeeping that builds
+//!    the next one.
+//! 10. this file: assembles the runtime ([`Plugins`]): reads the plugin
+//!     directory, reloads, and calls under the call slots.
 
-mod cache;
+mod abi;
 pub mod call;
 mod engine;
 pub mod error;
@@ -25,16 +44,18 @@ use chrono::{DateTime, Utc};
 use plugin_sdk::PluginKind;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use tokio::sync::Semaphore;
 
 pub use call::{Call, LogLine, Usage};
 pub use engine::Runtime;
 pub use error::PluginError;
 pub use limits::{LimitOverride, LimitSettings, Limits};
 pub use module::Plugin;
-pub use registry::{PluginStatus, Registry, Serving};
+pub use registry::{PluginStatus, Registry, ReloadReport, Serving};
 
 use crate::metrics::Metrics;
-use cache::ArtifactCache;
+use registry::{Reload, Reloaded};
+use spare::SpareThread;
 
 /// Calls whose fuel budget is at most this run on the request's own task
 /// (a few milliseconds of wasm at most, the scorer default is 10 million);
@@ -54,7 +75,9 @@ pub struct PluginSettings {
 /// The plugin runtime of one host.
 pub struct Plugins {
     runtime: Runtime,
-    cache: ArtifactCache,
+    spares: SpareThread,
+    /// Call slots: calls that may run at once (see `engine::INSTANCE_SLOTS`).
+    slots: Arc<Semaphore>,
     settings: PluginSettings,
     current: ArcSwap<Registry>,
     /// One reload at a time; a watcher event during a reload waits.
@@ -71,32 +94,19 @@ impl std::fmt::Debug for Plugins {
     }
 }
 
-/// What one reload did.
-#[derive(Debug, Default, Clone)]
-pub struct ReloadReport {
-    /// Every plugin version (re)loaded.
-    pub loaded: Vec<Arc<Plugin>>,
-    /// Folder and reason of every module refused.
-    pub failed: Vec<(String, String)>,
-    /// Folders removed from the serving set.
-    pub removed: Vec<String>,
-}
-
-impl ReloadReport {
-    pub fn changed(&self) -> bool {
-        !self.loaded.is_empty() || !self.failed.is_empty() || !self.removed.is_empty()
-    }
-}
-
 impl Plugins {
-    /// Builds the engine. Loads nothing: call [`Plugins::reload`].
+    /// Builds the engine and starts the spare-instance thread. Loads
+    /// nothing: call [`Plugins::reload`].
     pub fn new(settings: PluginSettings, metrics: Arc<Metrics>) -> Result<Plugins, PluginError> {
         settings.limits.validate().map_err(PluginError::Host)?;
-        let runtime = Runtime::new(settings.limits.max_memory_bytes())?;
-        let cache = ArtifactCache::new(&runtime, settings.cache_dir.clone());
+        let runtime = Runtime::new(
+            settings.limits.max_memory_bytes(),
+            settings.cache_dir.clone(),
+        )?;
         Ok(Plugins {
             runtime,
-            cache,
+            spares: SpareThread::start()?,
+            slots: Arc::new(Semaphore::new(engine::INSTANCE_SLOTS as usize)),
             settings,
             current: ArcSwap::from_pointee(Registry::default()),
             reloading: Mutex::new(HashMap::new()),
@@ -135,10 +145,7 @@ impl Plugins {
     /// Validates and compiles a module without registering it: the author
     /// harness, and recomputing an outcome with an old version by hash.
     pub fn load_module(&self, bytes: &[u8]) -> Result<Plugin, PluginError> {
-        let limits = &self.settings.limits;
-        Plugin::load(&self.runtime, &self.cache, bytes, &|name, kind| {
-            limits.limits(name, kind)
-        })
+        Plugin::load(&self.runtime, &self.spares, bytes, &self.settings.limits)
     }
 
     /// Re-reads the plugin directory: every folder whose module changed is
@@ -147,120 +154,21 @@ impl Plugins {
     /// version serving. Blocking (compiles); run it off the async threads.
     pub fn reload(&self, now: DateTime<Utc>) -> ReloadReport {
         let mut by_folder = self.reloading.lock().unwrap_or_else(|p| p.into_inner());
-        let old = self.current.load_full();
-        let mut report = ReloadReport::default();
-        let mut statuses = old.statuses.clone();
-        let mut next: HashMap<String, Arc<Plugin>> = HashMap::new();
-
         let folders = plugin_folders(&self.settings.dir);
-        for (folder, path) in &folders {
-            let previous = by_folder.get(folder).cloned();
-            let bytes = match module_file(path)
-                .and_then(|f| std::fs::read(&f).map_err(|e| format!("{}: {e}", f.display())))
-            {
-                Ok(bytes) => bytes,
-                Err(why) => {
-                    self.refuse(
-                        (&mut statuses, &mut report, &mut next),
-                        folder,
-                        previous,
-                        None,
-                        why,
-                    );
-                    continue;
-                }
-            };
-            let sha = module::sha256_hex(&bytes);
-            if let Some(p) = previous.as_ref().filter(|p| p.sha256 == sha) {
-                next.insert(folder.clone(), p.clone());
-                continue;
+        let Reloaded {
+            registry,
+            by_folder: next,
+            report,
+        } = {
+            let mut reload = Reload::new(&self.current.load(), &by_folder, &self.metrics);
+            for (folder, path) in &folders {
+                self.reload_folder(&mut reload, folder, path, now);
             }
-            if statuses
-                .get(folder)
-                .and_then(|s| s.refused_sha256.as_deref())
-                == Some(sha.as_str())
-            {
-                // Refused before, unchanged since: keep what serves.
-                if let Some(p) = previous {
-                    next.insert(folder.clone(), p);
-                }
-                continue;
-            }
-            let loaded = self.load_module(&bytes).and_then(|plugin| {
-                let passed = selftest::self_test(&plugin, &path.join("fixtures"))
-                    .map_err(PluginError::Host)?;
-                Ok((plugin, passed))
-            });
-            match loaded {
-                Ok((plugin, passed)) => {
-                    let taken = next.iter().find(|(f, p)| {
-                        *f != folder && p.kind() == plugin.kind() && p.name() == plugin.name()
-                    });
-                    if let Some((other, _)) = taken {
-                        let why = format!(
-                            "{} {} is already served from folder {other}",
-                            plugin.kind(),
-                            plugin.name()
-                        );
-                        self.refuse(
-                            (&mut statuses, &mut report, &mut next),
-                            folder,
-                            previous,
-                            Some(sha),
-                            why,
-                        );
-                        continue;
-                    }
-                    tracing::info!(folder, plugin = plugin.name(), version = plugin.version(), sha256 = %plugin.sha256, fixtures = passed, "plugin loaded");
-                    self.metrics.inc(
-                        "outcomes_plugin_reloads_total",
-                        &[("folder", folder), ("result", "loaded")],
-                    );
-                    let plugin = Arc::new(plugin);
-                    report.loaded.push(plugin.clone());
-                    statuses.insert(
-                        folder.clone(),
-                        PluginStatus {
-                            folder: folder.clone(),
-                            state: "serving",
-                            serving: Some(Serving::of(&plugin, passed, now)),
-                            error: None,
-                            refused_sha256: None,
-                        },
-                    );
-                    next.insert(folder.clone(), plugin);
-                }
-                Err(e) => {
-                    let why = e.to_string();
-                    self.refuse(
-                        (&mut statuses, &mut report, &mut next),
-                        folder,
-                        previous,
-                        Some(sha),
-                        why,
-                    );
-                }
-            }
-        }
-        for folder in by_folder
-            .keys()
-            .filter(|f| !folders.iter().any(|(g, _)| g == *f))
-        {
-            tracing::info!(folder, "plugin folder removed; its plugin no longer serves");
-            report.removed.push(folder.clone());
-        }
-        statuses.retain(|f, _| folders.iter().any(|(g, _)| g == f));
-
-        if report.changed() || old.generation == 0 {
-            let generation = old.generation + 1;
-            let registry = Registry {
-                plugins: next
-                    .values()
-                    .map(|p| ((p.kind(), p.name().to_owned()), p.clone()))
-                    .collect(),
-                statuses,
-                generation,
-            };
+            let present: Vec<&str> = folders.iter().map(|(f, _)| f.as_str()).collect();
+            reload.finish(&present)
+        };
+        if let Some(registry) = registry {
+            let generation = registry.generation;
             self.metrics.set(
                 "outcomes_plugins_serving",
                 &[],
@@ -280,38 +188,33 @@ impl Plugins {
         report
     }
 
-    /// Records that `folder`'s module was refused, and keeps its previous
-    /// version (if any) in the set being built.
-    fn refuse(
+    /// Tells `reload` what became of `folder` (at `path`): its module
+    /// unchanged, loaded and self-tested, or refused.
+    fn reload_folder(
         &self,
-        (statuses, report, next): Reloading<'_>,
+        reload: &mut Reload<'_>,
         folder: &str,
-        previous: Option<Arc<Plugin>>,
-        sha256: Option<String>,
-        why: String,
+        path: &Path,
+        now: DateTime<Utc>,
     ) {
-        tracing::error!(folder, error = %why, keeps_serving = previous.as_ref().map(|p| p.version()), "plugin refused");
-        self.metrics.inc(
-            "outcomes_plugin_reloads_total",
-            &[("folder", folder), ("result", "failed")],
-        );
-        report.failed.push((folder.to_owned(), why.clone()));
-        let serving = statuses
-            .get(folder)
-            .and_then(|s| s.serving.clone())
-            .filter(|_| previous.is_some());
-        statuses.insert(
-            folder.to_owned(),
-            PluginStatus {
-                folder: folder.to_owned(),
-                state: "failed",
-                serving,
-                error: Some(why),
-                refused_sha256: sha256,
-            },
-        );
-        if let Some(p) = previous {
-            next.insert(folder.to_owned(), p);
+        let bytes = match module_file(path)
+            .and_then(|f| std::fs::read(&f).map_err(|e| format!("{}: {e}", f.display())))
+        {
+            Ok(bytes) => bytes,
+            Err(why) => return reload.refuse(folder, None, why),
+        };
+        let sha = module::sha256_hex(&bytes);
+        if reload.keeps(folder, &sha) {
+            return;
+        }
+        let loaded = self.load_module(&bytes).and_then(|plugin| {
+            let passed =
+                selftest::self_test(&plugin, &path.join("fixtures")).map_err(PluginError::Host)?;
+            Ok((plugin, passed))
+        });
+        match loaded {
+            Ok((plugin, passed)) => reload.serve(folder, plugin, passed, now),
+            Err(e) => reload.refuse(folder, Some(sha), e.to_string()),
         }
     }
 
@@ -334,25 +237,25 @@ impl Plugins {
     where
         O: DeserializeOwned + Send + 'static,
     {
-        let permit = self.runtime.slots.clone().acquire_owned().await;
+        let permit = self.slots.clone().acquire_owned().await;
         let call = if plugin.limits.fuel <= INLINE_FUEL {
             // A scoring call takes tens of microseconds; handing it to a
             // blocking thread would cost more than the call. Its fuel bounds
             // how long it can hold this worker. The slot is released once
             // the used instance is dropped.
-            spare::invoke(&plugin, &input, permit.ok()).parsed::<O>()
+            plugin.spares.invoke(&input, permit.ok()).parsed::<O>()
         } else {
             let p = plugin.clone();
             tokio::task::spawn_blocking(move || {
                 let _slot = permit;
-                call::invoke_json::<O>(&p, &input)
+                p.invoke_json::<O>(&input)
             })
             .await
             .unwrap_or_else(|e| {
                 Call::refused(PluginError::Host(format!("plugin call thread failed: {e}")))
             })
         };
-        call::emit_logs(&plugin, &call.logs);
+        plugin.emit_logs(&call.logs);
         let result = match &call.result {
             Ok(_) => "ok",
             Err(e) => e.code(),
@@ -369,13 +272,6 @@ impl Plugins {
         call
     }
 }
-
-/// What a reload builds: folder statuses, its report, the next serving set.
-type Reloading<'a> = (
-    &'a mut std::collections::BTreeMap<String, PluginStatus>,
-    &'a mut ReloadReport,
-    &'a mut HashMap<String, Arc<Plugin>>,
-);
 
 /// Folders of the plugin directory, by name (sorted).
 fn plugin_folders(dir: &Path) -> Vec<(String, PathBuf)> {
@@ -408,15 +304,4 @@ fn module_file(folder: &Path) -> Result<PathBuf, String> {
             folder.display()
         )),
     }
-}
-
-/// Lower-case hex.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
 }

@@ -1,27 +1,70 @@
-//! One plugin version: validated, compiled, pre-instantiated. Loading
-//! checks everything the ABI promises before the plugin may serve: imports
-//! (only `outcomes.log`), exports and their types, the ABI version, and the
-//! manifest it describes itself with.
+//! One plugin version: a module probed, then built into a [`Plugin`] from
+//! what the probe found. Probing checks everything the ABI promises before
+//! the plugin may serve: imports (only `outcomes.log`), exports and their
+//! types, the ABI version (from the export and the manifest), and the
+//! manifest the module describes itself with. A `Plugin` exists only once
+//! all of that passed.
 
 use std::sync::Arc;
 
 use plugin_sdk::{ABI_VERSION, Manifest, PluginKind};
-use sha2::{Digest, Sha256};
-use wasmtime::{ExternType, FuncType, InstancePre, Linker, Module, ValType};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use wasmtime::InstancePre;
 
-use super::cache::{ArtifactCache, Compiled};
-use super::call::{self, CallState};
-use super::engine::Runtime;
+use super::abi::{self, CallState};
+use super::call::{self, Call, LogLine};
+pub use super::engine::sha256_hex;
+use super::engine::{Compiled, Runtime};
 use super::error::PluginError;
-use super::limits::Limits;
-use super::spare::Spares;
+use super::limits::{LimitSettings, Limits};
+use super::spare::{SpareThread, Spares};
 
-/// Export names fixed by the ABI (plugin-sdk's `guest` module).
-pub const EXPORT_MEMORY: &str = "memory";
-pub const EXPORT_ABI_VERSION: &str = "outcomes_abi_version";
-pub const EXPORT_ALLOC: &str = "outcomes_alloc";
-pub const EXPORT_DESCRIBE: &str = "outcomes_describe";
-pub const EXPORT_CALL: &str = "outcomes_call";
+/// What probing a module found: a module that keeps the ABI, and the
+/// manifest it describes itself with.
+struct Probe {
+    sha256: String,
+    compiled: Compiled,
+    pre: InstancePre<CallState>,
+    manifest: Manifest,
+}
+
+/// Compiles `bytes` (or takes them from the cache), checks them against the
+/// ABI and asks the module who it is. Describing itself runs under the
+/// scorer defaults: its own limits depend on what it says.
+fn probe(runtime: &Runtime, bytes: &[u8]) -> Result<Probe, PluginError> {
+    let sha256 = sha256_hex(bytes);
+    let (module, compiled) = runtime.compile(&sha256, bytes)?;
+    abi::check(&module)?;
+    let pre = abi::linker(runtime.engine())?
+        .instantiate_pre(&module)
+        .map_err(|e| PluginError::Invalid(format!("{e:#}")))?;
+    let found = call::abi_version(&pre)?;
+    if found != ABI_VERSION {
+        return Err(PluginError::AbiMismatch { found });
+    }
+    let manifest = call::describe(&pre)?;
+    if manifest.abi_version != ABI_VERSION {
+        return Err(PluginError::AbiMismatch {
+            found: manifest.abi_version,
+        });
+    }
+    if !valid_name(&manifest.name) {
+        return Err(PluginError::Manifest(format!(
+            "name {:?} must be 1 to 64 lower-case letters, digits and underscores, starting with a letter",
+            manifest.name
+        )));
+    }
+    if manifest.version.trim().is_empty() {
+        return Err(PluginError::Manifest("version is blank".into()));
+    }
+    Ok(Probe {
+        sha256,
+        compiled,
+        pre,
+        manifest,
+    })
+}
 
 /// A loaded plugin version. Cheap to share; calls create a fresh instance
 /// each, so one patient's data never meets another's.
@@ -33,10 +76,9 @@ pub struct Plugin {
     pub bytes: Arc<[u8]>,
     pub limits: Limits,
     pub compiled: Compiled,
-    pub(super) runtime: Runtime,
-    pub(super) pre: InstancePre<CallState>,
+    pre: InstancePre<CallState>,
     /// Instances made ahead of calls (see `spare`).
-    pub(super) spares: Spares,
+    pub(super) spares: Arc<Spares>,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -49,68 +91,32 @@ impl std::fmt::Debug for Plugin {
     }
 }
 
-/// SHA-256 of `bytes`, hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    super::hex(&Sha256::digest(bytes))
-}
-
 impl Plugin {
-    /// Validates and compiles `bytes`. `limits_for` gives the limits once
-    /// the plugin has said its name and kind; describing itself runs under
-    /// the scorer defaults.
+    /// Probes and compiles `bytes`; the plugin gets the limits `limits`
+    /// sets for the name and kind it describes itself with, and its spares
+    /// from `spares`.
     pub fn load(
         runtime: &Runtime,
-        cache: &ArtifactCache,
+        spares: &SpareThread,
         bytes: &[u8],
-        limits_for: &dyn Fn(&str, PluginKind) -> Limits,
+        limits: &LimitSettings,
     ) -> Result<Plugin, PluginError> {
-        let sha256 = sha256_hex(bytes);
-        let (module, compiled) = cache.module(runtime, &sha256, bytes)?;
-        check_imports(&module)?;
-        check_exports(&module)?;
-        let pre = linker(runtime)?
-            .instantiate_pre(&module)
-            .map_err(|e| PluginError::Invalid(format!("{e:#}")))?;
-        let mut plugin = Plugin {
-            manifest: Manifest {
-                name: String::new(),
-                kind: PluginKind::Scorer,
-                version: String::new(),
-                abi_version: 0,
-                questionnaires: Vec::new(),
-                questions: true,
-                answers: true,
-            },
+        let Probe {
+            sha256,
+            compiled,
+            pre,
+            manifest,
+        } = probe(runtime, bytes)?;
+        let limits = limits.limits(&manifest.name, manifest.kind);
+        Ok(Plugin {
+            spares: spares.spares(&manifest.name, pre.clone(), limits),
+            manifest,
             sha256,
             bytes: Arc::from(bytes),
-            limits: Limits::SCORER,
+            limits,
             compiled,
-            runtime: runtime.clone(),
             pre,
-            spares: Spares::new(runtime.workshop.clone()),
-        };
-        let found = call::abi_version(&plugin)?;
-        if found != ABI_VERSION {
-            return Err(PluginError::AbiMismatch { found });
-        }
-        let manifest = call::describe(&plugin)?;
-        if manifest.abi_version != ABI_VERSION {
-            return Err(PluginError::AbiMismatch {
-                found: manifest.abi_version,
-            });
-        }
-        if !valid_name(&manifest.name) {
-            return Err(PluginError::Manifest(format!(
-                "name {:?} must be 1 to 64 lower-case letters, digits and underscores, starting with a letter",
-                manifest.name
-            )));
-        }
-        if manifest.version.trim().is_empty() {
-            return Err(PluginError::Manifest("version is blank".into()));
-        }
-        plugin.limits = limits_for(&manifest.name, manifest.kind);
-        plugin.manifest = manifest;
-        Ok(plugin)
+        })
     }
 
     pub fn name(&self) -> &str {
@@ -124,6 +130,47 @@ impl Plugin {
     pub fn version(&self) -> &str {
         &self.manifest.version
     }
+
+    /// Runs the entry call on raw input bytes in a fresh instance under the
+    /// plugin's limits, and returns raw output bytes.
+    pub fn invoke_raw(&self, input: &[u8]) -> Call<Vec<u8>> {
+        call::invoke_raw(&self.pre, self.limits, input)
+    }
+
+    /// Calls the plugin with typed input and parses its typed reply.
+    pub fn invoke<I: Serialize, O: DeserializeOwned>(&self, input: &I) -> Call<O> {
+        match call::input_bytes(input) {
+            Ok(bytes) => self.invoke_json(&bytes),
+            Err(e) => Call::refused(e),
+        }
+    }
+
+    /// Calls the plugin with input already serialized and parses its typed
+    /// reply.
+    pub fn invoke_json<O: DeserializeOwned>(&self, input: &[u8]) -> Call<O> {
+        self.invoke_raw(input).parsed()
+    }
+
+    /// Asks a fresh instance (under scorer limits) which ABI it speaks;
+    /// costs little more than instantiating (the benches measure that
+    /// with it).
+    pub fn abi_version(&self) -> Result<u32, PluginError> {
+        call::abi_version(&self.pre)
+    }
+
+    /// Re-emits a call's log lines through tracing with the plugin's
+    /// identity.
+    pub fn emit_logs(&self, logs: &[LogLine]) {
+        let (name, version) = (self.name(), self.version());
+        for line in logs {
+            match line.level {
+                "error" => tracing::error!(plugin = name, version, "{}", line.message),
+                "warn" => tracing::warn!(plugin = name, version, "{}", line.message),
+                "debug" => tracing::debug!(plugin = name, version, "{}", line.message),
+                _ => tracing::info!(plugin = name, version, "{}", line.message),
+            }
+        }
+    }
 }
 
 /// Plugin names follow the key rules of definitions: `[a-z][a-z0-9_]{0,63}`.
@@ -132,58 +179,6 @@ pub fn valid_name(name: &str) -> bool {
     matches!(chars.next(), Some(c) if c.is_ascii_lowercase())
         && name.len() <= 64
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-}
-
-/// The one import a plugin may use.
-fn linker(runtime: &Runtime) -> Result<Linker<CallState>, PluginError> {
-    let mut linker = Linker::new(&runtime.engine);
-    linker
-        .func_wrap("outcomes", "log", call::host_log)
-        .map_err(|e| PluginError::Host(format!("{e:#}")))?;
-    Ok(linker)
-}
-
-fn check_imports(module: &Module) -> Result<(), PluginError> {
-    for import in module.imports() {
-        let name = format!("{}.{}", import.module(), import.name());
-        let allowed = import.module() == "outcomes"
-            && import.name() == "log"
-            && matches!(import.ty(), ExternType::Func(f) if same_type(&f, &[ValType::I32, ValType::I32, ValType::I32], &[]));
-        if !allowed {
-            return Err(PluginError::ForbiddenImport(name));
-        }
-    }
-    Ok(())
-}
-
-fn check_exports(module: &Module) -> Result<(), PluginError> {
-    let func = |name: &str, params: &[ValType], results: &[ValType]| match module.get_export(name) {
-        Some(ExternType::Func(f)) if same_type(&f, params, results) => Ok(()),
-        Some(_) => Err(PluginError::MissingExport(format!(
-            "{name} with type ({params:?}) -> ({results:?})"
-        ))),
-        None => Err(PluginError::MissingExport(name.to_owned())),
-    };
-    match module.get_export(EXPORT_MEMORY) {
-        Some(ExternType::Memory(m)) if !m.is_64() && !m.is_shared() => {}
-        _ => {
-            return Err(PluginError::MissingExport(format!(
-                "{EXPORT_MEMORY} (a 32-bit memory)"
-            )));
-        }
-    }
-    func(EXPORT_ABI_VERSION, &[], &[ValType::I32])?;
-    func(EXPORT_ALLOC, &[ValType::I32], &[ValType::I32])?;
-    func(EXPORT_DESCRIBE, &[], &[ValType::I64])?;
-    func(EXPORT_CALL, &[ValType::I32, ValType::I32], &[ValType::I64])
-}
-
-fn same_type(f: &FuncType, params: &[ValType], results: &[ValType]) -> bool {
-    let eq = |a: &ValType, b: &ValType| ValType::eq(a, b);
-    f.params().len() == params.len()
-        && f.results().len() == results.len()
-        && f.params().zip(params).all(|(a, b)| eq(&a, b))
-        && f.results().zip(results).all(|(a, b)| eq(&a, b))
 }
 
 #[cfg(test)]

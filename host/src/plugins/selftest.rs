@@ -7,7 +7,7 @@ use std::path::Path;
 
 use plugin_sdk::testing::{self, Fixture};
 
-use super::call::{self, Call};
+use super::call::Call;
 use super::module::Plugin;
 
 /// One fixture's run.
@@ -26,7 +26,7 @@ pub fn run(plugin: &Plugin, fixture: Fixture) -> FixtureRun {
     let mut input = fixture.input.clone();
     plugin.manifest.decline(&mut input);
     let input = serde_json::to_vec(&input).unwrap_or_default();
-    let call = call::invoke_raw(plugin, &input);
+    let call = plugin.invoke_raw(&input);
     let failure = match &call.result {
         Ok(reply) => testing::check(&fixture, reply).err().map(|m| m.to_string()),
         Err(e) => Some(e.to_string()),

@@ -15,15 +15,22 @@
 //! threads), loading, self-tests, the harness and rescoring instantiate as
 //! they always did. Spares of a plugin version go when the version goes
 //! (hot reload).
+//!
+//! Knows a plugin version only by what a call needs of it (its pre-linked
+//! module and limits): `module` gives each `Plugin` its [`Spares`].
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 
 use tokio::sync::OwnedSemaphorePermit;
 
+use wasmtime::InstancePre;
+
+use super::abi::CallState;
 use super::call::{self, Call, Session};
+use super::engine::SPARE_SLOTS as SLOTS;
 use super::error::PluginError;
-use super::module::Plugin;
+use super::limits::Limits;
 
 /// Spares kept ready per plugin version: enough for a burst of calls while
 /// the thread catches up.
@@ -41,43 +48,126 @@ const USED_BATCH: usize = 8;
 /// when no call comes to push more.
 const LINGER: std::time::Duration = std::time::Duration::from_millis(10);
 
-/// Spares of all plugin versions together; each holds a pool slot, and the
-/// engine's pool has this many slots for them. Only plugins that are
-/// called get spares, so a few busy ones share these.
-pub const SLOTS: u32 = 32;
-
-/// The spares of one plugin version.
+/// The spares of one plugin version, and what making one takes.
 pub struct Spares {
+    /// The plugin's name, for the logs.
+    name: String,
+    pre: InstancePre<CallState>,
+    /// The plugin's own limits: spares serve only calls under them.
+    limits: Limits,
     ready: Mutex<Vec<Session>>,
     /// A refill of this version waits in the workshop's queue.
     asked: AtomicBool,
-    workshop: Arc<Workshop>,
+    thread: SpareThread,
+}
+
+impl std::fmt::Debug for Spares {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Spares")
+            .field("name", &self.name)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Spares {
-    pub(super) fn new(workshop: Arc<Workshop>) -> Spares {
-        Spares {
-            ready: Mutex::new(Vec::new()),
-            asked: AtomicBool::new(false),
-            workshop,
-        }
-    }
-
     fn ready(&self) -> MutexGuard<'_, Vec<Session>> {
         self.ready.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Calls the plugin under its own limits in a spare instance (or a
+    /// fresh one made now when no spare is ready), and hands the used
+    /// instance, with `slot`, to the workshop to be dropped.
+    pub fn invoke(
+        self: &Arc<Self>,
+        input: &[u8],
+        slot: Option<OwnedSemaphorePermit>,
+    ) -> Call<Vec<u8>> {
+        let (call, used) = call::run(input, &self.limits, || self.take());
+        if let Some(session) = used {
+            self.thread
+                .workshop
+                .push(false, |queue| queue.used.push((session, slot)));
+        }
+        call
+    }
+
+    /// A spare, armed for a call, or a new instance; asks for the spares to
+    /// be topped up.
+    fn take(self: &Arc<Self>) -> Result<Session, PluginError> {
+        let workshop = &self.thread.workshop;
+        let (spare, left) = {
+            let mut ready = self.ready();
+            (ready.pop(), ready.len())
+        };
+        if left < LOW_WATER && !self.asked.swap(true, Ordering::Relaxed) {
+            let weak = Arc::downgrade(self);
+            workshop.push(true, |queue| queue.refill.push(weak));
+        }
+        match spare {
+            Some(mut session) => {
+                workshop.alive.fetch_sub(1, Ordering::Relaxed);
+                session.arm()?;
+                Ok(session)
+            }
+            None => Session::new(&self.pre, self.limits),
+        }
     }
 }
 
 impl Drop for Spares {
     fn drop(&mut self) {
         let left = self.ready().len();
-        self.workshop.alive.fetch_sub(left, Ordering::Relaxed);
+        self.thread
+            .workshop
+            .alive
+            .fetch_sub(left, Ordering::Relaxed);
+    }
+}
+
+/// The background thread that makes and drops spare instances, shared by
+/// every plugin version of one runtime. It stops when the last handle goes
+/// (with the runtime and the last plugin version); instances still queued
+/// are dropped with it.
+#[derive(Clone)]
+pub struct SpareThread {
+    workshop: Arc<Workshop>,
+    _stop: Arc<Stop>,
+}
+
+impl std::fmt::Debug for SpareThread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpareThread").finish_non_exhaustive()
+    }
+}
+
+impl SpareThread {
+    /// Starts the thread.
+    pub fn start() -> Result<SpareThread, PluginError> {
+        let (workshop, stop) = Workshop::start()?;
+        Ok(SpareThread {
+            workshop,
+            _stop: Arc::new(stop),
+        })
+    }
+
+    /// No spares yet for the plugin `name`, whose calls instantiate `pre`
+    /// under `limits`; they are made once it is called.
+    pub fn spares(&self, name: &str, pre: InstancePre<CallState>, limits: Limits) -> Arc<Spares> {
+        Arc::new(Spares {
+            name: name.to_owned(),
+            pre,
+            limits,
+            ready: Mutex::new(Vec::new()),
+            asked: AtomicBool::new(false),
+            thread: self.clone(),
+        })
     }
 }
 
 /// The background thread's queue, shared with every plugin version of one
-/// engine.
-pub struct Workshop {
+/// runtime.
+struct Workshop {
     queue: Mutex<Queue>,
     wake: Condvar,
     /// Spares alive across every plugin version: at most [`SLOTS`].
@@ -87,7 +177,7 @@ pub struct Workshop {
 #[derive(Default)]
 struct Queue {
     /// Plugin versions a call took a spare of (or found none).
-    refill: Vec<Weak<Plugin>>,
+    refill: Vec<Weak<Spares>>,
     /// Instances a call used, with the call slot each holds.
     used: Vec<(Session, Option<OwnedSemaphorePermit>)>,
     /// What the thread waits for, if it waits.
@@ -109,7 +199,7 @@ enum Waiting {
 
 impl Workshop {
     /// Starts the thread. It stops when the returned [`Stop`] is dropped.
-    pub(super) fn start() -> Result<(Arc<Workshop>, Stop), PluginError> {
+    fn start() -> Result<(Arc<Workshop>, Stop), PluginError> {
         let workshop = Arc::new(Workshop {
             queue: Mutex::new(Queue::default()),
             wake: Condvar::new(),
@@ -176,28 +266,28 @@ impl Workshop {
             };
             // Used instances first: dropping them frees pool and call slots.
             drop(used);
-            for plugin in refill.iter().filter_map(Weak::upgrade) {
-                self.refill(&plugin);
+            for spares in refill.iter().filter_map(Weak::upgrade) {
+                self.refill(&spares);
             }
         }
     }
 
-    /// Tops up `plugin`'s spares while the pool has room for them.
-    fn refill(&self, plugin: &Plugin) {
+    /// Tops up `spares` while the pool has room for them.
+    fn refill(&self, spares: &Spares) {
         // A call from now on asks again.
-        plugin.spares.asked.store(false, Ordering::Relaxed);
-        while plugin.spares.ready().len() < PER_PLUGIN {
+        spares.asked.store(false, Ordering::Relaxed);
+        while spares.ready().len() < PER_PLUGIN {
             if self.alive.fetch_add(1, Ordering::Relaxed) >= SLOTS as usize {
                 self.alive.fetch_sub(1, Ordering::Relaxed);
                 return;
             }
-            match Session::new(plugin, plugin.limits) {
-                Ok(session) => plugin.spares.ready().push(session),
+            match Session::new(&spares.pre, spares.limits) {
+                Ok(session) => spares.ready().push(session),
                 Err(e) => {
                     // The call that finds no spare instantiates inline and
                     // reports the error; nothing to retry here.
                     self.alive.fetch_sub(1, Ordering::Relaxed);
-                    tracing::debug!(plugin = plugin.name(), error = %e, "no spare instance");
+                    tracing::debug!(plugin = spares.name, error = %e, "no spare instance");
                     return;
                 }
             }
@@ -229,9 +319,9 @@ fn lower_priority() {
     }
 }
 
-/// Stops the workshop's thread when dropped (with the last clone of the
-/// runtime); instances still queued are dropped with it.
-pub struct Stop(Arc<Workshop>);
+/// Stops the workshop's thread when dropped (with the last
+/// [`SpareThread`]); instances still queued are dropped with it.
+struct Stop(Arc<Workshop>);
 
 impl Drop for Stop {
     fn drop(&mut self) {
@@ -243,52 +333,11 @@ impl Drop for Stop {
     }
 }
 
-/// Calls `plugin` under its own limits in a spare instance (or a fresh one
-/// made now when no spare is ready), and hands the used instance, with
-/// `slot`, to the workshop to be dropped.
-pub(super) fn invoke(
-    plugin: &Arc<Plugin>,
-    input: &[u8],
-    slot: Option<OwnedSemaphorePermit>,
-) -> Call<Vec<u8>> {
-    let (call, used) = call::run(input, &plugin.limits, || take(plugin));
-    if let Some(session) = used {
-        plugin
-            .spares
-            .workshop
-            .push(false, |queue| queue.used.push((session, slot)));
-    }
-    call
-}
-
-/// A spare of `plugin`, armed for a call, or a new instance; asks for the
-/// spares to be topped up.
-fn take(plugin: &Arc<Plugin>) -> Result<Session, PluginError> {
-    let spares = &plugin.spares;
-    let (spare, left) = {
-        let mut ready = spares.ready();
-        (ready.pop(), ready.len())
-    };
-    if left < LOW_WATER && !spares.asked.swap(true, Ordering::Relaxed) {
-        let weak = Arc::downgrade(plugin);
-        spares.workshop.push(true, |queue| queue.refill.push(weak));
-    }
-    match spare {
-        Some(mut session) => {
-            spares.workshop.alive.fetch_sub(1, Ordering::Relaxed);
-            session.arm()?;
-            Ok(session)
-        }
-        None => Session::new(plugin, plugin.limits),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::Limits;
-    use crate::plugins::cache::ArtifactCache;
-    use crate::plugins::engine::Runtime;
+    use crate::plugins::abi;
+    use crate::plugins::engine::{Runtime, sha256_hex};
 
     /// The smallest module of the ABI: describes itself, answers
     /// `{"ok":{}}`.
@@ -317,27 +366,40 @@ mod tests {
         .expect("the module assembles")
     }
 
-    fn load(runtime: &Runtime, n: usize) -> Vec<Arc<Plugin>> {
-        let cache = ArtifactCache::new(runtime, None);
+    /// A runtime and its spare thread.
+    fn runtime() -> (Runtime, SpareThread) {
+        let runtime = Runtime::new(Limits::SCORER.memory_bytes, None).expect("the engine");
+        (runtime, SpareThread::start().expect("the spare thread"))
+    }
+
+    /// The spares of `n` versions of the module, as `module` gives them.
+    fn load(runtime: &Runtime, thread: &SpareThread, n: usize) -> Vec<Arc<Spares>> {
         let bytes = module();
+        let (module, _) = runtime
+            .compile(&sha256_hex(&bytes), &bytes)
+            .expect("the module compiles");
         (0..n)
             .map(|_| {
-                let plugin =
-                    Plugin::load(runtime, &cache, &bytes, &|_, kind| Limits::for_kind(kind));
-                Arc::new(plugin.expect("the module loads"))
+                let pre = abi::linker(runtime.engine())
+                    .and_then(|l| {
+                        l.instantiate_pre(&module)
+                            .map_err(|e| PluginError::Invalid(e.to_string()))
+                    })
+                    .expect("the module links");
+                thread.spares("spare_test", pre, Limits::SCORER)
             })
             .collect()
     }
 
-    fn ready(plugin: &Plugin) -> usize {
-        plugin.spares.ready().len()
+    fn ready(plugin: &Spares) -> usize {
+        plugin.ready().len()
     }
 
     #[test]
     fn spares_stop_at_the_pool_budget_and_go_with_their_version() {
-        let runtime = Runtime::new(Limits::SCORER.memory_bytes).expect("the engine");
-        let workshop = &runtime.workshop;
-        let plugins = load(&runtime, 5);
+        let (runtime, thread) = runtime();
+        let workshop = &thread.workshop;
+        let plugins = load(&runtime, &thread, 5);
         let alive = || workshop.alive.load(Ordering::Relaxed);
         for plugin in &plugins {
             workshop.refill(plugin);
@@ -364,22 +426,22 @@ mod tests {
 
     #[test]
     fn a_call_takes_a_spare_and_answers_as_a_fresh_instance_would() {
-        let runtime = Runtime::new(Limits::SCORER.memory_bytes).expect("the engine");
-        let mut plugins = load(&runtime, 2);
+        let (runtime, thread) = runtime();
+        let mut plugins = load(&runtime, &thread, 2);
         let (plugin, without) = (plugins.remove(0), plugins.remove(0));
-        runtime.workshop.refill(&plugin);
-        let call = invoke(&plugin, b"{}", None);
+        thread.workshop.refill(&plugin);
+        let call = plugin.invoke(b"{}", None);
         assert_eq!(call.result.expect("the call answers"), br#"{"ok":{}}"#);
         assert_eq!(call.usage.input_bytes, 2);
         assert_eq!(ready(&plugin), PER_PLUGIN - 1);
         assert_eq!(
-            runtime.workshop.alive.load(Ordering::Relaxed),
+            thread.workshop.alive.load(Ordering::Relaxed),
             PER_PLUGIN - 1
         );
 
         // With no spare ready, the call makes its own instance.
         assert_eq!(ready(&without), 0);
-        let call = invoke(&without, b"{}", None);
+        let call = without.invoke(b"{}", None);
         assert_eq!(call.result.expect("the call answers"), br#"{"ok":{}}"#);
     }
 }

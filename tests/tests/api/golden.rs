@@ -9,7 +9,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use host::metrics::Metrics;
-use host::plugins::call::invoke_raw;
 use host::plugins::{LimitSettings, PluginSettings, Plugins};
 use plugin_sdk::testing::{self, Fixture};
 
@@ -42,7 +41,7 @@ fn native_and_wasm_agree(name: &str, relative: &str, native: fn(&[u8]) -> Vec<u8
     for fixture in &fixtures {
         let input = fixture.input_bytes();
         let native_reply = native(&input);
-        let call = invoke_raw(&plugin, &input);
+        let call = plugin.invoke_raw(&input);
         let wasm_reply = call.result.unwrap_or_else(|e| {
             panic!(
                 "{name}, fixture {}: the wasm call failed: {e}",
