@@ -3,8 +3,8 @@
 //!
 //! - one tick that prepares 100,000 due measurement occurrences (goal
 //!   ≤ 10 s on SQLite): 100,000 dossiers subscribed to the bundled monthly
-//!   protocol with a start in the future, then one `Store::tick` at that
-//!   start, which makes 100,000 invitations and 200,000 responses;
+//!   protocol with a start in the future, then one `scheduler::tick` at
+//!   that start, which makes 100,000 invitations and 200,000 responses;
 //! - stats of 10,000 dossiers in one call (goal ≤ 1 s), and of all.
 //!
 //! `cargo bench -p host --bench scheduler` (`-- --count N` for another
@@ -14,15 +14,17 @@
 
 #![allow(clippy::print_stdout)]
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::{Duration, TimeZone, Utc};
-use host::domain::catalog::Catalog;
-use host::domain::subscription::Subscription;
+use host::App;
+use host::clock::ManualClock;
+use host::config::{Config, FileSettings, Settings};
 use host::domain::variant::Variant;
-use host::scheduler::{BATCH, NON_RESPONSE_DELAY};
-use host::store::{NewSubscription, Planner, StartResult, Store, StoreOptions};
+use host::scheduler;
+use host::store::{NewSubscription, StartResult};
 use sqlx::Connection;
 
 const GOAL_TICK_SECONDS: f64 = 10.0;
@@ -46,11 +48,11 @@ fn main() {
     runtime.block_on(async {
         let dir = tempfile::tempdir().expect("a temporary folder");
         let sqlite = format!("sqlite://{}", dir.path().join("bench.db").display());
-        run("SQLite", &sqlite, count).await;
+        run("SQLite", &sqlite, dir.path(), count).await;
         if !sqlite_only {
             match postgres_database().await {
                 Some((url, drop)) => {
-                    run("PostgreSQL", &url, count).await;
+                    run("PostgreSQL", &url, dir.path(), count).await;
                     drop().await;
                 }
                 None => println!("PostgreSQL: not reachable; skipped"),
@@ -59,36 +61,51 @@ fn main() {
     });
 }
 
-async fn run(name: &str, url: &str, count: usize) {
-    let store = Store::connect(url, &StoreOptions::default())
+/// The host on `url`, built as the service builds it (not serving), with
+/// the bundled definitions and no plugins; its clock at `now`.
+async fn host(url: &str, dir: &Path, now: chrono::DateTime<Utc>) -> App {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let plugins = dir.join("no-plugins");
+    std::fs::create_dir_all(&plugins).expect("a plugin folder");
+    let settings = Settings {
+        listen: Some("127.0.0.1:0".parse().expect("an address")),
+        data_dir: Some(dir.to_owned()),
+        database_url: Some(url.to_owned()),
+        questionnaires_dir: Some(root.join("questionnaires")),
+        protocols_dir: Some(root.join("protocols")),
+        plugins_dir: Some(plugins),
+        plugin_cache_dir: Some(dir.join("plugin-cache")),
+        watch: Some(false),
+        scheduler_interval: Some(0),
+        ..Settings::default()
+    };
+    let config = Config::resolve(settings, FileSettings::default()).expect("a configuration");
+    App::build(config, Arc::new(ManualClock::new(now)))
         .await
-        .expect("connects");
-    store.migrate().await.expect("migrates");
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let defs = host::definitions::load(&root.join("questionnaires"), &root.join("protocols"))
-        .expect("the bundled definitions");
+        .expect("the host builds")
+}
+
+async fn run(name: &str, url: &str, dir: &Path, count: usize) {
     let start = Utc
         .with_ymd_and_hms(2027, 1, 31, 9, 0, 0)
         .single()
         .expect("a time");
-    let catalog = Arc::new(
-        store
-            .import_definitions(defs.questionnaires, defs.protocols, start)
-            .await
-            .expect("imports"),
-    );
+    // Subscriptions made a day before their start: nothing is due yet.
+    let made = start - Duration::days(1);
+    let app = host(url, dir, made).await;
+    let state = app.state();
+    let store = state.store().clone();
+    let catalog = state.catalog();
     let protocol = catalog
         .protocols()
         .iter()
         .find(|p| p.def.key == "rom_monthly")
         .expect("the monthly protocol")
         .clone();
-    let zone = chrono_tz::UTC;
+    let zone = state.config().time_zone;
 
-    // Subscriptions made a day before their start: nothing is due yet.
     let seeding = Instant::now();
-    let made = start - Duration::days(1);
-    let at_seeding = planner(&catalog, zone, made);
+    let at_seeding = scheduler::planner(&state, made);
     let workers = 64;
     let mut tasks = Vec::new();
     for w in 0..workers {
@@ -125,10 +142,7 @@ async fn run(name: &str, url: &str, count: usize) {
 
     let at = start + Duration::hours(1);
     let ticking = Instant::now();
-    let counts = store
-        .tick(at, BATCH, NON_RESPONSE_DELAY, planner(&catalog, zone, at))
-        .await
-        .expect("a tick");
+    let counts = scheduler::tick(&state, at).await.expect("a tick");
     let tick = ticking.elapsed().as_secs_f64();
     assert_eq!(counts.invitations, count, "{counts:?}");
     println!(
@@ -139,10 +153,7 @@ async fn run(name: &str, url: &str, count: usize) {
         verdict(name, tick <= GOAL_TICK_SECONDS),
     );
     let again = Instant::now();
-    let idle = store
-        .tick(at, BATCH, NON_RESPONSE_DELAY, planner(&catalog, zone, at))
-        .await
-        .expect("a tick");
+    let idle = scheduler::tick(&state, at).await.expect("a tick");
     assert_eq!(idle.invitations, 0);
     println!(
         "{name}: a tick with nothing due: {:.1} ms",
@@ -178,11 +189,6 @@ fn verdict(name: &str, met: bool) -> &'static str {
         ("SQLite", false) => "NOT met",
         _ => "reported",
     }
-}
-
-fn planner(catalog: &Arc<Catalog>, zone: chrono_tz::Tz, now: chrono::DateTime<Utc>) -> Planner {
-    let catalog = catalog.clone();
-    Arc::new(move |s: &Subscription| s.plan(&catalog, zone, now))
 }
 
 /// A fresh PostgreSQL database for the bench, and how to drop it.

@@ -64,6 +64,8 @@ struct Inner {
     metrics: Arc<Metrics>,
     /// Signs and checks the links into the fill-out pages.
     links: Links,
+    /// Sends the fill-out requests' callbacks (the scheduler's).
+    callback_client: reqwest::Client,
     /// Counts definition reloads, successful or not, for whoever waits on
     /// one (tests; the watcher's callers).
     definition_reloads: tokio::sync::watch::Sender<u64>,
@@ -122,6 +124,11 @@ impl AppState {
     /// The signed links into the fill-out pages.
     pub fn links(&self) -> &Links {
         &self.0.links
+    }
+
+    /// The HTTP client the scheduler sends callbacks with.
+    pub fn callback_client(&self) -> &reqwest::Client {
+        &self.0.callback_client
     }
 
     /// Fills in the outcome of a completion by running its questionnaire's
@@ -272,6 +279,8 @@ impl App {
             clock.now(),
         )
         .await?;
+        let callback_client =
+            scheduler::callbacks::client().context("building the HTTP client for callbacks")?;
         let tokens = TokenTable::new(store.tokens().await.context("reading API tokens")?);
         if !tokens.has_active() {
             tracing::warn!(
@@ -291,6 +300,7 @@ impl App {
             plugins,
             metrics,
             links,
+            callback_client,
             definition_reloads: tokio::sync::watch::Sender::new(0),
         }));
         let report = state.reload_plugins().await;

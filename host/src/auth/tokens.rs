@@ -307,6 +307,18 @@ mod tests {
     }
 
     #[test]
+    fn a_kid_naming_a_token_without_a_registered_key_is_refused() {
+        // "basic" is a real token, but no public key was ever registered on it.
+        let table = TokenTable::new(vec![stored("basic", "x", false), with_key("epd", false)]);
+        let claims = serde_json::json!({"iss": "epd", "aud": "api", "iat": NOW, "exp": NOW + 600});
+        assert_eq!(
+            table.bearer(&jwt("basic", claims.clone()), NOW).map(|_| ()),
+            Err(JwtError::UnknownKey)
+        );
+        assert!(table.bearer(&jwt("epd", claims), NOW).is_ok());
+    }
+
+    #[test]
     fn unparsable_rows_are_left_out() {
         let mut bad = stored("bad", "x", false);
         bad.rights = "everything".into();

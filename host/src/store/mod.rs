@@ -39,7 +39,7 @@ pub use non_responses::{NewNonResponse, RegisterResult};
 pub use outcomes::{ArchivedModule, RescoreFilter};
 pub use responses::{CompleteError, CreateResult, Preparation, ResponseFilter};
 pub use stats::{DossierStats, InvitationCounts, ResponseCounts, SubscriptionCounts};
-pub use subscriptions::{EXPIRED_REASON, NewSubscription, Planner, StartResult, TickCounts};
+pub use subscriptions::{EXPIRED_REASON, NewSubscription, Planner, Prepared, Settled, StartResult};
 pub use tokens::{NewToken, StoredToken};
 
 use writer::Writer;

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 use sqlx::{AnyConnection, Row};
 
@@ -73,10 +73,10 @@ pub enum StartResult {
     AlreadySubscribed,
 }
 
-/// What one pass of the scheduler did.
+/// What preparing a batch of due subscriptions did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct TickCounts {
-    /// Subscriptions it looked at.
+pub struct Prepared {
+    /// Subscriptions claimed (at most the batch asked for).
     pub subscriptions: usize,
     /// Occurrences prepared (invitations made).
     pub invitations: usize,
@@ -85,24 +85,16 @@ pub struct TickCounts {
     pub missed: usize,
     /// Subscriptions that reached their stop.
     pub stopped: usize,
-    /// Expired invitations dealt with, and the non-responses registered.
-    pub settled: usize,
-    pub non_responses: usize,
-    /// Callbacks of fill-out requests delivered.
-    pub callbacks: usize,
 }
 
-impl TickCounts {
-    fn add(&mut self, other: TickCounts) {
-        self.subscriptions += other.subscriptions;
-        self.invitations += other.invitations;
-        self.responses += other.responses;
-        self.missed += other.missed;
-        self.stopped += other.stopped;
-        self.settled += other.settled;
-        self.non_responses += other.non_responses;
-        self.callbacks += other.callbacks;
-    }
+/// What settling a batch of expired invitations did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Settled {
+    /// Expired invitations claimed and marked settled (at most the batch
+    /// asked for).
+    pub invitations: usize,
+    /// Non-responses registered: one per invitation with responses left.
+    pub non_responses: usize,
 }
 
 /// The reason code of the non-response registered for expired responses
@@ -295,50 +287,43 @@ impl Store {
             .await
     }
 
-    /// One pass of the scheduler's writes at `now`, a batch of at most
-    /// `batch` items per transaction until nothing is due: prepares what is
-    /// due for each subscription (as `planner` decides), then registers a
-    /// non-response for each invitation expired `settle_after` ago with
-    /// responses still not filled out, and marks it settled.
-    pub async fn tick(
+    /// The scheduler's first step, one batch: claims up to `batch`
+    /// subscriptions due at `now` and prepares what `planner` finds due
+    /// for each, in one transaction. Fewer than `batch` claimed: nothing
+    /// else is due.
+    pub async fn prepare_due(
         &self,
         now: DateTime<Utc>,
         batch: usize,
-        settle_after: Duration,
         planner: Planner,
-    ) -> Result<TickCounts, StoreError> {
-        let mut total = TickCounts::default();
-        loop {
-            let planner = planner.clone();
-            let backend = self.backend;
-            let counts = self
-                .writer
-                .write(move |conn| {
-                    Box::pin(async move { prepare_due(conn, backend, now, batch, &planner).await })
-                })
-                .await?;
-            total.add(counts);
-            if counts.subscriptions < batch {
-                break;
-            }
-        }
-        let settle_before = now - settle_after;
-        loop {
-            let backend = self.backend;
-            let counts = self
-                .writer
-                .write(move |conn| {
-                    Box::pin(async move {
-                        settle_expired(conn, backend, settle_before, now, batch).await
-                    })
-                })
-                .await?;
-            total.add(counts);
-            if counts.settled < batch {
-                break;
-            }
-        }
-        Ok(total)
+    ) -> Result<Prepared, StoreError> {
+        let backend = self.backend;
+        self.writer
+            .write(move |conn| {
+                Box::pin(async move { prepare_due(conn, backend, now, batch, &planner).await })
+            })
+            .await
+    }
+
+    /// The scheduler's second step, one batch: claims up to `batch`
+    /// invitations whose window closed at or before `closed_before` and
+    /// settles them at `now` (a non-response with code 04 for each with
+    /// responses not filled out), in one transaction. Fewer than `batch`
+    /// claimed: nothing else is due.
+    pub async fn settle_expired(
+        &self,
+        closed_before: DateTime<Utc>,
+        now: DateTime<Utc>,
+        batch: usize,
+    ) -> Result<Settled, StoreError> {
+        let backend = self.backend;
+        self.writer
+            .write(move |conn| {
+                Box::pin(
+                    async move { settle_expired(conn, backend, closed_before, now, batch).await },
+                )
+            })
+            .await
     }
 }
 
@@ -359,7 +344,7 @@ async fn prepare_due(
     now: DateTime<Utc>,
     batch: usize,
     planner: &Planner,
-) -> Result<TickCounts, StoreError> {
+) -> Result<Prepared, StoreError> {
     let lock = claim(backend);
     let sql = format!(
         "SELECT {SUBSCRIPTION_COLUMNS} FROM protocol_subscriptions s \
@@ -389,9 +374,9 @@ async fn apply(
     backend: Backend,
     work: &[(&Subscription, &Plan)],
     now: DateTime<Utc>,
-) -> Result<TickCounts, StoreError> {
+) -> Result<Prepared, StoreError> {
     let now_ms = to_millis(now);
-    let mut counts = TickCounts::default();
+    let mut counts = Prepared::default();
     // Invitations: one per occurrence; those already there (another tick
     // got to them) come back from no INSERT and get no responses.
     let occurrences: Vec<(&Subscription, &PlannedOccurrence)> = work
@@ -546,7 +531,7 @@ async fn settle_expired(
     closed_before: DateTime<Utc>,
     now: DateTime<Utc>,
     batch: usize,
-) -> Result<TickCounts, StoreError> {
+) -> Result<Settled, StoreError> {
     let lock = claim(backend);
     let sql = format!(
         "SELECT id, dossier_id FROM invitations WHERE settled_at IS NULL AND open_till IS NOT NULL AND open_till <= $1 \
@@ -557,9 +542,9 @@ async fn settle_expired(
         .bind(i64::try_from(batch).unwrap_or(i64::MAX))
         .fetch_all(&mut *conn)
         .await?;
-    let mut counts = TickCounts {
-        settled: expired.len(),
-        ..TickCounts::default()
+    let mut counts = Settled {
+        invitations: expired.len(),
+        non_responses: 0,
     };
     if expired.is_empty() {
         return Ok(counts);

@@ -1,7 +1,9 @@
 //! Authentication and authorization from the outside (decisions.md §2, §7;
-//! api.md "Authentication"): HTTP Basic, JWT bearer tokens and every way to
-//! forge or misuse one, rights per endpoint group, IP allow-lists,
-//! X-Forwarded-For, the JWT subject, HTTPS and other dossiers' ids.
+//! api.md "Authentication"): HTTP Basic, JWT bearer tokens and a few
+//! representative ways to forge one (every other forged token is a unit
+//! test beside the verifier, in the host's `auth::jwt` module), rights per
+//! endpoint group, IP allow-lists, X-Forwarded-For, the JWT subject, HTTPS
+//! and other dossiers' ids.
 //!
 //! Every refusal is asserted with its exact status and body, and every 401
 //! with its `WWW-Authenticate` challenge. JWT times are relative to the
@@ -27,10 +29,6 @@ pub const PRIVATE_PEM: &[u8] = include_bytes!("../../fixtures/keys/rsa2048.pem")
 pub const PUBLIC_PEM: &str = include_str!("../../fixtures/keys/rsa2048.pub.pem");
 /// A second key pair, registered nowhere: the attacker's.
 pub const OTHER_PRIVATE_PEM: &[u8] = include_bytes!("../../fixtures/keys/other2048.pem");
-/// The modulus of other2048.pub.pem, base64url, for a `jwk` header:
-/// `openssl rsa -pubin -in other2048.pub.pem -modulus -noout`, hex to
-/// bytes to base64url.
-const OTHER_MODULUS_B64URL: &str = "vXtMUOSmEnkG_MAx5Hn0mOsSZB5JiDqD54Hf5TM_jjTH_F7xm7NaIfn7Ls8Ovg9mx7tuuYM-wT3vUhQKsq4jEzXgiOHzdNitRqWdxkLrXJwzTUzQ9VOmy9Ej21Kg8z25wvmW833DwKemI2C1b33x-wVFn2A99kpElrVYh7Ce3vfhXGCTZRDSzJs3U0dz2SFcuQE0bgqjNCrnsxW6o8bhsp12lyFA8coU01eQGwcbFSIQvfG_gyyt9kT2x7h8xCbE7BPrISuFvTz0iUWiovcPEEv1C4BotWdQNRaSXzljId7-WV3RXiyfBE5rw101nkwv0lOha5MVMDpmkFV9OZqBvQ";
 
 /// Consumer key (and so JWT `kid`) of the token with a registered key.
 pub const JWT_KEY: &str = "epd-jwt";
@@ -92,14 +90,6 @@ pub fn claims(app: &TestApp, sub: Option<&str>) -> Value {
 /// `claims` with one claim replaced.
 pub fn with(mut claims: Value, name: &str, value: Value) -> Value {
     claims[name] = value;
-    claims
-}
-
-/// `claims` without one claim.
-pub fn without(mut claims: Value, name: &str) -> Value {
-    if let Some(map) = claims.as_object_mut() {
-        map.remove(name);
-    }
     claims
 }
 
@@ -378,20 +368,10 @@ db_test!(
     }
 );
 
-db_test!(
-    async fn a_jwt_lifetime_of_exactly_one_hour_is_accepted(app: spawn_jwt) {
-        let now = app.state.now().timestamp();
-        let answer = d1_with(
-            &app,
-            &jwt(&with(claims(&app, Some("d1")), "exp", json!(now + 3600))),
-        )
-        .await;
-        assert_eq!(answer.status, 200, "{}", answer.text);
-    }
-);
-
 // ---------------------------------------------------------------------------
-// Forged and unacceptable JWTs: every one a 401 with the Bearer challenge
+// Forged and unacceptable JWTs: every one a 401 with the Bearer challenge.
+// Representatives of each stage of verification (header, signature,
+// claims, time, key lookup); the verifier's unit tests hold the rest.
 // ---------------------------------------------------------------------------
 
 db_test!(
@@ -420,49 +400,6 @@ db_test!(
 );
 
 db_test!(
-    async fn hmac_signed_with_the_registered_public_key_pem_is_refused(app: spawn_jwt) {
-        // The classic key-confusion attack: the public key is public, so an
-        // HMAC "signed" with it proves nothing.
-        let claims = claims(&app, Some("d1"));
-        for secret in [PUBLIC_PEM, PUBLIC_PEM.trim()] {
-            let key = EncodingKey::from_secret(secret.as_bytes());
-            for alg in [Algorithm::HS256, Algorithm::HS384, Algorithm::HS512] {
-                let mut header = Header::new(alg);
-                header.kid = Some(JWT_KEY.to_owned());
-                let token = jsonwebtoken::encode(&header, &claims, &key).expect("sign");
-                assert_bad_jwt(&d1_with(&app, &token).await);
-            }
-        }
-    }
-);
-
-db_test!(
-    async fn rs384_signed_with_the_registered_key_is_refused(app: spawn_jwt) {
-        let token = sign(Algorithm::RS384, JWT_KEY, &claims(&app, Some("d1")));
-        assert_bad_jwt(&d1_with(&app, &token).await);
-    }
-);
-
-db_test!(
-    async fn pss_signed_with_the_registered_key_is_refused(app: spawn_jwt) {
-        for alg in [Algorithm::PS256, Algorithm::PS512] {
-            let token = sign(alg, JWT_KEY, &claims(&app, Some("d1")));
-            assert_bad_jwt(&d1_with(&app, &token).await);
-        }
-    }
-);
-
-db_test!(
-    async fn a_jwt_with_its_signature_stripped_is_refused(app: spawn_jwt) {
-        let token = jwt(&claims(&app, Some("d1")));
-        let (unsigned_part, _) = token.rsplit_once('.').expect("three segments");
-        assert_bad_jwt(&d1_with(&app, &format!("{unsigned_part}.")).await);
-        assert_bad_jwt(&d1_with(&app, unsigned_part).await);
-        assert_bad_jwt(&d1_with(&app, &format!("{unsigned_part}.AAAA")).await);
-    }
-);
-
-db_test!(
     async fn a_jwt_signed_with_an_unregistered_key_is_refused(app: spawn_jwt) {
         let token = raw_signed(
             &standard_header(),
@@ -471,70 +408,6 @@ db_test!(
             &other_private_key(),
         );
         assert_bad_jwt(&d1_with(&app, &token).await);
-    }
-);
-
-db_test!(
-    async fn a_jwt_whose_payload_was_altered_after_signing_is_refused(app: spawn_jwt) {
-        let token = jwt(&claims(&app, Some("d1")));
-        let parts: Vec<&str> = token.split('.').collect();
-        let forged_payload = b64(claims(&app, Some("d2")).to_string());
-        let forged = format!("{}.{forged_payload}.{}", parts[0], parts[2]);
-        assert_bad_jwt(&get_as(&app, "/api/v1/dossiers/d2/responses", &bearer(&forged)).await);
-    }
-);
-
-db_test!(
-    async fn a_jwt_without_kid_is_refused(app: spawn_jwt) {
-        let header = json!({"typ": "JWT", "alg": "RS256"});
-        let token = raw_signed(
-            &header,
-            &claims(&app, Some("d1")),
-            Algorithm::RS256,
-            &private_key(),
-        );
-        assert_bad_jwt(&d1_with(&app, &token).await);
-        for kid in [json!(""), json!(null), json!(1), json!([JWT_KEY])] {
-            let header = json!({"typ": "JWT", "alg": "RS256", "kid": kid});
-            let token = raw_signed(
-                &header,
-                &claims(&app, Some("d1")),
-                Algorithm::RS256,
-                &private_key(),
-            );
-            assert_bad_jwt(&d1_with(&app, &token).await);
-        }
-    }
-);
-
-db_test!(
-    async fn a_jwt_with_an_unknown_kid_is_refused(app: spawn_jwt) {
-        for kid in ["nobody", "EPD-JWT", "epd-jwt ", " epd-jwt"] {
-            let token = sign(Algorithm::RS256, kid, &claims(&app, Some("d1")));
-            assert_bad_jwt(&d1_with(&app, &token).await);
-        }
-    }
-);
-
-db_test!(
-    async fn a_kid_with_path_characters_is_refused(app: spawn_jwt) {
-        for kid in [
-            "../epd-jwt",
-            "./epd-jwt",
-            "epd-jwt/../epd-jwt",
-            "../../../../etc/passwd",
-            "/dev/null",
-            "..%2Fepd-jwt",
-            "..\\epd-jwt",
-        ] {
-            let token = sign(Algorithm::RS256, kid, &claims(&app, Some("d1")));
-            assert_bad_jwt(&d1_with(&app, &token).await);
-        }
-        // The real kid still works: nothing was consumed or broken.
-        assert_eq!(
-            d1_with(&app, &jwt(&claims(&app, Some("d1")))).await.status,
-            200
-        );
     }
 );
 
@@ -565,92 +438,6 @@ db_test!(
 );
 
 db_test!(
-    async fn a_kid_naming_a_token_without_a_registered_key_is_refused(app: spawn_jwt) {
-        // "test" is a real Basic token, but no public key was ever registered on it.
-        let token = sign(Algorithm::RS256, tests::TEST_KEY, &claims(&app, Some("d1")));
-        assert_bad_jwt(&d1_with(&app, &token).await);
-    }
-);
-
-db_test!(
-    async fn a_key_embedded_as_jwk_in_the_header_is_refused(app: spawn_jwt) {
-        // Signed with the attacker's key, which the header offers as a JWK.
-        let header = json!({
-            "typ": "JWT", "alg": "RS256", "kid": JWT_KEY,
-            "jwk": {"kty": "RSA", "e": "AQAB", "n": OTHER_MODULUS_B64URL, "kid": JWT_KEY},
-        });
-        let token = raw_signed(
-            &header,
-            &claims(&app, Some("d1")),
-            Algorithm::RS256,
-            &other_private_key(),
-        );
-        assert_bad_jwt(&d1_with(&app, &token).await);
-        // Even when signed with the registered key: a token never brings keys.
-        let token = raw_signed(
-            &header,
-            &claims(&app, Some("d1")),
-            Algorithm::RS256,
-            &private_key(),
-        );
-        assert_bad_jwt(&d1_with(&app, &token).await);
-    }
-);
-
-db_test!(
-    async fn a_key_url_as_jku_in_the_header_is_refused(app: spawn_jwt) {
-        for (param, value) in [
-            (
-                "jku",
-                json!("https://attacker.example/.well-known/jwks.json"),
-            ),
-            ("x5u", json!("https://attacker.example/cert.pem")),
-            (
-                "x5c",
-                json!(["MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA"]),
-            ),
-        ] {
-            let mut header = standard_header();
-            header[param] = value;
-            for key in [other_private_key(), private_key()] {
-                let token = raw_signed(&header, &claims(&app, Some("d1")), Algorithm::RS256, &key);
-                assert_bad_jwt(&d1_with(&app, &token).await);
-            }
-        }
-    }
-);
-
-db_test!(
-    async fn a_jwt_whose_typ_is_missing_or_not_jwt_is_refused(app: spawn_jwt) {
-        for typ in [
-            None,
-            Some(json!("at+jwt")),
-            Some(json!("jwt ")),
-            Some(json!("JWS")),
-            Some(json!(null)),
-        ] {
-            let mut header = json!({"alg": "RS256", "kid": JWT_KEY});
-            if let Some(typ) = typ {
-                header["typ"] = typ;
-            }
-            let token = raw_signed(
-                &header,
-                &claims(&app, Some("d1")),
-                Algorithm::RS256,
-                &private_key(),
-            );
-            assert_bad_jwt(&d1_with(&app, &token).await);
-        }
-    }
-);
-
-db_test!(
-    async fn a_jwt_without_aud_is_refused(app: spawn_jwt) {
-        assert_bad_jwt(&d1_with(&app, &jwt(&without(claims(&app, Some("d1")), "aud"))).await);
-    }
-);
-
-db_test!(
     async fn a_jwt_for_another_audience_is_refused(app: spawn_jwt) {
         for aud in [
             json!("API"),
@@ -668,94 +455,6 @@ db_test!(
 );
 
 db_test!(
-    async fn a_jwt_whose_aud_array_lacks_api_is_refused(app: spawn_jwt) {
-        for aud in [
-            json!([]),
-            json!(["other"]),
-            json!(["API", "apis"]),
-            json!([["api"]]),
-        ] {
-            let token = jwt(&with(claims(&app, Some("d1")), "aud", aud.clone()));
-            assert_bad_jwt(&d1_with(&app, &token).await);
-        }
-    }
-);
-
-db_test!(
-    async fn a_jwt_without_exp_is_refused(app: spawn_jwt) {
-        assert_bad_jwt(&d1_with(&app, &jwt(&without(claims(&app, Some("d1")), "exp"))).await);
-    }
-);
-
-db_test!(
-    async fn a_jwt_without_iat_or_iss_is_refused(app: spawn_jwt) {
-        assert_bad_jwt(&d1_with(&app, &jwt(&without(claims(&app, Some("d1")), "iat"))).await);
-        assert_bad_jwt(&d1_with(&app, &jwt(&without(claims(&app, Some("d1")), "iss"))).await);
-        assert_bad_jwt(
-            &d1_with(
-                &app,
-                &jwt(&with(claims(&app, Some("d1")), "iss", json!(""))),
-            )
-            .await,
-        );
-    }
-);
-
-db_test!(
-    async fn a_jwt_whose_times_are_not_integers_is_refused(app: spawn_jwt) {
-        let now = app.state.now().timestamp();
-        for (name, value) in [
-            ("exp", json!((now + 600).to_string())),
-            ("exp", json!(now as f64 + 600.5)),
-            ("iat", json!(now.to_string())),
-            ("nbf", json!("0")),
-            ("exp", json!(null)),
-        ] {
-            let token = jwt(&with(claims(&app, Some("d1")), name, value.clone()));
-            assert_bad_jwt(&d1_with(&app, &token).await);
-        }
-    }
-);
-
-db_test!(
-    async fn a_jwt_living_longer_than_an_hour_is_refused(app: spawn_jwt) {
-        let now = app.state.now().timestamp();
-        for (iat, exp) in [
-            (now, now + 3601),
-            (now - 3000, now + 3000),
-            (now, now + 86_400 * 365),
-        ] {
-            let mut c = with(claims(&app, Some("d1")), "iat", json!(iat));
-            c["exp"] = json!(exp);
-            assert_bad_jwt(&d1_with(&app, &jwt(&c)).await);
-        }
-    }
-);
-
-db_test!(
-    async fn a_jwt_issued_more_than_a_minute_in_the_future_is_refused(app: spawn_jwt) {
-        let now = app.state.now().timestamp();
-        let mut c = with(claims(&app, Some("d1")), "iat", json!(now + 120));
-        c["exp"] = json!(now + 600);
-        let token = jwt(&c);
-        assert_bad_jwt(&d1_with(&app, &token).await);
-        // Once the host's clock reaches iat, the same token is good.
-        app.clock.advance(Duration::seconds(120));
-        assert_eq!(d1_with(&app, &token).await.status, 200);
-    }
-);
-
-db_test!(
-    async fn a_jwt_not_valid_before_a_future_nbf_is_refused(app: spawn_jwt) {
-        let now = app.state.now().timestamp();
-        let token = jwt(&with(claims(&app, Some("d1")), "nbf", json!(now + 300)));
-        assert_bad_jwt(&d1_with(&app, &token).await);
-        app.clock.advance(Duration::seconds(300));
-        assert_eq!(d1_with(&app, &token).await.status, 200);
-    }
-);
-
-db_test!(
     async fn an_expired_jwt_is_refused(app: spawn_jwt) {
         let token = jwt(&claims(&app, Some("d1")));
         assert_eq!(d1_with(&app, &token).await.status, 200);
@@ -767,13 +466,6 @@ db_test!(
         let mut old = with(claims(&app, Some("d1")), "iat", json!(now - 4000));
         old["exp"] = json!(now - 3600);
         assert_bad_jwt(&d1_with(&app, &jwt(&old)).await);
-    }
-);
-
-db_test!(
-    async fn a_jwt_larger_than_8_kib_is_refused(app: spawn_jwt) {
-        let padded = with(claims(&app, Some("d1")), "pad", json!("x".repeat(9 * 1024)));
-        assert_bad_jwt(&d1_with(&app, &jwt(&padded)).await);
     }
 );
 

@@ -5,8 +5,8 @@
 
 use chrono::{DateTime, Duration, NaiveDateTime, Utc};
 use host::domain::schedule::resolve;
-use host::scheduler;
-use host::store::{Store, StoreOptions, TickCounts};
+use host::scheduler::{self, Pass, TickCounts};
+use host::store::{Store, StoreOptions};
 use serde_json::Value;
 use tests::{Db, TestApp, db_test, json, start_time};
 
@@ -366,12 +366,18 @@ db_test!(
             .expect("a second store");
         let at = local("2027-05-03 09:30");
         app.clock.advance(at - app.state.now());
-        let planner = scheduler::planner(&app.state, at);
         let (a, b) = tokio::join!(
-            app.state
-                .store()
-                .tick(at, 16, scheduler::NON_RESPONSE_DELAY, planner.clone()),
-            other.tick(at, 16, scheduler::NON_RESPONSE_DELAY, planner),
+            Pass {
+                batch: 16,
+                ..Pass::new(&app.state, at)
+            }
+            .run(),
+            Pass {
+                store: &other,
+                batch: 16,
+                ..Pass::new(&app.state, at)
+            }
+            .run(),
         );
         let (a, b) = (a.expect("a pass"), b.expect("a pass"));
         // The 09:00 slot of each, claimed and prepared by one of the two.

@@ -1,0 +1,77 @@
+//! The scheduler: [`tick`] does everything due at one moment, and [`run`]
+//! calls it every `scheduler_interval` while the host serves (design.md,
+//! "Time and scheduling"). Tests call [`tick`] with explicit times.
+//!
+//! A tick is a list of steps ([`steps::STEPS`]), each done a batch at a
+//! time until a batch comes back short: prepare the due occurrences of
+//! every active subscription (an invitation with a response per
+//! questionnaire, open from the occurrence for the measurement's window)
+//! and stop subscriptions that reached their stop; settle each occurrence
+//! that expired [`NON_RESPONSE_DELAY`] ago, registering one non-response
+//! with code 04 where responses were not filled out; send the fill-out
+//! requests' callbacks that are due. Response status needs no tick: it is
+//! derived from the stored times.
+//!
+//! Work is idempotent and shared safely between hosts (see the store's
+//! `subscriptions` module). A host that was down catches up on its first
+//! tick: occurrences still open are prepared; those whose window closed
+//! while it was down are counted as missed and not prepared, since nobody
+//! was offered them.
+
+pub mod callbacks;
+pub mod steps;
+
+use chrono::{DateTime, Utc};
+
+pub use callbacks::CALLBACK_RETRIES;
+pub use steps::{BATCH, NON_RESPONSE_DELAY, Pass, STEPS, TickCounts, planner};
+
+use crate::AppState;
+use crate::store::StoreError;
+
+/// Everything due at `now`; what each step did.
+pub async fn tick(app: &AppState, now: DateTime<Utc>) -> Result<TickCounts, StoreError> {
+    let counts = Pass::new(app, now).run().await?;
+    let metrics = app.metrics();
+    metrics.inc("outcomes_scheduler_ticks_total", &[("result", "ok")]);
+    for (what, n) in [
+        ("invitations", counts.invitations),
+        ("responses", counts.responses),
+        ("missed", counts.missed),
+        ("stopped", counts.stopped),
+        ("non_responses", counts.non_responses),
+        ("callbacks", counts.callbacks),
+    ] {
+        metrics.add("outcomes_scheduler_work_total", &[("what", what)], n as f64);
+    }
+    if counts.missed > 0 {
+        tracing::warn!(
+            missed = counts.missed,
+            "occurrences whose window closed before they could be prepared were skipped (was the scheduler down?)"
+        );
+    }
+    Ok(counts)
+}
+
+/// Ticks every `every` until `shutdown` resolves; a tick in progress
+/// finishes first. A failed tick is logged and retried at the next one.
+pub async fn run(
+    app: AppState,
+    every: std::time::Duration,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    let mut interval = tokio::time::interval(every);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => return,
+            _ = interval.tick() => {}
+        }
+        if let Err(e) = tick(&app, app.now()).await {
+            app.metrics()
+                .inc("outcomes_scheduler_ticks_total", &[("result", "failed")]);
+            tracing::error!(error = %e, "scheduler tick failed; trying again at the next");
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! The steps of a scheduler pass, in order, and what they did. A step does
+//! one batch of one kind of work (a store call, or a claim and its HTTP
+//! calls) and says whether the batch was full; [`Pass::run`] repeats it
+//! until one is not, then moves to the next step. A new rule is a step
+//! function and one line in [`STEPS`].
+
+use std::ops::AddAssign;
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use futures_util::future::BoxFuture;
+
+use super::callbacks::{self, CALLBACK_BATCH};
+use crate::AppState;
+use crate::domain::subscription::Subscription;
+use crate::store::{Planner, Prepared, Settled, Store, StoreError};
+
+/// How long after expiry the non-response is registered (api.md, Limits).
+pub const NON_RESPONSE_DELAY: Duration = Duration::hours(6);
+
+/// Subscriptions (and expired invitations) handled per transaction.
+pub const BATCH: usize = 500;
+
+/// The steps of a pass, in the order they run.
+pub const STEPS: [Step; 3] = [
+    Step::new("prepare_due", prepare_due),
+    Step::new("settle_expired", settle_expired),
+    Step::new("send_callbacks", send_callbacks),
+];
+
+/// Prepares the due occurrences of a batch of subscriptions (an invitation
+/// with a response per questionnaire each), and stops those that reached
+/// their stop.
+fn prepare_due<'t>(pass: &'t Pass<'t>) -> BoxFuture<'t, Result<Batch, StoreError>> {
+    Box::pin(async move {
+        let prepared = pass
+            .store
+            .prepare_due(pass.now, pass.batch, pass.planner.clone())
+            .await?;
+        Ok(Batch {
+            full: prepared.subscriptions >= pass.batch,
+            counts: prepared.into(),
+        })
+    })
+}
+
+/// Settles a batch of invitations that expired [`NON_RESPONSE_DELAY`] ago:
+/// a non-response with code 04 for each with responses not filled out.
+fn settle_expired<'t>(pass: &'t Pass<'t>) -> BoxFuture<'t, Result<Batch, StoreError>> {
+    Box::pin(async move {
+        let settled = pass
+            .store
+            .settle_expired(pass.now - NON_RESPONSE_DELAY, pass.now, pass.batch)
+            .await?;
+        Ok(Batch {
+            full: settled.invitations >= pass.batch,
+            counts: settled.into(),
+        })
+    })
+}
+
+/// Sends a batch of the fill-out requests' callbacks that are due.
+fn send_callbacks<'t>(pass: &'t Pass<'t>) -> BoxFuture<'t, Result<Batch, StoreError>> {
+    Box::pin(async move {
+        let sent = callbacks::send_batch(pass.app, pass.store, pass.now).await?;
+        Ok(Batch {
+            full: sent.claimed >= CALLBACK_BATCH,
+            counts: TickCounts {
+                callbacks: sent.delivered,
+                ..TickCounts::default()
+            },
+        })
+    })
+}
+
+/// What a pass did. Each field is filled by one step.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct TickCounts {
+    /// `prepare_due`: subscriptions it looked at.
+    pub subscriptions: usize,
+    /// `prepare_due`: occurrences prepared (invitations made).
+    pub invitations: usize,
+    /// `prepare_due`: responses made for them.
+    pub responses: usize,
+    /// `prepare_due`: occurrences whose window had closed before they could
+    /// be prepared.
+    pub missed: usize,
+    /// `prepare_due`: subscriptions that reached their stop.
+    pub stopped: usize,
+    /// `settle_expired`: expired invitations dealt with.
+    pub settled: usize,
+    /// `settle_expired`: non-responses registered.
+    pub non_responses: usize,
+    /// `send_callbacks`: callbacks of fill-out requests delivered.
+    pub callbacks: usize,
+}
+
+impl AddAssign for TickCounts {
+    fn add_assign(&mut self, other: TickCounts) {
+        self.subscriptions += other.subscriptions;
+        self.invitations += other.invitations;
+        self.responses += other.responses;
+        self.missed += other.missed;
+        self.stopped += other.stopped;
+        self.settled += other.settled;
+        self.non_responses += other.non_responses;
+        self.callbacks += other.callbacks;
+    }
+}
+
+impl From<Prepared> for TickCounts {
+    fn from(p: Prepared) -> TickCounts {
+        TickCounts {
+            subscriptions: p.subscriptions,
+            invitations: p.invitations,
+            responses: p.responses,
+            missed: p.missed,
+            stopped: p.stopped,
+            ..TickCounts::default()
+        }
+    }
+}
+
+impl From<Settled> for TickCounts {
+    fn from(s: Settled) -> TickCounts {
+        TickCounts {
+            settled: s.invitations,
+            non_responses: s.non_responses,
+            ..TickCounts::default()
+        }
+    }
+}
+
+/// What one batch of a step did, and whether it was full (so that more
+/// may be due).
+#[derive(Debug, Clone, Copy)]
+pub struct Batch {
+    pub counts: TickCounts,
+    pub full: bool,
+}
+
+/// One batch of a step's work.
+type Run = for<'t> fn(&'t Pass<'t>) -> BoxFuture<'t, Result<Batch, StoreError>>;
+
+/// One kind of the scheduler's work, done a batch at a time.
+#[derive(Clone, Copy)]
+pub struct Step {
+    /// What it is called in logs.
+    pub name: &'static str,
+    run: Run,
+}
+
+impl Step {
+    const fn new(name: &'static str, run: Run) -> Step {
+        Step { name, run }
+    }
+}
+
+impl std::fmt::Debug for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Step").field("name", &self.name).finish()
+    }
+}
+
+/// The scheduler's rule at `now`, over the current catalog.
+pub fn planner(app: &AppState, now: DateTime<Utc>) -> Planner {
+    let catalog = app.catalog();
+    let zone = app.config().time_zone;
+    Arc::new(move |s: &Subscription| s.plan(&catalog, zone, now))
+}
+
+/// One pass of the scheduler at a moment: what its steps work with.
+pub struct Pass<'a> {
+    pub app: &'a AppState,
+    /// The store written: the app's (a test of two hosts sharing a database
+    /// gives the second host's).
+    pub store: &'a Store,
+    pub now: DateTime<Utc>,
+    /// The scheduler's rule at `now`.
+    pub planner: Planner,
+    /// Items per batch of `prepare_due` and `settle_expired`.
+    pub batch: usize,
+}
+
+impl std::fmt::Debug for Pass<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pass")
+            .field("now", &self.now)
+            .field("batch", &self.batch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Pass<'a> {
+    /// A pass of `app` at `now`, over its current catalog.
+    pub fn new(app: &'a AppState, now: DateTime<Utc>) -> Pass<'a> {
+        Pass {
+            app,
+            store: app.store(),
+            now,
+            planner: planner(app, now),
+            batch: BATCH,
+        }
+    }
+
+    /// Runs each step in turn until nothing it does is due; what they did.
+    pub async fn run(self) -> Result<TickCounts, StoreError> {
+        let mut total = TickCounts::default();
+        for step in &STEPS {
+            let mut counts = TickCounts::default();
+            loop {
+                let batch = (step.run)(&self).await?;
+                counts += batch.counts;
+                if !batch.full {
+                    break;
+                }
+            }
+            if counts != TickCounts::default() {
+                tracing::info!(step = step.name, ?counts, "scheduler step");
+            }
+            total += counts;
+        }
+        Ok(total)
+    }
+}
