@@ -5,7 +5,9 @@
 
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use serde::Serialize;
 use serde_json::{Map, Value};
+use utoipa::ToSchema;
 
 use crate::store::StoreError;
 
@@ -75,6 +77,22 @@ impl Errors {
             Err(ApiError::Invalid(self))
         }
     }
+}
+
+// The schema of what `ApiError` answers (its `errors().body()`), for the
+// OpenAPI document; the doc comment below is the schema's description.
+/// Every error answer: `{"errors": {...}}`. Field names (or `base`) map to
+/// arrays of codes, to a nested object of the same kind (`answer_data`,
+/// `filters`), or, for fill-out sessions only, to a bare string. Codes in
+/// use: blank, invalid, missing, in_past, too_early, taken, not_found,
+/// unknown_question, invalid_option, already_completed, malformed_json,
+/// too_large, unsupported_media_type, method_not_allowed, internal_error,
+/// unavailable.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(example = json!({"errors": {"external_id": ["taken"]}}))]
+pub struct ErrorBody {
+    #[schema(value_type = Object)]
+    pub errors: serde_json::Value,
 }
 
 /// An error answer.

@@ -2,35 +2,31 @@
 //! patient to fill out questionnaires in a window, with callbacks to the
 //! EPD when it opens, at reminders and when it expires.
 
+use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::{delete, post};
-use axum::{Extension, Router};
-use chrono::Duration;
+use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject, PathParams};
 use crate::api::fields::Fields;
 use crate::auth::guard::Caller;
 use crate::auth::origin;
+use crate::domain::catalog::Catalog;
 use crate::domain::ids::RespondentId;
-use crate::error::{ApiError, Errors, json};
+use crate::error::{ApiError, ErrorBody, Errors, json};
 use crate::store::{FillOutRequestResult, NewFillOutRequest};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/dossiers/{dossier_id}/fill_out_requests",
-            post(create_fill_out_request),
-        )
-        .route(
-            "/dossiers/{dossier_id}/fill_out_requests/{id}",
-            delete(withdraw_fill_out_request),
-        )
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_fill_out_request))
+        .routes(routes!(withdraw_fill_out_request))
 }
 
 /// How far ahead a window may open or close.
@@ -83,17 +79,14 @@ impl FillOutRequestView {
 /// a pending response per questionnaire.
 #[utoipa::path(
     post,
-    path = "/api/v1/dossiers/{dossier_id}/fill_out_requests",
+    path = "/dossiers/{dossier_id}/fill_out_requests",
     tag = "fill_out_requests",
     params(("dossier_id" = String, Path, description = "The EPD's identifier of the patient")),
-    request_body(content = crate::api::openapi::NewFillOutRequestBody, content_type = "application/json"),
+    request_body(content = NewFillOutRequestBody, content_type = "application/json"),
     responses(
         (status = 200, description = "Made", body = FillOutRequestView),
-        (status = 400, description = "`{\"errors\":{\"base\":[\"malformed_json\"]}}`", body = crate::api::openapi::ErrorBody),
-        (status = 404, description = "`{\"errors\":{\"respondent_id\":[\"not_found\"]}}`: not the dossier's patient", body = crate::api::openapi::ErrorBody),
-        (status = 413, description = "`{\"errors\":{\"base\":[\"too_large\"]}}`", body = crate::api::openapi::ErrorBody),
-        (status = 415, description = "`{\"errors\":{\"base\":[\"unsupported_media_type\"]}}`", body = crate::api::openapi::ErrorBody),
-        (status = 422, description = "Field errors, e.g. `{\"errors\":{\"open_till\":[\"in_past\"],\"questionnaire_keys\":[\"blank\"]}}`: `questionnaire_keys` `blank` or `invalid` (not strings, an unknown key, more than 50); `open_till` `blank`, `invalid` (not after `open_from`, too far ahead) or `in_past`; `open_from` `invalid` or `too_early`; `reminders` `invalid`; `respondent_type` `invalid`; `respondent_id` `invalid`; `callback_url` `invalid` (not an https URL) or `not_allowed` (its origin is not the token's); `dossier_id` `invalid`", body = crate::api::openapi::ErrorBody),
+        (status = 404, description = "`{\"errors\":{\"respondent_id\":[\"not_found\"]}}`: not the dossier's patient", body = ErrorBody),
+        (status = 422, description = "Field errors, e.g. `{\"errors\":{\"open_till\":[\"in_past\"],\"questionnaire_keys\":[\"blank\"]}}`: `questionnaire_keys` `blank` or `invalid` (not strings, an unknown key, more than 50); `open_till` `blank`, `invalid` (not after `open_from`, too far ahead) or `in_past`; `open_from` `invalid` or `too_early`; `reminders` `invalid`; `respondent_type` `invalid`; `respondent_id` `invalid`; `callback_url` `invalid` (not an https URL) or `not_allowed` (its origin is not the token's); `dossier_id` `invalid`", body = ErrorBody),
     )
 )]
 pub async fn create_fill_out_request(
@@ -102,87 +95,127 @@ pub async fn create_fill_out_request(
     DossierPath(dossier): DossierPath,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    let now = app.now();
-    let body = match body.get("fill_out_request") {
-        Some(Value::Object(inner)) => inner.clone(),
-        _ => body,
+    let allowed = |origin: &String| {
+        caller.token.allowed_origins.contains(origin)
+            || app.config().allowed_origins.contains(origin)
     };
-    let catalog = app.catalog();
-    let mut f = Fields::new(&body);
-    let open_from = f.optional_unix("open_from", now + LATEST).unwrap_or(now);
-    let open_till = f.optional_unix("open_till", now + LATEST);
-    let mut errors = f.errors;
-    match (body.get("open_till"), open_till) {
-        (None | Some(Value::Null), _) => {
-            errors.add("open_till", "blank");
-        }
-        (_, Some(till)) if till <= now => {
-            errors.add("open_till", "in_past");
-        }
-        (_, Some(till)) if till <= open_from => {
-            errors.add("open_till", "invalid");
-        }
-        _ => {}
+    let new = NewFillOutRequestBody::parse(&body, dossier, &app.catalog(), allowed, app.now())?;
+    let made = app.store().create_fill_out_request(new).await?;
+    match made {
+        FillOutRequestResult::Made(id, respondent) => Ok(json(
+            StatusCode::OK,
+            &FillOutRequestView::patient(id, Some(app.links().completing_url(respondent))),
+        )),
+        FillOutRequestResult::NoSuchRespondent => Err(ApiError::NotFound("respondent_id")),
     }
-    let questionnaire_ids = match body.get("questionnaire_keys") {
-        None | Some(Value::Null) => {
-            errors.add("questionnaire_keys", "blank");
-            Vec::new()
+}
+
+/// The body of `POST .../fill_out_requests`, plain or wrapped in
+/// `fill_out_request`.
+#[derive(Debug, ToSchema)]
+pub struct NewFillOutRequestBody {
+    /// Keys of the questionnaires to fill out, at least one.
+    pub questionnaire_keys: Vec<String>,
+    /// The respondent asked (the dossier's patient); or `respondent_type`.
+    pub respondent_id: Option<i64>,
+    /// `patient` (the default).
+    pub respondent_type: Option<String>,
+    /// Unix seconds the questionnaires open; default now.
+    pub open_from: Option<i64>,
+    /// Unix seconds they close: in the future, after `open_from`.
+    pub open_till: i64,
+    /// Seconds after `open_from` at which a `reminder` callback is sent.
+    pub reminders: Option<Vec<i64>>,
+    /// Where the `opened`, `reminder` and `expired` callbacks go: https (http
+    /// for loopback hosts), of an origin allowed for the token.
+    pub callback_url: Option<String>,
+}
+
+impl NewFillOutRequestBody {
+    /// Reads a POST body for the dossier `dossier`, collecting every field
+    /// error; `allowed` says whether a callback may go to an origin.
+    fn parse(
+        body: &Map<String, Value>,
+        dossier: String,
+        catalog: &Catalog,
+        allowed: impl Fn(&String) -> bool,
+        now: DateTime<Utc>,
+    ) -> Result<NewFillOutRequest, ApiError> {
+        // Rails clients wrap a resource in its name.
+        let body = match body.get("fill_out_request") {
+            Some(Value::Object(inner)) => inner,
+            _ => body,
+        };
+        let mut f = Fields::new(body);
+        let open_from = f.optional_unix("open_from", now + LATEST).unwrap_or(now);
+        let open_till = f.optional_unix("open_till", now + LATEST);
+        let mut errors = f.errors;
+        match (body.get("open_till"), open_till) {
+            (None | Some(Value::Null), _) => {
+                errors.add("open_till", "blank");
+            }
+            (_, Some(till)) if till <= now => {
+                errors.add("open_till", "in_past");
+            }
+            (_, Some(till)) if till <= open_from => {
+                errors.add("open_till", "invalid");
+            }
+            _ => {}
         }
-        Some(Value::Array(keys)) if keys.is_empty() => {
-            errors.add("questionnaire_keys", "blank");
-            Vec::new()
-        }
-        Some(Value::Array(keys)) if keys.len() <= MAX_QUESTIONNAIRES => {
-            let found: Option<Vec<_>> = keys
-                .iter()
-                .map(|k| {
-                    k.as_str()
-                        .and_then(|k| catalog.questionnaire(k))
-                        .map(|q| q.id)
+        let questionnaire_ids = match body.get("questionnaire_keys") {
+            None | Some(Value::Null) => {
+                errors.add("questionnaire_keys", "blank");
+                Vec::new()
+            }
+            Some(Value::Array(keys)) if keys.is_empty() => {
+                errors.add("questionnaire_keys", "blank");
+                Vec::new()
+            }
+            Some(Value::Array(keys)) if keys.len() <= MAX_QUESTIONNAIRES => {
+                let found: Option<Vec<_>> = keys
+                    .iter()
+                    .map(|k| {
+                        k.as_str()
+                            .and_then(|k| catalog.questionnaire(k))
+                            .map(|q| q.id)
+                    })
+                    .collect();
+                found.unwrap_or_else(|| {
+                    errors.add("questionnaire_keys", "invalid");
+                    Vec::new()
                 })
-                .collect();
-            found.unwrap_or_else(|| {
+            }
+            Some(_) => {
                 errors.add("questionnaire_keys", "invalid");
                 Vec::new()
-            })
-        }
-        Some(_) => {
-            errors.add("questionnaire_keys", "invalid");
-            Vec::new()
-        }
-    };
-    let reminders = reminders(&body, &mut errors);
-    let respondent_id = respondent(&body, &mut errors);
-    let callback_url = match body.get("callback_url") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(url)) if url.trim().is_empty() => None,
-        Some(Value::String(url)) => match origin::absolute_url(url).map(|(_, o)| o) {
-            None => {
+            }
+        };
+        let reminders = reminders(body, &mut errors);
+        let respondent_id = respondent(body, &mut errors);
+        let callback_url = match body.get("callback_url") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(url)) if url.trim().is_empty() => None,
+            Some(Value::String(url)) => match origin::absolute_url(url).map(|(_, o)| o) {
+                None => {
+                    errors.add("callback_url", "invalid");
+                    None
+                }
+                Some(o) if !allowed(&o) => {
+                    errors.add("callback_url", "not_allowed");
+                    None
+                }
+                Some(_) => Some(url.clone()),
+            },
+            Some(_) => {
                 errors.add("callback_url", "invalid");
                 None
             }
-            Some(o)
-                if !caller.token.allowed_origins.contains(&o)
-                    && !app.config().allowed_origins.contains(&o) =>
-            {
-                errors.add("callback_url", "not_allowed");
-                None
-            }
-            Some(_) => Some(url.clone()),
-        },
-        Some(_) => {
-            errors.add("callback_url", "invalid");
-            None
-        }
-    };
-    errors.into_result()?;
-    let Some(open_till) = open_till else {
-        return Err(ApiError::Invalid(Errors::one("open_till", "blank")));
-    };
-    let made = app
-        .store()
-        .create_fill_out_request(NewFillOutRequest {
+        };
+        errors.into_result()?;
+        let Some(open_till) = open_till else {
+            return Err(ApiError::Invalid(Errors::one("open_till", "blank")));
+        };
+        Ok(NewFillOutRequest {
             epd_id: dossier,
             questionnaire_ids,
             respondent_id,
@@ -192,13 +225,6 @@ pub async fn create_fill_out_request(
             open_till,
             now,
         })
-        .await?;
-    match made {
-        FillOutRequestResult::Made(id, respondent) => Ok(json(
-            StatusCode::OK,
-            &FillOutRequestView::patient(id, Some(app.links().completing_url(respondent))),
-        )),
-        FillOutRequestResult::NoSuchRespondent => Err(ApiError::NotFound("respondent_id")),
     }
 }
 
@@ -251,7 +277,7 @@ fn respondent(body: &Map<String, Value>, errors: &mut Errors) -> Option<Responde
 /// sent are cancelled.
 #[utoipa::path(
     delete,
-    path = "/api/v1/dossiers/{dossier_id}/fill_out_requests/{id}",
+    path = "/dossiers/{dossier_id}/fill_out_requests/{id}",
     tag = "fill_out_requests",
     params(
         ("dossier_id" = String, Path, description = "The EPD's identifier of the patient"),
@@ -259,8 +285,8 @@ fn respondent(body: &Map<String, Value>, errors: &mut Errors) -> Option<Responde
     ),
     responses(
         (status = 200, description = "Withdrawn", body = FillOutRequestView),
-        (status = 404, description = "`{\"errors\":{\"fill_out_request\":[\"not_found\"]}}`", body = crate::api::openapi::ErrorBody),
-        (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`", body = crate::api::openapi::ErrorBody),
+        (status = 404, description = "`{\"errors\":{\"fill_out_request\":[\"not_found\"]}}`", body = ErrorBody),
+        (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`", body = ErrorBody),
     )
 )]
 pub async fn withdraw_fill_out_request(

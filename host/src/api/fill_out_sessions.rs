@@ -5,31 +5,30 @@
 //! `questionnaire_keys` nor `response_ids`, and `return_url` for a missing
 //! `return_to`.
 
+use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::post;
-use axum::{Extension, Router};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rand::RngCore;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject};
 use crate::auth::guard::Caller;
 use crate::auth::{origin, secret};
-use crate::domain::ids::ResponseId;
-use crate::error::{ApiError, Errors, json};
+use crate::domain::catalog::Catalog;
+use crate::domain::ids::{QuestionnaireId, ResponseId};
+use crate::error::{ApiError, ErrorBody, Errors, json};
 use crate::store::{NewFillOutSession, StartSessionResult};
 
-pub fn router() -> Router<AppState> {
-    Router::new().route(
-        "/dossiers/{dossier_id}/fill_out_sessions",
-        post(create_fill_out_session),
-    )
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(create_fill_out_session))
 }
 
 /// Questionnaires, or responses, one session may hold.
@@ -61,17 +60,14 @@ pub struct FillOutSessionView {
 /// kept for a session that resumes them. The dossier is made if new.
 #[utoipa::path(
     post,
-    path = "/api/v1/dossiers/{dossier_id}/fill_out_sessions",
+    path = "/dossiers/{dossier_id}/fill_out_sessions",
     tag = "fill_out_sessions",
     params(("dossier_id" = String, Path, description = "The EPD's identifier of the patient")),
-    request_body(content = crate::api::openapi::NewFillOutSessionBody, content_type = "application/json"),
+    request_body(content = NewFillOutSessionBody, content_type = "application/json"),
     responses(
         (status = 200, description = "Started", body = FillOutSessionView),
-        (status = 400, description = "`{\"errors\":{\"base\":[\"malformed_json\"]}}`", body = crate::api::openapi::ErrorBody),
-        (status = 404, description = "`{\"errors\":{\"questionnaire_keys\":[\"not_found\"]}}` for an unknown questionnaire; `{\"errors\":{\"response_ids\":[\"not_found\"]}}` for a response that is not an aborted response of this dossier that can still be filled out", body = crate::api::openapi::ErrorBody),
-        (status = 413, description = "`{\"errors\":{\"base\":[\"too_large\"]}}`", body = crate::api::openapi::ErrorBody),
-        (status = 415, description = "`{\"errors\":{\"base\":[\"unsupported_media_type\"]}}`", body = crate::api::openapi::ErrorBody),
-        (status = 422, description = "Field errors, together in one body: neither keys nor ids `{\"errors\":{\"questionnaire_keys\":\"missing\",\"response_ids\":\"missing\"}}` (bare strings, as api.md shows); no `return_to` `{\"errors\":{\"return_url\":[\"missing\"]}}`; `return_to`, `progress_url` or `stylesheet` `not_allowed` (not an https URL of an allowed origin) or `invalid` (not a string); `questionnaire_keys` or `response_ids` `invalid` (not a list of strings or of positive integers, more than 50); `dossier_id` `invalid`", body = crate::api::openapi::ErrorBody),
+        (status = 404, description = "`{\"errors\":{\"questionnaire_keys\":[\"not_found\"]}}` for an unknown questionnaire; `{\"errors\":{\"response_ids\":[\"not_found\"]}}` for a response that is not an aborted response of this dossier that can still be filled out", body = ErrorBody),
+        (status = 422, description = "Field errors, together in one body: neither keys nor ids `{\"errors\":{\"questionnaire_keys\":\"missing\",\"response_ids\":\"missing\"}}` (bare strings, as api.md shows); no `return_to` `{\"errors\":{\"return_url\":[\"missing\"]}}`; `return_to`, `progress_url` or `stylesheet` `not_allowed` (not an https URL of an allowed origin) or `invalid` (not a string); `questionnaire_keys` or `response_ids` `invalid` (not a list of strings or of positive integers, more than 50); `dossier_id` `invalid`", body = ErrorBody),
     )
 )]
 pub async fn create_fill_out_session(
@@ -80,59 +76,17 @@ pub async fn create_fill_out_session(
     DossierPath(dossier): DossierPath,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    let mut errors = Errors::new();
-    let keys = list(&body, "questionnaire_keys", &mut errors, |v| {
-        v.as_str().map(str::to_owned)
-    });
-    let ids = list(&body, "response_ids", &mut errors, |v| {
-        let id = match v {
-            Value::Number(n) => n.as_i64(),
-            Value::String(s) => s.parse().ok(),
-            _ => None,
-        };
-        id.filter(|id| *id > 0).map(ResponseId)
-    });
-    if matches!((&keys, &ids), (Some(k), Some(i)) if k.is_empty() && i.is_empty()) {
-        errors.bare("questionnaire_keys", "missing");
-        errors.bare("response_ids", "missing");
-    }
     let allowed = |origin: &String| {
         caller.token.allowed_origins.contains(origin)
             || app.config().allowed_origins.contains(origin)
     };
-    let url = |field: &str, errors: &mut Errors| match body.get(field) {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.trim().is_empty() => None,
-        Some(Value::String(s)) => match origin::absolute_url(s) {
-            Some((url, origin)) if allowed(&origin) => Some(String::from(url)),
-            _ => {
-                errors.add(field, "not_allowed");
-                None
-            }
-        },
-        Some(_) => {
-            errors.add(field, "invalid");
-            None
-        }
-    };
-    let return_to = url("return_to", &mut errors);
-    if return_to.is_none() && !errors.has("return_to") {
-        errors.add("return_url", "missing");
-    }
-    let progress_url = url("progress_url", &mut errors);
-    let stylesheet = url("stylesheet", &mut errors);
-    errors.into_result()?;
-    let (Some(keys), Some(mut ids), Some(return_to)) = (keys, ids, return_to) else {
-        return Err(ApiError::Invalid(Errors::one("return_url", "missing")));
-    };
-    let catalog = app.catalog();
-    let questionnaire_ids = keys
-        .iter()
-        .map(|k| catalog.questionnaire(k).map(|q| q.id))
-        .collect::<Option<Vec<_>>>()
-        .ok_or(ApiError::NotFound("questionnaire_keys"))?;
-    let mut seen = std::collections::HashSet::new();
-    ids.retain(|id| seen.insert(*id));
+    let Session {
+        questionnaire_ids,
+        resume_ids,
+        return_to,
+        progress_url,
+        stylesheet,
+    } = NewFillOutSessionBody::parse(&body, &app.catalog(), allowed)?;
     let now = app.now();
     let link_key = secret::generate();
     let nonce = nonce();
@@ -141,7 +95,7 @@ pub async fn create_fill_out_session(
         .start_fill_out_session(NewFillOutSession {
             epd_id: dossier,
             questionnaire_ids,
-            resume_ids: ids,
+            resume_ids,
             return_to,
             progress_url,
             stylesheet,
@@ -156,6 +110,102 @@ pub async fn create_fill_out_session(
             Ok(json(StatusCode::OK, &FillOutSessionView { fill_out_url }))
         }
         StartSessionResult::NotResumable => Err(ApiError::NotFound("response_ids")),
+    }
+}
+
+/// The body of `POST .../fill_out_sessions`.
+#[derive(Debug, ToSchema)]
+pub struct NewFillOutSessionBody {
+    /// Keys of questionnaires to fill out blank (at most 50); this or
+    /// `response_ids` (or both: the resumed ones come first).
+    pub questionnaire_keys: Option<Vec<String>>,
+    /// Ids of aborted responses of this dossier to resume (at most 50).
+    pub response_ids: Option<Vec<i64>>,
+    /// Where the respondent goes after the last questionnaire, or on
+    /// interrupting. Required.
+    pub return_to: String,
+    /// The caller's progress page, visited before the first questionnaire
+    /// and between questionnaires.
+    pub progress_url: Option<String>,
+    /// A stylesheet loaded after the built-in one.
+    pub stylesheet: Option<String>,
+}
+
+/// A session asked for, checked against the catalog.
+#[derive(Debug)]
+struct Session {
+    questionnaire_ids: Vec<QuestionnaireId>,
+    /// Without repeats, in the order given.
+    resume_ids: Vec<ResponseId>,
+    return_to: String,
+    progress_url: Option<String>,
+    stylesheet: Option<String>,
+}
+
+impl NewFillOutSessionBody {
+    /// Reads a POST body: every field error at once (422), then unknown
+    /// questionnaires (404); `allowed` says whether a URL's origin may be
+    /// used.
+    fn parse(
+        body: &Map<String, Value>,
+        catalog: &Catalog,
+        allowed: impl Fn(&String) -> bool,
+    ) -> Result<Session, ApiError> {
+        let mut errors = Errors::new();
+        let keys = list(body, "questionnaire_keys", &mut errors, |v| {
+            v.as_str().map(str::to_owned)
+        });
+        let ids = list(body, "response_ids", &mut errors, |v| {
+            let id = match v {
+                Value::Number(n) => n.as_i64(),
+                Value::String(s) => s.parse().ok(),
+                _ => None,
+            };
+            id.filter(|id| *id > 0).map(ResponseId)
+        });
+        if matches!((&keys, &ids), (Some(k), Some(i)) if k.is_empty() && i.is_empty()) {
+            errors.bare("questionnaire_keys", "missing");
+            errors.bare("response_ids", "missing");
+        }
+        let url = |field: &str, errors: &mut Errors| match body.get(field) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if s.trim().is_empty() => None,
+            Some(Value::String(s)) => match origin::absolute_url(s) {
+                Some((url, origin)) if allowed(&origin) => Some(String::from(url)),
+                _ => {
+                    errors.add(field, "not_allowed");
+                    None
+                }
+            },
+            Some(_) => {
+                errors.add(field, "invalid");
+                None
+            }
+        };
+        let return_to = url("return_to", &mut errors);
+        if return_to.is_none() && !errors.has("return_to") {
+            errors.add("return_url", "missing");
+        }
+        let progress_url = url("progress_url", &mut errors);
+        let stylesheet = url("stylesheet", &mut errors);
+        errors.into_result()?;
+        let (Some(keys), Some(mut ids), Some(return_to)) = (keys, ids, return_to) else {
+            return Err(ApiError::Invalid(Errors::one("return_url", "missing")));
+        };
+        let questionnaire_ids = keys
+            .iter()
+            .map(|k| catalog.questionnaire(k).map(|q| q.id))
+            .collect::<Option<Vec<_>>>()
+            .ok_or(ApiError::NotFound("questionnaire_keys"))?;
+        let mut seen = std::collections::HashSet::new();
+        ids.retain(|id| seen.insert(*id));
+        Ok(Session {
+            questionnaire_ids,
+            resume_ids: ids,
+            return_to,
+            progress_url,
+            stylesheet,
+        })
     }
 }
 

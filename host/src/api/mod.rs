@@ -1,8 +1,11 @@
 //! The HTTP edge: one module per resource, each exporting its router, and
 //! the path conventions every endpoint shares (decisions.md §1).
 //!
-//! Endpoint groups are separate routers, each behind the auth guard with
-//! its right (decisions.md §7); handlers never see an unauthenticated call.
+//! A resource's router registers each handler with its OpenAPI entry
+//! (`routes!` over the handler's `#[utoipa::path]`), so the routes served
+//! and the paths documented are one list. Endpoint groups are separate
+//! routers, each behind the auth guard with its right (decisions.md §7);
+//! handlers never see an unauthenticated call.
 
 pub mod extract;
 pub mod fields;
@@ -20,12 +23,16 @@ pub mod responses;
 pub mod stats;
 pub mod subscriptions;
 
+use std::sync::Arc;
+
 use axum::Router;
 use axum::extract::{OriginalUri, Request};
 use axum::http::{Method, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::auth::guard::guard;
@@ -34,35 +41,56 @@ use crate::error::ApiError;
 
 /// Every route, with state.
 pub fn router(state: AppState) -> Router {
-    let guarded = |router: Router<AppState>, right: Right| {
+    let guarded = |group: OpenApiRouter<AppState>, right: Right| {
         let state = state.clone();
-        router.route_layer(middleware::from_fn(move |req: Request, next: Next| {
+        group.route_layer(middleware::from_fn(move |req: Request, next: Next| {
             guard(state.clone(), right, req, next)
         }))
     };
-    let api = Router::new()
-        .merge(guarded(responses::router(), Right::Responses))
-        .merge(guarded(
-            subscriptions::router(),
-            Right::ProtocolSubscriptions,
-        ))
-        .merge(guarded(stats::router(), Right::Stats))
-        .merge(guarded(fill_out_requests::router(), Right::FillOutSessions))
-        .merge(guarded(fill_out_sessions::router(), Right::FillOutSessions))
-        .merge(guarded(respondents::router(), Right::Respondents))
-        .merge(guarded(non_responses::router(), Right::NonResponses))
-        .merge(guarded(protocols::router(), Right::Protocols))
-        .merge(guarded(questionnaires::router(), Right::Questionnaires))
-        .merge(guarded(plugins::router(), Right::Questionnaires))
-        .merge(guarded(reports::router(), Right::ReportCalculations))
-        .route("/openapi", get(openapi::serve));
-    Router::new()
-        .nest("/api/v1", api)
-        .route("/health", get(health::health))
-        .route("/metrics", get(health::metrics))
+    let (routes, doc) = routes(guarded).split_for_parts();
+    let doc = Arc::new(openapi::document(doc));
+    routes
+        .route(
+            "/api/v1/openapi",
+            get(move || openapi::serve(Arc::clone(&doc))),
+        )
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
+}
+
+/// The OpenAPI document of every route, as `/api/v1/openapi.json` serves it.
+pub fn document() -> utoipa::openapi::OpenApi {
+    openapi::document(routes(|group, _| group).into_openapi())
+}
+
+/// Every documented route: the endpoint groups under `/api/v1`, each passed
+/// through `guarded` with its right, and the open operations endpoints.
+fn routes(
+    guarded: impl Fn(OpenApiRouter<AppState>, Right) -> OpenApiRouter<AppState>,
+) -> OpenApiRouter<AppState> {
+    let groups = [
+        (responses::router(), Right::Responses),
+        (subscriptions::router(), Right::ProtocolSubscriptions),
+        (stats::router(), Right::Stats),
+        (fill_out_requests::router(), Right::FillOutSessions),
+        (fill_out_sessions::router(), Right::FillOutSessions),
+        (respondents::router(), Right::Respondents),
+        (non_responses::router(), Right::NonResponses),
+        (protocols::router(), Right::Protocols),
+        (questionnaires::router(), Right::Questionnaires),
+        (plugins::router(), Right::Questionnaires),
+        (reports::router(), Right::ReportCalculations),
+    ];
+    let api = groups
+        .into_iter()
+        .fold(OpenApiRouter::new(), |api, (group, right)| {
+            api.merge(guarded(group, right))
+        });
+    OpenApiRouter::new()
+        .nest("/api/v1", api)
+        .routes(routes!(health::health))
+        .routes(routes!(health::metrics))
 }
 
 async fn not_found(OriginalUri(uri): OriginalUri) -> Response {

@@ -3,15 +3,16 @@
 //! "Non-responses", decisions.md §5). List, get one, and register one for
 //! pending responses, which withdraws them.
 
+use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Extension, Router};
 use chrono_tz::Tz;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject, PathParams};
@@ -19,20 +20,14 @@ use crate::auth::guard::{AccessLogged, PendingAccess};
 use crate::domain::ids::{NonResponseId, ResponseId};
 use crate::domain::non_response::{self, MAX_REASON_OTHER, MAX_RESPONSES, NonResponse};
 use crate::domain::time;
-use crate::error::{ApiError, Errors, json};
+use crate::error::{ApiError, ErrorBody, Errors, json};
 use crate::store::{NewNonResponse, RegisterResult};
 
 /// The routes of this resource (endpoint group `non_responses`).
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/dossiers/{dossier_id}/non_responses",
-            get(list_non_responses).post(create_non_response),
-        )
-        .route(
-            "/dossiers/{dossier_id}/non_responses/{id}",
-            get(get_non_response),
-        )
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_non_responses, create_non_response))
+        .routes(routes!(get_non_response))
 }
 
 /// A record that responses were not filled out, with the reason in the
@@ -83,7 +78,7 @@ impl NonResponseView {
 
 /// The body of `POST .../non_responses`; also accepted wrapped as
 /// `{"non_response": {...}}`.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, ToSchema)]
 pub struct NewNonResponseBody {
     /// Ids of pending responses of this dossier (not completed and in no
     /// non-response yet: scheduled, open, aborted or expired); 1 to 1000
@@ -105,12 +100,12 @@ pub struct NewNonResponseBody {
 /// and with a `.json` suffix.
 #[utoipa::path(
     get,
-    path = "/api/v1/dossiers/{dossier_id}/non_responses",
+    path = "/dossiers/{dossier_id}/non_responses",
     tag = "non-responses",
     params(("dossier_id" = String, Path, description = "The EPD's identifier of the patient (1-255 characters)")),
     responses(
         (status = 200, description = "The non-responses", body = [NonResponseView]),
-        (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`: a dossier id over 255 characters or with control characters", body = crate::api::openapi::ErrorBody),
+        (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`: a dossier id over 255 characters or with control characters", body = ErrorBody),
     )
 )]
 pub async fn list_non_responses(
@@ -133,7 +128,7 @@ pub async fn list_non_responses(
 /// suffix.
 #[utoipa::path(
     get,
-    path = "/api/v1/dossiers/{dossier_id}/non_responses/{id}",
+    path = "/dossiers/{dossier_id}/non_responses/{id}",
     tag = "non-responses",
     params(
         ("dossier_id" = String, Path, description = "The EPD's identifier of the patient"),
@@ -141,8 +136,8 @@ pub async fn list_non_responses(
     ),
     responses(
         (status = 200, body = NonResponseView),
-        (status = 404, description = "`{\"errors\":{\"non_response\":[\"not_found\"]}}`: no non-response of this dossier has the id (or it is not a number)", body = crate::api::openapi::ErrorBody),
-        (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`: a dossier id over 255 characters or with control characters", body = crate::api::openapi::ErrorBody),
+        (status = 404, description = "`{\"errors\":{\"non_response\":[\"not_found\"]}}`: no non-response of this dossier has the id (or it is not a number)", body = ErrorBody),
+        (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`: a dossier id over 255 characters or with control characters", body = ErrorBody),
     )
 )]
 pub async fn get_non_response(
@@ -171,17 +166,14 @@ pub async fn get_non_response(
 /// wrapped as `{"non_response": {...}}`. A 201 means it is on disk.
 #[utoipa::path(
     post,
-    path = "/api/v1/dossiers/{dossier_id}/non_responses",
+    path = "/dossiers/{dossier_id}/non_responses",
     tag = "non-responses",
     params(("dossier_id" = String, Path, description = "The EPD's identifier of the patient")),
     request_body(content = NewNonResponseBody, content_type = "application/json"),
     responses(
         (status = 201, description = "Registered", body = NonResponseView),
-        (status = 400, description = "`{\"errors\":{\"base\":[\"malformed_json\"]}}`: the body is not a JSON object", body = crate::api::openapi::ErrorBody),
-        (status = 404, description = "`{\"errors\":{\"response_ids\":[\"not_found\"]}}`: an id names no response of this dossier, or a withdrawn one", body = crate::api::openapi::ErrorBody),
-        (status = 413, description = "`{\"errors\":{\"base\":[\"too_large\"]}}`", body = crate::api::openapi::ErrorBody),
-        (status = 415, description = "`{\"errors\":{\"base\":[\"unsupported_media_type\"]}}`: a Content-Type other than JSON", body = crate::api::openapi::ErrorBody),
-        (status = 422, description = "Field errors, together: `response_ids` `blank` (missing or empty) or `invalid` (not an array of integers, over 1000 ids, or a response that is completed or already in a non-response); `reason_code` `blank` or `invalid` (not a code of the list); `reason_other` `blank` (code 10 without it) or `invalid` (not a string, over 1000 characters, control characters other than line breaks and tabs); `dossier_id` `invalid`", body = crate::api::openapi::ErrorBody),
+        (status = 404, description = "`{\"errors\":{\"response_ids\":[\"not_found\"]}}`: an id names no response of this dossier, or a withdrawn one", body = ErrorBody),
+        (status = 422, description = "Field errors, together: `response_ids` `blank` (missing or empty) or `invalid` (not an array of integers, over 1000 ids, or a response that is completed or already in a non-response); `reason_code` `blank` or `invalid` (not a code of the list); `reason_other` `blank` (code 10 without it) or `invalid` (not a string, over 1000 characters, control characters other than line breaks and tabs); `dossier_id` `invalid`", body = ErrorBody),
     )
 )]
 pub async fn create_non_response(
@@ -190,7 +182,7 @@ pub async fn create_non_response(
     DossierPath(dossier): DossierPath,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    let new = parse(&body)?;
+    let new = NewNonResponseBody::parse(&body)?;
     let now = app.now();
     // The request's access-log row is stored with the non-response, in one
     // commit; the guard appends it only for answers given before this.
@@ -216,93 +208,95 @@ pub async fn create_non_response(
     Ok(response)
 }
 
-/// Reads a POST body, collecting every field error (decisions.md §2).
-fn parse(body: &Map<String, Value>) -> Result<NewNonResponse, ApiError> {
-    // Rails clients wrap a resource in its name.
-    let body = match body.get("non_response") {
-        Some(Value::Object(inner)) => inner,
-        _ => body,
-    };
-    let mut errors = Errors::new();
-    let response_ids = match body.get("response_ids") {
-        None | Some(Value::Null) => {
-            errors.add("response_ids", "blank");
-            None
-        }
-        Some(Value::Array(items)) if items.is_empty() => {
-            errors.add("response_ids", "blank");
-            None
-        }
-        Some(Value::Array(items)) if items.len() <= MAX_RESPONSES => {
-            let ids: Option<Vec<ResponseId>> =
-                items.iter().map(|v| v.as_i64().map(ResponseId)).collect();
-            if ids.is_none() {
+impl NewNonResponseBody {
+    /// Reads a POST body, collecting every field error (decisions.md §2).
+    pub fn parse(body: &Map<String, Value>) -> Result<NewNonResponse, ApiError> {
+        // Rails clients wrap a resource in its name.
+        let body = match body.get("non_response") {
+            Some(Value::Object(inner)) => inner,
+            _ => body,
+        };
+        let mut errors = Errors::new();
+        let response_ids = match body.get("response_ids") {
+            None | Some(Value::Null) => {
+                errors.add("response_ids", "blank");
+                None
+            }
+            Some(Value::Array(items)) if items.is_empty() => {
+                errors.add("response_ids", "blank");
+                None
+            }
+            Some(Value::Array(items)) if items.len() <= MAX_RESPONSES => {
+                let ids: Option<Vec<ResponseId>> =
+                    items.iter().map(|v| v.as_i64().map(ResponseId)).collect();
+                if ids.is_none() {
+                    errors.add("response_ids", "invalid");
+                }
+                ids
+            }
+            Some(_) => {
                 errors.add("response_ids", "invalid");
+                None
             }
-            ids
-        }
-        Some(_) => {
-            errors.add("response_ids", "invalid");
-            None
-        }
-    };
-    let reason = match body.get("reason_code") {
-        None | Some(Value::Null) => {
-            errors.add("reason_code", "blank");
-            None
-        }
-        Some(Value::String(code)) if code.trim().is_empty() => {
-            errors.add("reason_code", "blank");
-            None
-        }
-        Some(Value::String(code)) => {
-            let found = non_response::reason(code);
-            if found.is_none() {
+        };
+        let reason = match body.get("reason_code") {
+            None | Some(Value::Null) => {
+                errors.add("reason_code", "blank");
+                None
+            }
+            Some(Value::String(code)) if code.trim().is_empty() => {
+                errors.add("reason_code", "blank");
+                None
+            }
+            Some(Value::String(code)) => {
+                let found = non_response::reason(code);
+                if found.is_none() {
+                    errors.add("reason_code", "invalid");
+                }
+                found
+            }
+            Some(_) => {
                 errors.add("reason_code", "invalid");
+                None
             }
-            found
-        }
-        Some(_) => {
-            errors.add("reason_code", "invalid");
-            None
-        }
-    };
-    let reason_other = match body.get("reason_other") {
-        None | Some(Value::Null) => Some(String::new()),
-        Some(Value::String(text)) => {
-            let text = text.trim();
-            // Line breaks and tabs are text; other control characters
-            // (NUL above all, which PostgreSQL text cannot hold) are not.
-            if text.chars().count() > MAX_REASON_OTHER
-                || text
-                    .chars()
-                    .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
-            {
+        };
+        let reason_other = match body.get("reason_other") {
+            None | Some(Value::Null) => Some(String::new()),
+            Some(Value::String(text)) => {
+                let text = text.trim();
+                // Line breaks and tabs are text; other control characters
+                // (NUL above all, which PostgreSQL text cannot hold) are not.
+                if text.chars().count() > MAX_REASON_OTHER
+                    || text
+                        .chars()
+                        .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+                {
+                    errors.add("reason_other", "invalid");
+                    None
+                } else {
+                    Some(text.to_owned())
+                }
+            }
+            Some(_) => {
                 errors.add("reason_other", "invalid");
                 None
-            } else {
-                Some(text.to_owned())
             }
+        };
+        if let (Some(reason), Some(other)) = (reason, &reason_other)
+            && reason.needs_other()
+            && other.is_empty()
+        {
+            errors.add("reason_other", "blank");
         }
-        Some(_) => {
-            errors.add("reason_other", "invalid");
-            None
+        errors.clone().into_result()?;
+        match (response_ids, reason, reason_other) {
+            (Some(response_ids), Some(reason), Some(reason_other)) => Ok(NewNonResponse {
+                reason_code: reason.code.to_owned(),
+                reason_other,
+                response_ids,
+            }),
+            _ => Err(ApiError::Invalid(errors)),
         }
-    };
-    if let (Some(reason), Some(other)) = (reason, &reason_other)
-        && reason.needs_other()
-        && other.is_empty()
-    {
-        errors.add("reason_other", "blank");
-    }
-    errors.clone().into_result()?;
-    match (response_ids, reason, reason_other) {
-        (Some(response_ids), Some(reason), Some(reason_other)) => Ok(NewNonResponse {
-            reason_code: reason.code.to_owned(),
-            reason_other,
-            response_ids,
-        }),
-        _ => Err(ApiError::Invalid(errors)),
     }
 }
 
@@ -313,7 +307,7 @@ mod tests {
 
     fn parsed(body: Value) -> Result<NewNonResponse, Value> {
         let map = body.as_object().cloned().unwrap_or_default();
-        parse(&map).map_err(|e| e.errors().body())
+        NewNonResponseBody::parse(&map).map_err(|e| e.errors().body())
     }
 
     #[test]

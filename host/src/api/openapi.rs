@@ -1,134 +1,18 @@
-//! The OpenAPI 3.1 document, generated from the handlers' annotations and
-//! the wire types, served at `/api/v1/openapi.json`.
+//! The top of the OpenAPI 3.1 document: info, tags, security schemes and
+//! the answers every endpoint shares. Paths come from each resource's
+//! router (`#[utoipa::path]` beside the handler, registered with
+//! `routes!`); [`document`] completes what the routers collected, and
+//! [`serve`] answers it at `/api/v1/openapi.json`.
+
+use std::sync::Arc;
 
 use axum::http::StatusCode;
 use axum::response::Response;
-use serde::Serialize;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Header, Ref, RefOr, ResponseBuilder};
-use utoipa::{Modify, OpenApi, ToSchema};
+use utoipa::{Modify, OpenApi};
 
-use crate::error::json;
-
-/// Every error answer: `{"errors": {...}}`. Field names (or `base`) map to
-/// arrays of codes, to a nested object of the same kind (`answer_data`,
-/// `filters`), or, for fill-out sessions only, to a bare string. Codes in
-/// use: blank, invalid, missing, in_past, too_early, taken, not_found,
-/// unknown_question, invalid_option, already_completed, malformed_json,
-/// too_large, unsupported_media_type, method_not_allowed, internal_error,
-/// unavailable.
-#[derive(Debug, Serialize, ToSchema)]
-#[schema(example = json!({"errors": {"external_id": ["taken"]}}))]
-pub struct ErrorBody {
-    #[schema(value_type = Object)]
-    pub errors: serde_json::Value,
-}
-
-/// The body of `POST .../responses`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct NewResponseBody {
-    /// Key of the questionnaire.
-    pub questionnaire_key: String,
-    /// Id managed by the external application; unique per dossier; string
-    /// or integer, 1-255 characters.
-    pub external_id: String,
-    /// Question key (`v_` form) to option key; null is unanswered.
-    #[schema(value_type = Object)]
-    pub answer_data: serde_json::Value,
-    /// Unix seconds, at least 946598400.
-    pub started_at: Option<i64>,
-    /// Unix seconds, at least 946598400; default: now.
-    pub filled_out_at: Option<i64>,
-    /// `patient` (default) or `profess`. Alias: `respondent_type`.
-    pub respondent: Option<String>,
-    /// EPD user id of the professional who entered the response; blank
-    /// means the respondent did.
-    pub entered_by: Option<String>,
-    /// Flag name to boolean: the variant of the questionnaire that was
-    /// filled out (a flag may hide or show questions; answers to hidden
-    /// questions are kept but not scored). Names must be flags of the
-    /// questionnaire (422 `{"errors":{"base":["flag_does_not_exist"]}}`),
-    /// values booleans (`flag_value_invalid`). Kept on the response.
-    #[schema(value_type = Option<Object>)]
-    pub flags: Option<serde_json::Value>,
-    /// Textvar name to string, filling `{{name}}` in the questionnaire's
-    /// texts. Names must be textvars of the questionnaire
-    /// (`textvar_does_not_exist`), values strings (`invalid`). Kept on the
-    /// response.
-    #[schema(value_type = Option<Object>)]
-    pub textvars: Option<serde_json::Value>,
-}
-
-/// The body of `POST .../protocol_subscriptions`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct NewSubscriptionBody {
-    /// Key of an automatic protocol; required unless `protocol_id` is given
-    /// (the key wins when both are).
-    pub protocol_key: Option<String>,
-    /// Id of an automatic protocol.
-    pub protocol_id: Option<i64>,
-    /// Unix seconds the subscription starts (its first measurement is due
-    /// then, or as the protocol's schedule says); at least 946598400, at
-    /// most five years ahead; default: now. A start in the past prepares
-    /// the occurrences still open and skips those whose window closed.
-    pub start_at: Option<i64>,
-    /// Flag name to boolean, for every questionnaire of the protocol; each
-    /// must be a flag of one of them (422 `{"errors":{"base":["flag_does_not_exist"]}}`),
-    /// with a boolean value (`flag_value_invalid`).
-    #[schema(value_type = Option<Object>)]
-    pub flags: Option<serde_json::Value>,
-    /// Textvar name to string, likewise (`textvar_does_not_exist`, `invalid`).
-    #[schema(value_type = Option<Object>)]
-    pub textvars: Option<serde_json::Value>,
-}
-
-/// The body of `POST .../fill_out_requests`, inside `fill_out_request`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct NewFillOutRequestBody {
-    /// Keys of the questionnaires to fill out, at least one.
-    pub questionnaire_keys: Vec<String>,
-    /// The respondent asked (the dossier's patient); or `respondent_type`.
-    pub respondent_id: Option<i64>,
-    /// `patient` (the default).
-    pub respondent_type: Option<String>,
-    /// Unix seconds the questionnaires open; default now.
-    pub open_from: Option<i64>,
-    /// Unix seconds they close: in the future, after `open_from`.
-    pub open_till: i64,
-    /// Seconds after `open_from` at which a `reminder` callback is sent.
-    pub reminders: Option<Vec<i64>>,
-    /// Where the `opened`, `reminder` and `expired` callbacks go: https (http
-    /// for loopback hosts), of an origin allowed for the token.
-    pub callback_url: Option<String>,
-}
-
-/// The body of `POST .../fill_out_sessions`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct NewFillOutSessionBody {
-    /// Keys of questionnaires to fill out blank (at most 50); this or
-    /// `response_ids` (or both: the resumed ones come first).
-    pub questionnaire_keys: Option<Vec<String>>,
-    /// Ids of aborted responses of this dossier to resume (at most 50).
-    pub response_ids: Option<Vec<i64>>,
-    /// Where the respondent goes after the last questionnaire, or on
-    /// interrupting. Required.
-    pub return_to: String,
-    /// The caller's progress page, visited before the first questionnaire
-    /// and between questionnaires.
-    pub progress_url: Option<String>,
-    /// A stylesheet loaded after the built-in one.
-    pub stylesheet: Option<String>,
-}
-
-/// The body of `PUT .../responses/{external_id}`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct CompleteResponseBody {
-    pub questionnaire_key: String,
-    #[schema(value_type = Object)]
-    pub answer_data: serde_json::Value,
-    pub started_at: Option<i64>,
-    pub filled_out_at: Option<i64>,
-}
+use crate::error::{ErrorBody, json};
 
 #[derive(Debug, OpenApi)]
 #[openapi(
@@ -144,36 +28,10 @@ A path that names nothing gets 404 `{\"errors\":{\"base\":[\"not_found\"]}}`; a 
 404 `{\"errors\":{\"dossier_id\":[\"not_found\"]}}`; a dossier id over 255 characters 422 `invalid`.",
         license(name = "EUPL-1.2"),
     ),
-    paths(
-        crate::api::responses::list_responses,
-        crate::api::responses::create_response,
-        crate::api::responses::update_response,
-        crate::api::responses::delete_response,
-        crate::api::subscriptions::list_subscriptions,
-        crate::api::subscriptions::start_subscription,
-        crate::api::subscriptions::stop_subscription,
-        crate::api::fill_out_requests::create_fill_out_request,
-        crate::api::fill_out_requests::withdraw_fill_out_request,
-        crate::api::fill_out_sessions::create_fill_out_session,
-        crate::api::stats::dossier_stats,
-        crate::api::stats::all_stats,
-        crate::api::respondents::list_respondents,
-        crate::api::respondents::get_respondent,
-        crate::api::non_responses::list_non_responses,
-        crate::api::non_responses::get_non_response,
-        crate::api::non_responses::create_non_response,
-        crate::api::protocols::list_protocols,
-        crate::api::protocols::get_protocol,
-        crate::api::protocols::get_measurement,
-        crate::api::questionnaires::list_questionnaires,
-        crate::api::questionnaires::get_questionnaire,
-        crate::api::reports::get_report_calculation,
-        crate::api::plugins::list_plugins,
-        crate::api::health::health,
-        crate::api::health::metrics,
-        serve,
-    ),
-    modifiers(&Authentication),
+    // The one path no router registers: it is served as `/openapi` (GET
+    // paths lose `.json` before routing) and documented as clients call it.
+    paths(serve),
+    components(schemas(ErrorBody)),
     tags(
         (name = "responses", description = "Questionnaire completions"),
         (name = "protocol_subscriptions", description = "Dossiers subscribed to automatic protocols, whose measurements the scheduler prepares"),
@@ -190,6 +48,16 @@ A path that names nothing gets 404 `{\"errors\":{\"base\":[\"not_found\"]}}`; a 
     )
 )]
 pub struct ApiDoc;
+
+/// The whole document: `routes`, the paths the routers collected, under
+/// [`ApiDoc`]'s top, with the answers shared by every endpoint added.
+pub fn document(routes: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
+    let mut doc = ApiDoc::openapi();
+    doc.merge(routes);
+    Authentication.modify(&mut doc);
+    BodyErrors.modify(&mut doc);
+    doc
+}
 
 /// Documents authentication (decisions.md §2, §7): the two schemes, and the
 /// 401 and 403 answers of every endpoint behind the guard (everything under
@@ -268,10 +136,85 @@ impl Modify for Authentication {
     }
 }
 
+/// Documents the answers of [`crate::api::extract::JsonObject`], the
+/// extractor of every request body, on each operation that takes one: 400
+/// `malformed_json`, 413 `too_large` and 415 `unsupported_media_type`.
+#[derive(Debug)]
+struct BodyErrors;
+
+impl Modify for BodyErrors {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let answers = [
+            (
+                "400",
+                "`{\"errors\":{\"base\":[\"malformed_json\"]}}`: the body is not a JSON object",
+            ),
+            (
+                "413",
+                "`{\"errors\":{\"base\":[\"too_large\"]}}`: the body is above the configured limit",
+            ),
+            (
+                "415",
+                "`{\"errors\":{\"base\":[\"unsupported_media_type\"]}}`: a Content-Type other than JSON",
+            ),
+        ];
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ];
+            for operation in operations.into_iter().flatten() {
+                if operation.request_body.is_none() {
+                    continue;
+                }
+                let responses = &mut operation.responses.responses;
+                for (status, description) in answers {
+                    let answer = ResponseBuilder::new()
+                        .description(description)
+                        .content(
+                            "application/json",
+                            ContentBuilder::new()
+                                .schema(Some(Ref::from_schema_name("ErrorBody")))
+                                .build(),
+                        )
+                        .build();
+                    responses.insert(status.to_owned(), RefOr::T(answer));
+                }
+            }
+        }
+    }
+}
+
 /// The OpenAPI document
 ///
 /// This document, OpenAPI 3.1.
 #[utoipa::path(get, path = "/api/v1/openapi.json", tag = "operations", responses((status = 200, description = "OpenAPI 3.1 document")))]
-pub async fn serve() -> Response {
-    json(StatusCode::OK, &ApiDoc::openapi())
+pub async fn serve(doc: Arc<utoipa::openapi::OpenApi>) -> Response {
+    json(StatusCode::OK, &*doc)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_body_has_the_extractors_answers() {
+        let doc = crate::api::document();
+        let mut bodies = 0;
+        for (path, item) in &doc.paths.paths {
+            let operations = [&item.get, &item.put, &item.post, &item.delete];
+            for operation in operations.into_iter().flatten() {
+                let responses = &operation.responses.responses;
+                let has_body = operation.request_body.is_some();
+                bodies += usize::from(has_body);
+                for status in ["400", "413", "415"] {
+                    assert_eq!(responses.contains_key(status), has_body, "{path} {status}");
+                }
+            }
+        }
+        // POST responses, subscriptions, fill-out requests and sessions,
+        // non-responses; PUT responses.
+        assert_eq!(bodies, 6);
+    }
 }

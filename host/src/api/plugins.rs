@@ -2,19 +2,19 @@
 //! was refused (design.md, Hot reload). Operators' view; it names plugin
 //! versions and hashes, never patient data.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::get;
 use serde::Serialize;
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::error::{ApiError, json};
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/plugins", get(list_plugins))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list_plugins))
 }
 
 /// One plugin folder.
@@ -49,7 +49,7 @@ pub struct PluginsView {
 /// latest module was refused, why. Needs the `questionnaires` right.
 #[utoipa::path(
     get,
-    path = "/api/v1/plugins",
+    path = "/plugins",
     tag = "plugins",
     responses((status = 200, description = "Plugin folders", body = PluginsView))
 )]

@@ -1,25 +1,25 @@
 //! `/api/v1/protocols` and `/api/v1/measurements`: the protocol definitions
 //! with their stable ids (api.md "Protocol"; decisions.md §5).
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::get;
 use serde::Serialize;
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::api::extract::PathParams;
 use crate::domain::catalog::{Catalog, CatalogProtocol};
 use crate::domain::ids::{MeasurementId, ProtocolId};
-use crate::error::{ApiError, json};
+use crate::error::{ApiError, ErrorBody, json};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/protocols", get(list_protocols))
-        .route("/protocols/{id}", get(get_protocol))
-        .route("/measurements/{id}", get(get_measurement))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_protocols))
+        .routes(routes!(get_protocol))
+        .routes(routes!(get_measurement))
 }
 
 /// A protocol: questionnaires grouped into measurements.
@@ -103,7 +103,7 @@ fn protocol_view(catalog: &Catalog, p: &CatalogProtocol) -> ProtocolView {
 /// List protocols
 ///
 /// Every protocol, by id.
-#[utoipa::path(get, path = "/api/v1/protocols", tag = "protocols", responses((status = 200, body = [ProtocolView])))]
+#[utoipa::path(get, path = "/protocols", tag = "protocols", responses((status = 200, body = [ProtocolView])))]
 pub async fn list_protocols(State(app): State<AppState>) -> Result<Response, ApiError> {
     let catalog = app.catalog();
     let views: Vec<ProtocolView> = catalog
@@ -119,12 +119,12 @@ pub async fn list_protocols(State(app): State<AppState>) -> Result<Response, Api
 /// Also with a `.json` suffix.
 #[utoipa::path(
     get,
-    path = "/api/v1/protocols/{id}",
+    path = "/protocols/{id}",
     tag = "protocols",
     params(("id" = i64, Path, description = "Protocol id")),
     responses(
         (status = 200, body = ProtocolView),
-        (status = 404, description = "`{\"errors\":{\"protocol\":[\"not_found\"]}}`", body = crate::api::openapi::ErrorBody),
+        (status = 404, description = "`{\"errors\":{\"protocol\":[\"not_found\"]}}`", body = ErrorBody),
     )
 )]
 pub async fn get_protocol(
@@ -142,12 +142,12 @@ pub async fn get_protocol(
 /// Get a measurement
 #[utoipa::path(
     get,
-    path = "/api/v1/measurements/{id}",
+    path = "/measurements/{id}",
     tag = "protocols",
     params(("id" = i64, Path, description = "Measurement id")),
     responses(
         (status = 200, body = MeasurementView),
-        (status = 404, description = "`{\"errors\":{\"measurement\":[\"not_found\"]}}`", body = crate::api::openapi::ErrorBody),
+        (status = 404, description = "`{\"errors\":{\"measurement\":[\"not_found\"]}}`", body = ErrorBody),
     )
 )]
 pub async fn get_measurement(

@@ -1,26 +1,26 @@
 //! `/api/v1/questionnaires`: the questionnaire definitions as api.md's
 //! Questionnaire object, question keys in `v_` or legacy form.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::get;
 use serde::Serialize;
 use serde_json::{Map, Value, json as value};
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::api::extract::{PathParams, QueryParams};
 use crate::domain::catalog::CatalogQuestionnaire;
 use crate::domain::text::Text;
 use crate::domain::variant::Variant;
-use crate::error::{ApiError, json};
+use crate::error::{ApiError, ErrorBody, json};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/questionnaires", get(list_questionnaires))
-        .route("/questionnaires/{key}", get(get_questionnaire))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_questionnaires))
+        .routes(routes!(get_questionnaire))
 }
 
 /// A questionnaire (api.md "Questionnaire").
@@ -117,7 +117,7 @@ impl QuestionnaireView {
 /// use (recommended). Also with a `.json` suffix.
 #[utoipa::path(
     get,
-    path = "/api/v1/questionnaires/{key}",
+    path = "/questionnaires/{key}",
     tag = "questionnaires",
     params(
         ("key" = String, Path, description = "Questionnaire key"),
@@ -125,8 +125,8 @@ impl QuestionnaireView {
     ),
     responses(
         (status = 200, body = QuestionnaireEnvelope),
-        (status = 404, description = "`{\"errors\":{\"questionnaire\":[\"not_found\"]}}`", body = crate::api::openapi::ErrorBody),
-        (status = 422, description = "`{\"errors\":{\"use_legacy_keys\":[\"invalid\"]}}`", body = crate::api::openapi::ErrorBody),
+        (status = 404, description = "`{\"errors\":{\"questionnaire\":[\"not_found\"]}}`", body = ErrorBody),
+        (status = 422, description = "`{\"errors\":{\"use_legacy_keys\":[\"invalid\"]}}`", body = ErrorBody),
     )
 )]
 pub async fn get_questionnaire(
@@ -154,12 +154,12 @@ pub async fn get_questionnaire(
 /// objects `GET /questionnaires/{key}` returns (unwrapped).
 #[utoipa::path(
     get,
-    path = "/api/v1/questionnaires",
+    path = "/questionnaires",
     tag = "questionnaires",
     params(("use_legacy_keys" = Option<bool>, Query, description = "true (default) or false")),
     responses(
         (status = 200, body = [QuestionnaireView]),
-        (status = 422, description = "`{\"errors\":{\"use_legacy_keys\":[\"invalid\"]}}`", body = crate::api::openapi::ErrorBody),
+        (status = 422, description = "`{\"errors\":{\"use_legacy_keys\":[\"invalid\"]}}`", body = ErrorBody),
     )
 )]
 pub async fn list_questionnaires(

@@ -5,30 +5,27 @@
 
 use std::collections::BTreeMap;
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::get;
 use chrono::SecondsFormat;
 use plugin_sdk::{CalculatorInput, CalculatorOutput, OutcomeInfo, PluginKind, ResponseInfo};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::api::extract::{DossierPath, QueryParams};
 use crate::domain::response::{Response as StoredResponse, Status};
 use crate::domain::time::parse_filter;
-use crate::error::{ApiError, Errors, json};
+use crate::error::{ApiError, ErrorBody, Errors, json};
 use crate::scoring::{calculator_input_for, questionnaire_info};
 use crate::store::ResponseFilter;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route(
-        "/dossiers/{dossier_id}/report_calculations",
-        get(get_report_calculation),
-    )
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(get_report_calculation))
 }
 
 /// The result of a report calculation.
@@ -58,7 +55,7 @@ enum Selection {
 /// in the answer says which ran.
 #[utoipa::path(
     get,
-    path = "/api/v1/dossiers/{dossier_id}/report_calculations",
+    path = "/dossiers/{dossier_id}/report_calculations",
     tag = "report calculations",
     params(
         ("dossier_id" = String, Path, description = "The EPD's identifier of the patient"),
@@ -70,8 +67,8 @@ enum Selection {
     ),
     responses(
         (status = 200, description = "The calculation", body = ReportCalculationView),
-        (status = 404, description = "Unknown calculator (`{\"errors\":{\"calculator\":[\"not_found\"]}}`) or a response id not in this dossier (`response_ids`)", body = crate::api::openapi::ErrorBody),
-        (status = 422, description = "Invalid parameters, nested for filters (`{\"errors\":{\"filters\":{\"questionnaire_keys\":[\"blank\"]}}}`); or the calculator failed (`{\"errors\":{\"calculator\":[\"calculation_failed\"]}}`)", body = crate::api::openapi::ErrorBody),
+        (status = 404, description = "Unknown calculator (`{\"errors\":{\"calculator\":[\"not_found\"]}}`) or a response id not in this dossier (`response_ids`)", body = ErrorBody),
+        (status = 422, description = "Invalid parameters, nested for filters (`{\"errors\":{\"filters\":{\"questionnaire_keys\":[\"blank\"]}}}`); or the calculator failed (`{\"errors\":{\"calculator\":[\"calculation_failed\"]}}`)", body = ErrorBody),
     )
 )]
 pub async fn get_report_calculation(

@@ -1,27 +1,24 @@
 //! `/api/v1/dossier/:epd_id/respondents`: who fills out a dossier's
 //! questionnaires. The professional respondent is never listed.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::get;
 use serde::Serialize;
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::api::extract::{DossierPath, PathParams};
 use crate::domain::ids::RespondentId;
 use crate::domain::respondent::Respondent;
-use crate::error::{ApiError, json};
+use crate::error::{ApiError, ErrorBody, json};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/dossiers/{dossier_id}/respondents", get(list_respondents))
-        .route(
-            "/dossiers/{dossier_id}/respondents/{id}",
-            get(get_respondent),
-        )
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_respondents))
+        .routes(routes!(get_respondent))
 }
 
 /// A respondent.
@@ -50,12 +47,12 @@ impl From<&Respondent> for RespondentView {
 /// `/api/v1/dossier/{dossier_id}/respondents`.
 #[utoipa::path(
     get,
-    path = "/api/v1/dossiers/{dossier_id}/respondents",
+    path = "/dossiers/{dossier_id}/respondents",
     tag = "respondents",
     params(("dossier_id" = String, Path, description = "The EPD's identifier of the patient")),
     responses(
         (status = 200, description = "The respondents", body = [RespondentView]),
-        (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`: a dossier id over 255 characters or with control characters", body = crate::api::openapi::ErrorBody),
+        (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`: a dossier id over 255 characters or with control characters", body = ErrorBody),
     )
 )]
 pub async fn list_respondents(
@@ -77,7 +74,7 @@ pub async fn list_respondents(
 /// A respondent of another dossier is not found.
 #[utoipa::path(
     get,
-    path = "/api/v1/dossiers/{dossier_id}/respondents/{id}",
+    path = "/dossiers/{dossier_id}/respondents/{id}",
     tag = "respondents",
     params(
         ("dossier_id" = String, Path, description = "The EPD's identifier of the patient"),
@@ -85,8 +82,8 @@ pub async fn list_respondents(
     ),
     responses(
         (status = 200, body = RespondentView),
-        (status = 404, description = "`{\"errors\":{\"respondent\":[\"not_found\"]}}`", body = crate::api::openapi::ErrorBody),
-        (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`: a dossier id over 255 characters or with control characters", body = crate::api::openapi::ErrorBody),
+        (status = 404, description = "`{\"errors\":{\"respondent\":[\"not_found\"]}}`", body = ErrorBody),
+        (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`: a dossier id over 255 characters or with control characters", body = ErrorBody),
     )
 )]
 pub async fn get_respondent(

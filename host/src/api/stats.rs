@@ -3,24 +3,25 @@
 
 use std::collections::BTreeMap;
 
+use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::get;
-use axum::{Extension, Router};
 use serde::Serialize;
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::api::extract::{MAX_ID_LEN, PathParams, QueryParams};
 use crate::auth::guard::Caller;
-use crate::error::{ApiError, Errors, json};
+use crate::error::{ApiError, ErrorBody, Errors, json};
 use crate::store::DossierStats;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/dossiers/{dossier_id}/stats", get(dossier_stats))
-        .route("/stats", get(all_stats))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(dossier_stats))
+        .routes(routes!(all_stats))
 }
 
 /// Dossiers one request may name.
@@ -119,13 +120,13 @@ impl From<DossierStats> for StatsView {
 /// the dossier of its `sub`.
 #[utoipa::path(
     get,
-    path = "/api/v1/dossiers/{dossier_id}/stats",
+    path = "/dossiers/{dossier_id}/stats",
     tag = "stats",
     params(("dossier_id" = String, Path, description = "One dossier id (`:epd_ids`), ids separated by commas, or a JSON array of ids")),
     responses(
         (status = 200, description = "Dossier id to its counters", body = BTreeMap<String, StatsView>),
-        (status = 403, description = "`{\"errors\":{\"base\":[\"sub_mismatch\"]}}`: a JWT may only ask for the dossier of its `sub`", body = crate::api::openapi::ErrorBody),
-        (status = 422, description = "`{\"errors\":{\"epd_ids\":[\"invalid\"]}}`: a blank id, one over 255 characters or with control characters, not an array of strings, or more than 10,000 ids", body = crate::api::openapi::ErrorBody),
+        (status = 403, description = "`{\"errors\":{\"base\":[\"sub_mismatch\"]}}`: a JWT may only ask for the dossier of its `sub`", body = ErrorBody),
+        (status = 422, description = "`{\"errors\":{\"epd_ids\":[\"invalid\"]}}`: a blank id, one over 255 characters or with control characters, not an array of strings, or more than 10,000 ids", body = ErrorBody),
     )
 )]
 pub async fn dossier_stats(
@@ -150,13 +151,13 @@ pub async fn dossier_stats(
 /// dossier of its `sub`.
 #[utoipa::path(
     get,
-    path = "/api/v1/stats",
+    path = "/stats",
     tag = "stats",
     params(("epd_ids" = Option<String>, Query, description = "Dossier ids; absent: all dossiers")),
     responses(
         (status = 200, description = "Dossier id to its counters", body = BTreeMap<String, StatsView>),
-        (status = 403, description = "`{\"errors\":{\"base\":[\"sub_mismatch\"]}}` (`sub_missing` without a `sub`): a JWT may only ask for the dossier of its `sub`", body = crate::api::openapi::ErrorBody),
-        (status = 422, description = "`{\"errors\":{\"epd_ids\":[\"invalid\"]}}`", body = crate::api::openapi::ErrorBody),
+        (status = 403, description = "`{\"errors\":{\"base\":[\"sub_mismatch\"]}}` (`sub_missing` without a `sub`): a JWT may only ask for the dossier of its `sub`", body = ErrorBody),
+        (status = 422, description = "`{\"errors\":{\"epd_ids\":[\"invalid\"]}}`", body = ErrorBody),
     )
 )]
 pub async fn all_stats(

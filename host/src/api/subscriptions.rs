@@ -2,16 +2,16 @@
 //! dossier to an automatic protocol, listing and stopping subscriptions
 //! (api.md "Protocol subscriptions"; decisions.md §5).
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::{delete, get};
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::responses::ResponseView;
 use crate::AppState;
@@ -25,20 +25,14 @@ use crate::domain::schedule::time_of_day;
 use crate::domain::subscription::Subscription;
 use crate::domain::time;
 use crate::domain::variant::Variant;
-use crate::error::{ApiError, Errors, json};
+use crate::error::{ApiError, ErrorBody, Errors, json};
 use crate::scheduler;
 use crate::store::{NewSubscription, StartResult};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/dossiers/{dossier_id}/protocol_subscriptions",
-            get(list_subscriptions).post(start_subscription),
-        )
-        .route(
-            "/dossiers/{dossier_id}/protocol_subscriptions/{id}",
-            delete(stop_subscription),
-        )
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_subscriptions, start_subscription))
+        .routes(routes!(stop_subscription))
 }
 
 /// How far ahead a subscription may be started.
@@ -99,12 +93,12 @@ impl SubscriptionView {
 /// dossier has none.
 #[utoipa::path(
     get,
-    path = "/api/v1/dossiers/{dossier_id}/protocol_subscriptions",
+    path = "/dossiers/{dossier_id}/protocol_subscriptions",
     tag = "protocol_subscriptions",
     params(("dossier_id" = String, Path, description = "The EPD's identifier of the patient")),
     responses(
         (status = 200, description = "Active subscriptions, without `responses`", body = [SubscriptionView]),
-        (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`", body = crate::api::openapi::ErrorBody),
+        (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`", body = ErrorBody),
     )
 )]
 pub async fn list_subscriptions(
@@ -132,17 +126,14 @@ pub async fn list_subscriptions(
 /// write. Answers 200 (decisions.md §2).
 #[utoipa::path(
     post,
-    path = "/api/v1/dossiers/{dossier_id}/protocol_subscriptions",
+    path = "/dossiers/{dossier_id}/protocol_subscriptions",
     tag = "protocol_subscriptions",
     params(("dossier_id" = String, Path, description = "The EPD's identifier of the patient")),
-    request_body(content = crate::api::openapi::NewSubscriptionBody, content_type = "application/json"),
+    request_body(content = NewSubscriptionBody, content_type = "application/json"),
     responses(
         (status = 200, description = "Started; with `responses`", body = SubscriptionView),
-        (status = 400, description = "`{\"errors\":{\"base\":[\"malformed_json\"]}}`", body = crate::api::openapi::ErrorBody),
-        (status = 404, description = "`{\"errors\":{\"protocol_key\":[\"not_found\"]}}` (or `protocol_id`)", body = crate::api::openapi::ErrorBody),
-        (status = 413, description = "`{\"errors\":{\"base\":[\"too_large\"]}}`", body = crate::api::openapi::ErrorBody),
-        (status = 415, description = "`{\"errors\":{\"base\":[\"unsupported_media_type\"]}}`", body = crate::api::openapi::ErrorBody),
-        (status = 422, description = "Field errors, e.g. `{\"errors\":{\"protocol_key\":[\"not_automatic\"]}}`: `dossier_id` `invalid`; `protocol_key` `blank` (neither key nor id) or `invalid`; `protocol_id` `invalid`; under the field used, `not_automatic` (a normal protocol), `invalid` (an inactive one) or `already_subscribed` (an active subscription to it exists); `start_at` `invalid` or `too_early`; under `base`, `flag_does_not_exist`, `flag_value_invalid`, `textvar_does_not_exist` or `invalid` (flags or textvars not an object)", body = crate::api::openapi::ErrorBody),
+        (status = 404, description = "`{\"errors\":{\"protocol_key\":[\"not_found\"]}}` (or `protocol_id`)", body = ErrorBody),
+        (status = 422, description = "Field errors, e.g. `{\"errors\":{\"protocol_key\":[\"not_automatic\"]}}`: `dossier_id` `invalid`; `protocol_key` `blank` (neither key nor id) or `invalid`; `protocol_id` `invalid`; under the field used, `not_automatic` (a normal protocol), `invalid` (an inactive one) or `already_subscribed` (an active subscription to it exists); `start_at` `invalid` or `too_early`; under `base`, `flag_does_not_exist`, `flag_value_invalid`, `textvar_does_not_exist` or `invalid` (flags or textvars not an object)", body = ErrorBody),
     )
 )]
 pub async fn start_subscription(
@@ -153,32 +144,12 @@ pub async fn start_subscription(
     let now = app.now();
     let catalog = app.catalog();
     let zone = app.config().time_zone;
-    let (protocol, field) = find_protocol(&body, &catalog)?;
-    let mut f = Fields::new(&body);
-    let start_at = f
-        .optional_unix("start_at", now + LATEST_START)
-        .unwrap_or(now);
-    f.errors.clone().into_result()?;
-    if !protocol.def.automatic {
-        return Err(ApiError::Invalid(Errors::one(field, "not_automatic")));
-    }
-    if !protocol.def.active {
-        return Err(ApiError::Invalid(Errors::one(field, "invalid")));
-    }
-    let questionnaires: Vec<_> = protocol
-        .def
-        .measurements
-        .iter()
-        .flat_map(|m| &m.questionnaires)
-        .filter_map(|key| catalog.questionnaire(key))
-        .map(|q| &*q.def)
-        .collect();
-    let variant = Variant::check(
-        questionnaires.iter().copied(),
-        body.get("flags"),
-        body.get("textvars"),
-    )
-    .map_err(variant_errors)?;
+    let Start {
+        protocol,
+        field,
+        start_at,
+        variant,
+    } = NewSubscriptionBody::parse(&body, &catalog, now)?;
     let daily_start_time = protocol
         .def
         .daily_start_time
@@ -213,6 +184,82 @@ pub async fn start_subscription(
             .collect(),
     );
     Ok(json(StatusCode::OK, &view))
+}
+
+/// The body of `POST .../protocol_subscriptions`.
+#[derive(Debug, ToSchema)]
+pub struct NewSubscriptionBody {
+    /// Key of an automatic protocol; required unless `protocol_id` is given
+    /// (the key wins when both are).
+    pub protocol_key: Option<String>,
+    /// Id of an automatic protocol.
+    pub protocol_id: Option<i64>,
+    /// Unix seconds the subscription starts (its first measurement is due
+    /// then, or as the protocol's schedule says); at least 946598400, at
+    /// most five years ahead; default: now. A start in the past prepares
+    /// the occurrences still open and skips those whose window closed.
+    pub start_at: Option<i64>,
+    /// Flag name to boolean, for every questionnaire of the protocol; each
+    /// must be a flag of one of them (422 `{"errors":{"base":["flag_does_not_exist"]}}`),
+    /// with a boolean value (`flag_value_invalid`).
+    #[schema(value_type = Option<Object>)]
+    pub flags: Option<Map<String, Value>>,
+    /// Textvar name to string, likewise (`textvar_does_not_exist`, `invalid`).
+    #[schema(value_type = Option<Object>)]
+    pub textvars: Option<Map<String, Value>>,
+}
+
+/// A start, checked against the catalog.
+#[derive(Debug)]
+struct Start<'c> {
+    protocol: &'c CatalogProtocol,
+    /// The field that named the protocol, for the errors about it.
+    field: &'static str,
+    start_at: DateTime<Utc>,
+    variant: Variant,
+}
+
+impl NewSubscriptionBody {
+    /// Reads a POST body: the protocol first (404 when it names none), then
+    /// the start, then what the protocol allows.
+    fn parse<'c>(
+        body: &Map<String, Value>,
+        catalog: &'c Catalog,
+        now: DateTime<Utc>,
+    ) -> Result<Start<'c>, ApiError> {
+        let (protocol, field) = find_protocol(body, catalog)?;
+        let mut f = Fields::new(body);
+        let start_at = f
+            .optional_unix("start_at", now + LATEST_START)
+            .unwrap_or(now);
+        f.errors.clone().into_result()?;
+        if !protocol.def.automatic {
+            return Err(ApiError::Invalid(Errors::one(field, "not_automatic")));
+        }
+        if !protocol.def.active {
+            return Err(ApiError::Invalid(Errors::one(field, "invalid")));
+        }
+        let questionnaires: Vec<_> = protocol
+            .def
+            .measurements
+            .iter()
+            .flat_map(|m| &m.questionnaires)
+            .filter_map(|key| catalog.questionnaire(key))
+            .map(|q| &*q.def)
+            .collect();
+        let variant = Variant::check(
+            questionnaires.iter().copied(),
+            body.get("flags"),
+            body.get("textvars"),
+        )
+        .map_err(variant_errors)?;
+        Ok(Start {
+            protocol,
+            field,
+            start_at,
+            variant,
+        })
+    }
 }
 
 /// The protocol a start names, and the field that named it: `protocol_key`
@@ -271,7 +318,7 @@ fn with_actions(r: &StoredResponse, zone: Tz, now: DateTime<Utc>, links: &Links)
 /// (decisions.md §5).
 #[utoipa::path(
     delete,
-    path = "/api/v1/dossiers/{dossier_id}/protocol_subscriptions/{id}",
+    path = "/dossiers/{dossier_id}/protocol_subscriptions/{id}",
     tag = "protocol_subscriptions",
     params(
         ("dossier_id" = String, Path, description = "The EPD's identifier of the patient"),
@@ -279,8 +326,8 @@ fn with_actions(r: &StoredResponse, zone: Tz, now: DateTime<Utc>, links: &Links)
     ),
     responses(
         (status = 200, description = "Stopped: id, daily_start_time, start_at, stop_at, protocol_key, protocol_name", body = SubscriptionView),
-        (status = 404, description = "`{\"errors\":{\"protocol_subscription\":[\"not_found\"]}}`: no active subscription with this id in this dossier", body = crate::api::openapi::ErrorBody),
-        (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`", body = crate::api::openapi::ErrorBody),
+        (status = 404, description = "`{\"errors\":{\"protocol_subscription\":[\"not_found\"]}}`: no active subscription with this id in this dossier", body = ErrorBody),
+        (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`", body = ErrorBody),
     )
 )]
 pub async fn stop_subscription(

@@ -1,8 +1,10 @@
-//! The bodies of POST and PUT `/responses`: wire fields to a domain
-//! [`Completion`], collecting every field error (decisions.md §1, §2, §4).
+//! The bodies of POST and PUT `/responses`: the documented wire fields,
+//! and reading them into a domain [`Completion`], collecting every field
+//! error (decisions.md §1, §2, §4).
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Map, Value};
+use utoipa::ToSchema;
 
 use crate::api::fields::{Fields, variant_errors};
 use crate::domain::answers::Answers;
@@ -15,55 +17,105 @@ use crate::error::{ApiError, Errors};
 /// How far in the future a `filled_out_at` may lie, for clocks that differ.
 const CLOCK_SKEW: Duration = Duration::hours(1);
 
+/// The body of `POST .../responses`.
+#[derive(Debug, ToSchema)]
+pub struct NewResponseBody {
+    /// Key of the questionnaire.
+    pub questionnaire_key: String,
+    /// Id managed by the external application; unique per dossier; string
+    /// or integer, 1-255 characters.
+    pub external_id: String,
+    /// Question key (`v_` form) to option key; null is unanswered.
+    #[schema(value_type = Object)]
+    pub answer_data: Map<String, Value>,
+    /// Unix seconds, at least 946598400.
+    pub started_at: Option<i64>,
+    /// Unix seconds, at least 946598400; default: now.
+    pub filled_out_at: Option<i64>,
+    /// `patient` (default) or `profess`. Alias: `respondent_type`.
+    pub respondent: Option<String>,
+    /// EPD user id of the professional who entered the response; blank
+    /// means the respondent did.
+    pub entered_by: Option<String>,
+    /// Flag name to boolean: the variant of the questionnaire that was
+    /// filled out (a flag may hide or show questions; answers to hidden
+    /// questions are kept but not scored). Names must be flags of the
+    /// questionnaire (422 `{"errors":{"base":["flag_does_not_exist"]}}`),
+    /// values booleans (`flag_value_invalid`). Kept on the response.
+    #[schema(value_type = Option<Object>)]
+    pub flags: Option<Map<String, Value>>,
+    /// Textvar name to string, filling `{{name}}` in the questionnaire's
+    /// texts. Names must be textvars of the questionnaire
+    /// (`textvar_does_not_exist`), values strings (`invalid`). Kept on the
+    /// response.
+    #[schema(value_type = Option<Object>)]
+    pub textvars: Option<Map<String, Value>>,
+}
+
 /// A POST body, checked.
 #[derive(Debug)]
-pub struct NewResponseBody {
+pub struct NewResponse {
     pub external_id: String,
     pub professional: bool,
     pub entered_by: Option<String>,
     pub completion: Completion,
 }
 
-/// Reads a POST body.
-pub fn parse_create(
-    body: &Map<String, Value>,
-    catalog: &Catalog,
-    now: DateTime<Utc>,
-) -> Result<NewResponseBody, ApiError> {
-    let mut f = Fields::new(body);
-    let external_id = f.required_id("external_id");
-    // `respondent_type` is an alias of `respondent` (decisions.md §3).
-    let respondent_key = if body.contains_key("respondent") {
-        "respondent"
-    } else {
-        "respondent_type"
-    };
-    let respondent = f.optional_choice(respondent_key, &["patient", "profess"]);
-    let entered_by = f.optional_string("entered_by");
-    let mut completion = parse_completion(f, catalog, now)?;
-    // Flags and textvars (an extension of api.md's POST, which lists them
-    // for protocol subscriptions): the variant of the questionnaire the
-    // response was filled out in. Checked as decisions.md §5 checks a
-    // subscription's, with the errors under `base`.
-    if let Some(q) = catalog.questionnaire_by_id(completion.questionnaire_id) {
-        completion.variant = Variant::check([&*q.def], body.get("flags"), body.get("textvars"))
-            .map_err(variant_errors)?;
+impl NewResponseBody {
+    /// Reads a POST body.
+    pub fn parse(
+        body: &Map<String, Value>,
+        catalog: &Catalog,
+        now: DateTime<Utc>,
+    ) -> Result<NewResponse, ApiError> {
+        let mut f = Fields::new(body);
+        let external_id = f.required_id("external_id");
+        // `respondent_type` is an alias of `respondent` (decisions.md §3).
+        let respondent_key = if body.contains_key("respondent") {
+            "respondent"
+        } else {
+            "respondent_type"
+        };
+        let respondent = f.optional_choice(respondent_key, &["patient", "profess"]);
+        let entered_by = f.optional_string("entered_by");
+        let mut completion = parse_completion(f, catalog, now)?;
+        // Flags and textvars (an extension of api.md's POST, which lists
+        // them for protocol subscriptions): the variant of the
+        // questionnaire the response was filled out in. Checked as
+        // decisions.md §5 checks a subscription's, with the errors under
+        // `base`.
+        if let Some(q) = catalog.questionnaire_by_id(completion.questionnaire_id) {
+            completion.variant = Variant::check([&*q.def], body.get("flags"), body.get("textvars"))
+                .map_err(variant_errors)?;
+        }
+        Ok(NewResponse {
+            external_id: external_id.unwrap_or_default(),
+            professional: respondent.as_deref() == Some("profess"),
+            entered_by,
+            completion,
+        })
     }
-    Ok(NewResponseBody {
-        external_id: external_id.unwrap_or_default(),
-        professional: respondent.as_deref() == Some("profess"),
-        entered_by,
-        completion,
-    })
 }
 
-/// Reads a PUT body.
-pub fn parse_update(
-    body: &Map<String, Value>,
-    catalog: &Catalog,
-    now: DateTime<Utc>,
-) -> Result<Completion, ApiError> {
-    parse_completion(Fields::new(body), catalog, now)
+/// The body of `PUT .../responses/{external_id}`.
+#[derive(Debug, ToSchema)]
+pub struct CompleteResponseBody {
+    pub questionnaire_key: String,
+    #[schema(value_type = Object)]
+    pub answer_data: Map<String, Value>,
+    pub started_at: Option<i64>,
+    pub filled_out_at: Option<i64>,
+}
+
+impl CompleteResponseBody {
+    /// Reads a PUT body.
+    pub fn parse(
+        body: &Map<String, Value>,
+        catalog: &Catalog,
+        now: DateTime<Utc>,
+    ) -> Result<Completion, ApiError> {
+        parse_completion(Fields::new(body), catalog, now)
+    }
 }
 
 /// The fields POST and PUT share. Shape errors come first (422); then an

@@ -6,12 +6,12 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use super::body::parse_create;
+use super::body::NewResponseBody;
 use super::view::ResponseView;
 use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject};
 use crate::auth::guard::{AccessLogged, PendingAccess};
-use crate::error::{ApiError, Errors, json};
+use crate::error::{ApiError, ErrorBody, Errors, json};
 use crate::store::CreateResult;
 
 /// Store a response
@@ -28,18 +28,15 @@ use crate::store::CreateResult;
 /// A 201 means the response is on disk.
 #[utoipa::path(
     post,
-    path = "/api/v1/dossiers/{dossier_id}/responses",
+    path = "/dossiers/{dossier_id}/responses",
     tag = "responses",
     params(("dossier_id" = String, Path, description = "The EPD's identifier of the patient")),
-    request_body(content = crate::api::openapi::NewResponseBody, content_type = "application/json"),
+    request_body(content = NewResponseBody, content_type = "application/json"),
     responses(
         (status = 201, description = "Stored", body = ResponseView),
         (status = 200, description = "A retry: same external_id, questionnaire_key and answer_data as a stored response, which is returned unchanged", body = ResponseView),
-        (status = 400, description = "`{\"errors\":{\"base\":[\"malformed_json\"]}}`: the body is not a JSON object", body = crate::api::openapi::ErrorBody),
-        (status = 404, description = "`{\"errors\":{\"questionnaire_key\":[\"not_found\"]}}`", body = crate::api::openapi::ErrorBody),
-        (status = 413, description = "`{\"errors\":{\"base\":[\"too_large\"]}}`", body = crate::api::openapi::ErrorBody),
-        (status = 415, description = "`{\"errors\":{\"base\":[\"unsupported_media_type\"]}}`: a Content-Type other than JSON", body = crate::api::openapi::ErrorBody),
-        (status = 422, description = "Field errors: `blank`, `invalid`, `too_early`, `taken` (external_id used for other data), under `answer_data` per question `unknown_question` / `invalid_option`, or under `base` `flag_does_not_exist` / `flag_value_invalid` / `textvar_does_not_exist` / `invalid` for flags and textvars", body = crate::api::openapi::ErrorBody),
+        (status = 404, description = "`{\"errors\":{\"questionnaire_key\":[\"not_found\"]}}`", body = ErrorBody),
+        (status = 422, description = "Field errors: `blank`, `invalid`, `too_early`, `taken` (external_id used for other data), under `answer_data` per question `unknown_question` / `invalid_option`, or under `base` `flag_does_not_exist` / `flag_value_invalid` / `textvar_does_not_exist` / `invalid` for flags and textvars", body = ErrorBody),
     )
 )]
 pub async fn create_response(
@@ -49,7 +46,7 @@ pub async fn create_response(
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
     let now = app.now();
-    let mut new = parse_create(&body, &app.catalog(), now)?;
+    let mut new = NewResponseBody::parse(&body, &app.catalog(), now)?;
     app.score(&mut new.completion, new.professional).await;
     // The request's access-log row is stored with the response, in one
     // commit; the guard appends it only for answers given before this.

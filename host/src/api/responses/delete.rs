@@ -6,7 +6,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::AppState;
 use crate::api::extract::{DossierPath, PathParams};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 
 /// Delete a response
 ///
@@ -14,7 +14,7 @@ use crate::error::ApiError;
 /// deleted.
 #[utoipa::path(
     delete,
-    path = "/api/v1/dossiers/{dossier_id}/responses/{external_id}",
+    path = "/dossiers/{dossier_id}/responses/{external_id}",
     tag = "responses",
     params(
         ("dossier_id" = String, Path, description = "The EPD's identifier of the patient"),
@@ -22,8 +22,8 @@ use crate::error::ApiError;
     ),
     responses(
         (status = 204, description = "Deleted; no body"),
-        (status = 404, description = "`{\"errors\":{\"external_id\":[\"not_found\"]}}`", body = crate::api::openapi::ErrorBody),
-        (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`: a dossier id over 255 characters or with control characters", body = crate::api::openapi::ErrorBody),
+        (status = 404, description = "`{\"errors\":{\"external_id\":[\"not_found\"]}}`", body = ErrorBody),
+        (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`: a dossier id over 255 characters or with control characters", body = ErrorBody),
     )
 )]
 pub async fn delete_response(

@@ -10,7 +10,7 @@ use crate::AppState;
 use crate::api::extract::{DossierPath, QueryParams};
 use crate::domain::response::Status;
 use crate::domain::time::parse_filter;
-use crate::error::{ApiError, Errors, json};
+use crate::error::{ApiError, ErrorBody, Errors, json};
 use crate::store::ResponseFilter;
 
 /// List responses
@@ -21,7 +21,7 @@ use crate::store::ResponseFilter;
 /// Also at `/api/v1/dossier/{dossier_id}/responses` and with a `.json` suffix.
 #[utoipa::path(
     get,
-    path = "/api/v1/dossiers/{dossier_id}/responses",
+    path = "/dossiers/{dossier_id}/responses",
     tag = "responses",
     params(
         ("dossier_id" = String, Path, description = "The EPD's identifier of the patient (1-255 characters)"),
@@ -35,7 +35,7 @@ use crate::store::ResponseFilter;
     ),
     responses(
         (status = 200, description = "The responses", body = [ResponseView]),
-        (status = 422, description = "A filter is not valid, e.g. `{\"errors\":{\"status\":[\"invalid\"]}}`", body = crate::api::openapi::ErrorBody),
+        (status = 422, description = "A filter is not valid, e.g. `{\"errors\":{\"status\":[\"invalid\"]}}`", body = ErrorBody),
     )
 )]
 pub async fn list_responses(

@@ -5,12 +5,12 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::body::parse_update;
+use super::body::CompleteResponseBody;
 use super::view::ResponseView;
 use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject, PathParams};
 use crate::domain::variant::Variant;
-use crate::error::{ApiError, Errors, json};
+use crate::error::{ApiError, ErrorBody, Errors, json};
 use crate::store::CompleteError;
 
 /// Complete a pending response
@@ -21,21 +21,18 @@ use crate::store::CompleteError;
 /// its external id. A response that already stores data cannot be updated.
 #[utoipa::path(
     put,
-    path = "/api/v1/dossiers/{dossier_id}/responses/{external_id}",
+    path = "/dossiers/{dossier_id}/responses/{external_id}",
     tag = "responses",
     params(
         ("dossier_id" = String, Path, description = "The EPD's identifier of the patient"),
         ("external_id" = String, Path, description = "External id, or id of a prepared response"),
     ),
-    request_body(content = crate::api::openapi::CompleteResponseBody, content_type = "application/json"),
+    request_body(content = CompleteResponseBody, content_type = "application/json"),
     responses(
         (status = 200, description = "Stored", body = ResponseView),
-        (status = 400, description = "`{\"errors\":{\"base\":[\"malformed_json\"]}}`", body = crate::api::openapi::ErrorBody),
-        (status = 403, description = "`{\"errors\":{\"base\":[\"already_completed\"]}}`", body = crate::api::openapi::ErrorBody),
-        (status = 404, description = "`{\"errors\":{\"external_id\":[\"not_found\"]}}` or `questionnaire_key`", body = crate::api::openapi::ErrorBody),
-        (status = 413, description = "`{\"errors\":{\"base\":[\"too_large\"]}}`", body = crate::api::openapi::ErrorBody),
-        (status = 415, description = "`{\"errors\":{\"base\":[\"unsupported_media_type\"]}}`: a Content-Type other than JSON", body = crate::api::openapi::ErrorBody),
-        (status = 422, description = "Field errors as for POST; `questionnaire_key: invalid` when the response is of another questionnaire", body = crate::api::openapi::ErrorBody),
+        (status = 403, description = "`{\"errors\":{\"base\":[\"already_completed\"]}}`", body = ErrorBody),
+        (status = 404, description = "`{\"errors\":{\"external_id\":[\"not_found\"]}}` or `questionnaire_key`", body = ErrorBody),
+        (status = 422, description = "Field errors as for POST; `questionnaire_key: invalid` when the response is of another questionnaire", body = ErrorBody),
     )
 )]
 pub async fn update_response(
@@ -50,7 +47,7 @@ pub async fn update_response(
         .ok_or(ApiError::NotFound("external_id"))?
         .to_owned();
     let now = app.now();
-    let mut completion = parse_update(&body, &app.catalog(), now)?;
+    let mut completion = CompleteResponseBody::parse(&body, &app.catalog(), now)?;
     // Scored in the variant the pending response was prepared with; what
     // is not found is answered by complete_response below.
     if let Some(pending) = app.store().response_to_complete(&dossier, &segment).await? {
