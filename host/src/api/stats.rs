@@ -116,8 +116,8 @@ impl From<DossierStats> for StatsView {
 ///
 /// `:epd_ids` is one dossier id, several separated by commas, or a JSON
 /// array of strings (`["a","b"]`, percent-encoded). Answers an object keyed
-/// by dossier id; a dossier that does not exist has zeros. With a JWT, only
-/// the dossier of its `sub`.
+/// by dossier id; an id with no dossier is left out (only unknown ids:
+/// `{}`). With a JWT, only the dossier of its `sub`.
 #[utoipa::path(
     get,
     path = "/dossiers/{dossier_id}/stats",
