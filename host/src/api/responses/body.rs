@@ -1,6 +1,8 @@
 //! The bodies of POST and PUT `/responses`: wire fields to a domain
 //! [`Completion`], collecting every field error (decisions.md §1, §2, §4).
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Map, Value};
 
@@ -8,6 +10,7 @@ use crate::api::fields::{Fields, variant_errors};
 use crate::domain::answers::Answers;
 use crate::domain::catalog::Catalog;
 use crate::domain::outcome::{Outcome, Provenance};
+use crate::domain::questionnaire::Questionnaire;
 use crate::domain::response::Completion;
 use crate::domain::variant::Variant;
 use crate::error::{ApiError, Errors};
@@ -22,6 +25,8 @@ pub struct NewResponseBody {
     pub professional: bool,
     pub entered_by: Option<String>,
     pub completion: Completion,
+    /// The definition the answers were checked against, to score with.
+    pub questionnaire: Arc<Questionnaire>,
 }
 
 /// Reads a POST body.
@@ -40,29 +45,28 @@ pub fn parse_create(
     };
     let respondent = f.optional_choice(respondent_key, &["patient", "profess"]);
     let entered_by = f.optional_string("entered_by");
-    let mut completion = parse_completion(f, catalog, now)?;
+    let (mut completion, questionnaire) = parse_completion(f, catalog, now)?;
     // Flags and textvars (an extension of api.md's POST, which lists them
     // for protocol subscriptions): the variant of the questionnaire the
     // response was filled out in. Checked as decisions.md §5 checks a
     // subscription's, with the errors under `base`.
-    if let Some(q) = catalog.questionnaire_by_id(completion.questionnaire_id) {
-        completion.variant = Variant::check([&*q.def], body.get("flags"), body.get("textvars"))
-            .map_err(variant_errors)?;
-    }
+    completion.variant = Variant::check([&*questionnaire], body.get("flags"), body.get("textvars"))
+        .map_err(variant_errors)?;
     Ok(NewResponseBody {
         external_id: external_id.unwrap_or_default(),
         professional: respondent.as_deref() == Some("profess"),
         entered_by,
         completion,
+        questionnaire,
     })
 }
 
-/// Reads a PUT body.
+/// Reads a PUT body; the definition the answers were checked against.
 pub fn parse_update(
     body: &Map<String, Value>,
     catalog: &Catalog,
     now: DateTime<Utc>,
-) -> Result<Completion, ApiError> {
+) -> Result<(Completion, Arc<Questionnaire>), ApiError> {
     parse_completion(Fields::new(body), catalog, now)
 }
 
@@ -72,7 +76,7 @@ fn parse_completion(
     mut f: Fields<'_>,
     catalog: &Catalog,
     now: DateTime<Utc>,
-) -> Result<Completion, ApiError> {
+) -> Result<(Completion, Arc<Questionnaire>), ApiError> {
     let key = f.required_key("questionnaire_key");
     let answer_data = f.required_object("answer_data");
     let started_at = f.optional_unix("started_at", now + CLOCK_SKEW);
@@ -98,16 +102,17 @@ fn parse_completion(
         errors.nest("answer_data", inner);
         ApiError::Invalid(errors)
     })?;
-    Ok(Completion {
+    let completion = Completion {
         questionnaire_id: questionnaire.id,
         answers,
         started_at,
         completed_at: filled_out_at.unwrap_or(now),
         // POST reads its own; PUT takes the pending response's.
         variant: Variant::default(),
-        // The handler runs the scorer (AppState::score) once the body is
-        // known to be valid; nothing is scored for a refused request.
+        // The handler runs the scorer with `questionnaire` once the body
+        // is known to be valid; nothing is scored for a refused request.
         outcome: Outcome::empty(),
         provenance: Provenance::default(),
-    })
+    };
+    Ok((completion, questionnaire.def.clone()))
 }
