@@ -63,14 +63,12 @@ pub async fn create_response(
         completion: body.completion,
         now,
         // The request's access-log row is stored with the response, in one
-        // commit; the guard appends it for any other answer.
+        // commit, with the status the result is answered with.
         access: access.map(|Extension(PendingAccess(entry))| entry),
     };
-    // A retry or a taken external id is answered without scoring; the
-    // guard logs the access.
-    if let Some(earlier) = app.store().stored_before(&new).await? {
-        return Ok(answer(&app, earlier, now));
-    }
+    // A retry or a taken external id is scored too: the writer decides,
+    // and a read to know it before scoring would cost every POST more than
+    // the rare retry's scoring saves.
     scoring::score_completion(
         app.plugins(),
         app.metrics(),

@@ -1,10 +1,9 @@
-//! Storing a POSTed response: the store's one create path. Before its
-//! scorer runs, a POST asks [`Store::stored_before`] whether its external id
-//! is already used in the dossier (a retry, or taken), a read that answers
-//! nothing for a new response. A new response goes to the group-commit
-//! writer, which stores those of a batch together ([`plan::Plan`]) or one by
-//! one ([`one::create_one`]), and decides retry or taken again there: two
-//! requests with one external id may both pass the read.
+//! Storing a POSTed response: the store's one create path. A response goes
+//! to the group-commit writer, which stores those of a batch together
+//! ([`plan::Plan`]) or one by one ([`one::create_one`]); an external id
+//! already used in the dossier is decided there, in the transaction that
+//! would insert it (a retry, or taken), so two requests with one external
+//! id cannot both store theirs.
 //!
 //! Order of use: `cache` (the writer's dossier ids) → `one` → `plan` → this
 //! file (the types and the [`Store`] entry points).
@@ -22,7 +21,6 @@ pub(super) use one::create_one;
 pub(super) use plan::Plan;
 
 use super::access_log::AccessEntry;
-use super::responses::{COLUMNS, FROM, ResponseRow};
 use super::{Store, StoreError};
 use crate::domain::answers::Answers;
 use crate::domain::response::{Completion, Response};
@@ -109,37 +107,10 @@ fn answered(answers: &Answers) -> Vec<(&str, &str)> {
 }
 
 impl Store {
-    /// What `new` is if its external id is already used in the dossier: a
-    /// retry or taken ([`CreateResult::Retry`], [`CreateResult::Taken`]);
-    /// None for a new response. Read before scoring, so that neither is
-    /// scored; only committed responses are seen, and
-    /// [`Store::create_response`] decides again for a POST that raced
-    /// another. Nothing is written, the access-log row neither.
-    pub async fn stored_before(
-        &self,
-        new: &NewResponse,
-    ) -> Result<Option<CreateResult>, StoreError> {
-        let sql = format!(
-            "SELECT {COLUMNS} {FROM} JOIN dossiers d ON d.id = r.dossier_id \
-             WHERE d.epd_id = $1 AND r.external_id = $2 AND r.withdrawn_at IS NULL"
-        );
-        let row: Option<ResponseRow> = sqlx::query_as(&sql)
-            .bind(&new.epd_id)
-            .bind(&new.external_id)
-            .fetch_optional(&self.pool)
-            .await?;
-        row.map(|row| {
-            Ok(CreateResult::of_earlier(
-                Response::try_from(row)?,
-                &new.completion,
-            ))
-        })
-        .transpose()
-    }
-
     /// Stores a completed, scored response (POST). The dossier and its
     /// patient are made on first write. An external id already used in the
-    /// dossier is a retry or taken, as [`Store::stored_before`] decides.
+    /// dossier is a retry (same questionnaire and answers given: the stored
+    /// response is returned) or taken.
     /// `new.access`, the request's access-log row, is stored in the same
     /// transaction with the status of the result: when this returns `Ok`,
     /// it is on disk with the response, and the POST waits for one commit,
