@@ -134,12 +134,7 @@ pub enum ApiError {
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::Database(ref db)
-                if matches!(db.as_ref(), sqlx::Error::PoolTimedOut | sqlx::Error::Io(_)) =>
-            {
-                ApiError::Unavailable(e)
-            }
-            StoreError::WriterGone => ApiError::Unavailable(e),
+            StoreError::Unavailable(_) | StoreError::WriterGone => ApiError::Unavailable(e),
             other => ApiError::Internal(other.into()),
         }
     }

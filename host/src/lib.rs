@@ -39,7 +39,6 @@ use crate::auth::tokens::TokenTable;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::domain::catalog::Catalog;
-use crate::domain::response::Completion;
 use crate::metrics::Metrics;
 use crate::plugins::Plugins;
 use crate::store::{Store, StoreOptions};
@@ -129,30 +128,6 @@ impl AppState {
     /// The HTTP client the scheduler sends callbacks with.
     pub fn callback_client(&self) -> &reqwest::Client {
         &self.0.callback_client
-    }
-
-    /// Fills in the outcome of a completion by running its questionnaire's
-    /// scorer (a failure becomes the outcome; see [`scoring`]).
-    pub async fn score(&self, completion: &mut Completion, professional: bool) {
-        let catalog = self.catalog();
-        let Some(q) = catalog.questionnaire_by_id(completion.questionnaire_id) else {
-            return;
-        };
-        let ctx = scoring::ScoringContext {
-            completed_at: completion.completed_at,
-            professional,
-            variant: &completion.variant,
-        };
-        let (outcome, provenance) = scoring::score(
-            &self.0.plugins,
-            &self.0.metrics,
-            &q.def,
-            &completion.answers,
-            ctx,
-        )
-        .await;
-        completion.outcome = outcome;
-        completion.provenance = provenance;
     }
 
     /// Reloads the plugin directory (blocking work on a blocking thread)

@@ -15,6 +15,7 @@ use serde::Serialize;
 use crate::domain::answers::Answers;
 use crate::domain::outcome::{self, Outcome, Provenance};
 use crate::domain::questionnaire::Questionnaire;
+use crate::domain::response::Completion;
 use crate::domain::variant::Variant;
 use crate::metrics::Metrics;
 use crate::plugins::{Plugin, PluginError, Plugins};
@@ -214,6 +215,28 @@ where
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_map((self.0)())
     }
+}
+
+/// Fills in the outcome and provenance of `completion`, a response to `q`,
+/// with the serving scorer of `q` (a failure becomes the outcome). The
+/// caller passes the definition it checked the answers against, taken from
+/// the one catalog snapshot of its request: a reload in between cannot
+/// validate with one definition and score with another.
+pub async fn score_completion(
+    plugins: &Plugins,
+    metrics: &Metrics,
+    q: &Questionnaire,
+    completion: &mut Completion,
+    professional: bool,
+) {
+    let ctx = ScoringContext {
+        completed_at: completion.completed_at,
+        professional,
+        variant: &completion.variant,
+    };
+    let (outcome, provenance) = score(plugins, metrics, q, &completion.answers, ctx).await;
+    completion.outcome = outcome;
+    completion.provenance = provenance;
 }
 
 /// Scores one completed response with the serving scorer of `q`. Never

@@ -151,7 +151,8 @@ pub async fn submit(
         outcome: Outcome::empty(),
         provenance: Provenance::default(),
     };
-    app.score(&mut completion, false).await;
+    crate::scoring::score_completion(app.plugins(), app.metrics(), &q.def, &mut completion, false)
+        .await;
     match app
         .store()
         .complete_in_session(&live.session, response.id, completion, now, entry)

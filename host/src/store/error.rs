@@ -1,5 +1,7 @@
 //! The store's error type. Database details stay here and in logs; the HTTP
-//! layer only learns that something internal failed.
+//! layer only learns whether the database could not be reached
+//! ([`StoreError::Unavailable`]) or something internal failed. The driver's
+//! errors are sorted into those two here, and nowhere else.
 
 use std::sync::Arc;
 
@@ -7,7 +9,11 @@ use std::sync::Arc;
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     #[error("database: {0}")]
-    Database(#[from] Arc<sqlx::Error>),
+    Database(Arc<sqlx::Error>),
+    /// The database does not answer: no free connection in time, the
+    /// connection refused or broken. Worth retrying later.
+    #[error("database unavailable: {0}")]
+    Unavailable(Arc<sqlx::Error>),
     #[error("migrations: {0}")]
     Migrate(String),
     #[error("configuration: {0}")]
@@ -25,7 +31,12 @@ pub enum StoreError {
 
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
-        StoreError::Database(Arc::new(e))
+        // A refused or broken connection is an I/O error.
+        if matches!(e, sqlx::Error::PoolTimedOut | sqlx::Error::Io(_)) {
+            StoreError::Unavailable(Arc::new(e))
+        } else {
+            StoreError::Database(Arc::new(e))
+        }
     }
 }
 

@@ -7,8 +7,8 @@
 //! transaction holding its write is durable. Reads use the pool directly.
 
 mod access_log;
-mod batch;
 mod catalog;
+mod create;
 mod dossiers;
 mod error;
 mod fill_out_requests;
@@ -30,6 +30,7 @@ use sqlx::{AnyConnection, AnyPool, ConnectOptions, Connection, Executor};
 
 pub use access_log::AccessEntry;
 pub use catalog::DefinitionSource;
+pub use create::{CreateResult, NewResponse};
 pub use error::StoreError;
 pub use fill_out_requests::{ClaimedCallback, FillOutRequestResult, NewFillOutRequest};
 pub use fill_out_sessions::{LoginResult, NewFillOutSession, PageAnswers, StartSessionResult};
@@ -37,7 +38,7 @@ pub use fill_out_sessions::{LoginResult, NewFillOutSession, PageAnswers, StartSe
 pub(crate) use non_responses::insert_non_response;
 pub use non_responses::{NewNonResponse, RegisterResult};
 pub use outcomes::{ArchivedModule, RescoreFilter};
-pub use responses::{CompleteError, CreateResult, Preparation, ResponseFilter};
+pub use responses::{CompleteError, Preparation, ResponseFilter};
 pub use stats::{DossierStats, InvitationCounts, ResponseCounts, SubscriptionCounts};
 pub use subscriptions::{EXPIRED_REASON, NewSubscription, Planner, Prepared, Settled, StartResult};
 pub use tokens::{NewToken, StoredToken};

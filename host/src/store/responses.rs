@@ -1,12 +1,11 @@
-//! Responses: listing with the API's filters, storing (POST), completing a
-//! pending one (PUT) and deleting by external id.
+//! Responses: listing with the API's filters, completing a pending one
+//! (PUT), preparing, aborting and deleting by external id. Storing a POSTed
+//! one is `create`'s; the row type and its reads are shared with it.
 
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 use sqlx::AnyConnection;
 
-use super::access_log::AccessEntry;
-use super::batch::NewResponse;
 use super::{Store, StoreError, dossiers, placeholders};
 use crate::domain::answers::Answers;
 use crate::domain::ids::{
@@ -27,34 +26,6 @@ pub struct ResponseFilter {
     pub status: Option<Status>,
     pub protocol_subscription_id: Option<i64>,
     pub respondent_id: Option<i64>,
-}
-
-/// What a POST of a response came to.
-#[derive(Debug)]
-pub enum CreateResult {
-    /// Stored now.
-    Created(Response),
-    /// The same external id, questionnaire and answers were stored before:
-    /// a retry, answered with the stored response.
-    Retry(Response),
-    /// The external id is used in this dossier for other data.
-    Taken,
-}
-
-impl CreateResult {
-    /// The status of a POST that stored its response.
-    pub const CREATED: u16 = 201;
-
-    /// The HTTP status the POST is answered with: 201, 200 for a retry,
-    /// 422 when the external id is taken. The access-log row the writer
-    /// stores with the response records it.
-    pub fn status(&self) -> u16 {
-        match self {
-            CreateResult::Created(_) => Self::CREATED,
-            CreateResult::Retry(_) => 200,
-            CreateResult::Taken => 422,
-        }
-    }
 }
 
 /// A response the service prepares for later completion (invitations,
@@ -281,36 +252,6 @@ impl Store {
         row.map(Response::try_from).transpose()
     }
 
-    /// Stores a completed response under `external_id` (POST). The dossier
-    /// and its patient are made on first write. `access`, the request's
-    /// access-log row, is stored in the same transaction with the status of
-    /// the result ([`CreateResult::status`]): when this returns `Ok`, it is
-    /// on disk with the response, and the POST waits for one commit, not
-    /// two.
-    #[allow(clippy::too_many_arguments)]
-    pub async fn create_response(
-        &self,
-        epd_id: String,
-        external_id: String,
-        professional: bool,
-        entered_by: Option<String>,
-        completion: Completion,
-        now: DateTime<Utc>,
-        access: Option<AccessEntry>,
-    ) -> Result<CreateResult, StoreError> {
-        self.writer
-            .create(NewResponse {
-                epd_id,
-                external_id,
-                professional,
-                entered_by,
-                completion,
-                now,
-                access,
-            })
-            .await
-    }
-
     /// The response a PUT with `segment` would complete, if any (read
     /// before scoring: its flags and textvars decide what is scored).
     pub async fn response_to_complete(
@@ -469,57 +410,8 @@ impl Store {
     }
 }
 
-/// The answered entries, for comparing a retry with what was stored.
-pub(super) fn answered(answers: &Answers) -> Vec<(&str, &str)> {
-    let mut pairs: Vec<_> = answers
-        .0
-        .iter()
-        .filter_map(|(k, v)| v.as_deref().map(|v| (k.as_str(), v)))
-        .collect();
-    pairs.sort_unstable();
-    pairs
-}
-
 pub(super) fn outcome_json(outcome: &Outcome) -> Result<String, StoreError> {
     serde_json::to_string(outcome).map_err(|e| StoreError::Corrupt(format!("outcome: {e}")))
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(super) async fn insert_completed(
-    conn: &mut AnyConnection,
-    dossier: DossierId,
-    respondent: RespondentId,
-    completer: &str,
-    external_id: &str,
-    entered_by: Option<&str>,
-    c: &Completion,
-    now: DateTime<Utc>,
-) -> Result<ResponseId, StoreError> {
-    let row: (i64,) = sqlx::query_as(
-        "INSERT INTO responses (dossier_id, respondent_id, questionnaire_id, external_id, completer_type, \
-         started_at, completed_at, answers, outcome, outcome_plugin, outcome_plugin_version, outcome_plugin_sha256, \
-         outcome_computed_at, entered_by, flags, textvars, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $13, $13) RETURNING id",
-    )
-    .bind(dossier.0)
-    .bind(respondent.0)
-    .bind(c.questionnaire_id.0)
-    .bind(external_id)
-    .bind(completer)
-    .bind(c.started_at.map(to_millis))
-    .bind(to_millis(c.completed_at))
-    .bind(Value::Object(c.answers.to_json()).to_string())
-    .bind(outcome_json(&c.outcome)?)
-    .bind(c.provenance.plugin.clone())
-    .bind(c.provenance.version.clone())
-    .bind(c.provenance.sha256.clone())
-    .bind(to_millis(now))
-    .bind(entered_by)
-    .bind(Value::Object(c.variant.flags_json()).to_string())
-    .bind(Value::Object(c.variant.textvars_json()).to_string())
-    .fetch_one(&mut *conn)
-    .await?;
-    Ok(ResponseId(row.0))
 }
 
 pub(super) async fn fetch(

@@ -2,6 +2,8 @@
 //! and reading them into a domain [`Completion`], collecting every field
 //! error (decisions.md §1, §2, §4).
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
@@ -10,6 +12,7 @@ use crate::api::fields::{Fields, variant_errors};
 use crate::domain::answers::Answers;
 use crate::domain::catalog::Catalog;
 use crate::domain::outcome::{Outcome, Provenance};
+use crate::domain::questionnaire::Questionnaire;
 use crate::domain::response::Completion;
 use crate::domain::variant::Variant;
 use crate::error::{ApiError, Errors};
@@ -54,11 +57,13 @@ pub struct NewResponseBody {
 
 /// A POST body, checked.
 #[derive(Debug)]
-pub struct NewResponse {
+pub struct CheckedResponse {
     pub external_id: String,
     pub professional: bool,
     pub entered_by: Option<String>,
     pub completion: Completion,
+    /// The definition the answers were checked against, to score with.
+    pub questionnaire: Arc<Questionnaire>,
 }
 
 impl NewResponseBody {
@@ -67,7 +72,7 @@ impl NewResponseBody {
         body: &Map<String, Value>,
         catalog: &Catalog,
         now: DateTime<Utc>,
-    ) -> Result<NewResponse, ApiError> {
+    ) -> Result<CheckedResponse, ApiError> {
         let mut f = Fields::new(body);
         let external_id = f.required_id("external_id");
         // `respondent_type` is an alias of `respondent` (decisions.md §3).
@@ -78,21 +83,21 @@ impl NewResponseBody {
         };
         let respondent = f.optional_choice(respondent_key, &["patient", "profess"]);
         let entered_by = f.optional_string("entered_by");
-        let mut completion = parse_completion(f, catalog, now)?;
+        let (mut completion, questionnaire) = parse_completion(f, catalog, now)?;
         // Flags and textvars (an extension of api.md's POST, which lists
         // them for protocol subscriptions): the variant of the
         // questionnaire the response was filled out in. Checked as
         // decisions.md §5 checks a subscription's, with the errors under
         // `base`.
-        if let Some(q) = catalog.questionnaire_by_id(completion.questionnaire_id) {
-            completion.variant = Variant::check([&*q.def], body.get("flags"), body.get("textvars"))
+        completion.variant =
+            Variant::check([&*questionnaire], body.get("flags"), body.get("textvars"))
                 .map_err(variant_errors)?;
-        }
-        Ok(NewResponse {
+        Ok(CheckedResponse {
             external_id: external_id.unwrap_or_default(),
             professional: respondent.as_deref() == Some("profess"),
             entered_by,
             completion,
+            questionnaire,
         })
     }
 }
@@ -108,12 +113,13 @@ pub struct CompleteResponseBody {
 }
 
 impl CompleteResponseBody {
-    /// Reads a PUT body.
+    /// Reads a PUT body; also answers the definition the answers were
+    /// checked against.
     pub fn parse(
         body: &Map<String, Value>,
         catalog: &Catalog,
         now: DateTime<Utc>,
-    ) -> Result<Completion, ApiError> {
+    ) -> Result<(Completion, Arc<Questionnaire>), ApiError> {
         parse_completion(Fields::new(body), catalog, now)
     }
 }
@@ -124,7 +130,7 @@ fn parse_completion(
     mut f: Fields<'_>,
     catalog: &Catalog,
     now: DateTime<Utc>,
-) -> Result<Completion, ApiError> {
+) -> Result<(Completion, Arc<Questionnaire>), ApiError> {
     let key = f.required_key("questionnaire_key");
     let answer_data = f.required_object("answer_data");
     let started_at = f.optional_unix("started_at", now + CLOCK_SKEW);
@@ -150,16 +156,17 @@ fn parse_completion(
         errors.nest("answer_data", inner);
         ApiError::Invalid(errors)
     })?;
-    Ok(Completion {
+    let completion = Completion {
         questionnaire_id: questionnaire.id,
         answers,
         started_at,
         completed_at: filled_out_at.unwrap_or(now),
         // POST reads its own; PUT takes the pending response's.
         variant: Variant::default(),
-        // The handler runs the scorer (AppState::score) once the body is
-        // known to be valid; nothing is scored for a refused request.
+        // The handler runs the scorer with `questionnaire` once the body
+        // is known to be valid; nothing is scored for a refused request.
         outcome: Outcome::empty(),
         provenance: Provenance::default(),
-    })
+    };
+    Ok((completion, questionnaire.def.clone()))
 }

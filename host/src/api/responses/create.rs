@@ -5,6 +5,7 @@ use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
 
 use super::body::NewResponseBody;
 use super::view::ResponseView;
@@ -12,7 +13,8 @@ use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject};
 use crate::auth::guard::{AccessLogged, PendingAccess};
 use crate::error::{ApiError, ErrorBody, Errors, json};
-use crate::store::CreateResult;
+use crate::scoring;
+use crate::store::{CreateResult, NewResponse};
 
 /// Store a response
 ///
@@ -46,36 +48,51 @@ pub async fn create_response(
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
     let now = app.now();
-    let mut new = NewResponseBody::parse(&body, &app.catalog(), now)?;
-    app.score(&mut new.completion, new.professional).await;
-    // The request's access-log row is stored with the response, in one
-    // commit; the guard appends it only for answers given before this.
-    let access = access.map(|Extension(PendingAccess(entry))| entry);
-    let logged = access.is_some();
-    let created = app
-        .store()
-        .create_response(
-            dossier,
-            new.external_id,
-            new.professional,
-            new.entered_by,
-            new.completion,
-            now,
-            access,
-        )
-        .await?;
-    let status = StatusCode::from_u16(created.status()).unwrap_or(StatusCode::OK);
-    let zone = app.config().time_zone;
-    let mut response = match created {
-        CreateResult::Created(r) | CreateResult::Retry(r) => {
-            json(status, &ResponseView::new(&r, zone, now, app.links()))
-        }
-        CreateResult::Taken => {
-            ApiError::Invalid(Errors::one("external_id", "taken")).into_response()
-        }
+    // One catalog snapshot: the questionnaire the answers are checked
+    // against is the one that scores them, whatever a reload swaps in.
+    let catalog = app.catalog();
+    let body = NewResponseBody::parse(&body, &catalog, now)?;
+    let mut new = NewResponse {
+        epd_id: dossier,
+        external_id: body.external_id,
+        professional: body.professional,
+        entered_by: body.entered_by,
+        completion: body.completion,
+        now,
+        // The request's access-log row is stored with the response, in one
+        // commit, with the status the result is answered with.
+        access: access.map(|Extension(PendingAccess(entry))| entry),
     };
+    // A retry or a taken external id is scored too: the writer decides,
+    // and a read to know it before scoring would cost every POST more than
+    // the rare retry's scoring saves.
+    scoring::score_completion(
+        app.plugins(),
+        app.metrics(),
+        &body.questionnaire,
+        &mut new.completion,
+        new.professional,
+    )
+    .await;
+    let logged = new.access.is_some();
+    let mut response = answer(&app, app.store().create_response(new).await?, now);
     if logged {
         response.extensions_mut().insert(AccessLogged);
     }
     Ok(response)
+}
+
+/// The answer to what a POST came to: 201 with the stored response, 200
+/// with the one stored before (a retry), 422 when the external id is taken.
+fn answer(app: &AppState, result: CreateResult, now: DateTime<Utc>) -> Response {
+    let status = StatusCode::from_u16(result.status()).unwrap_or(StatusCode::OK);
+    match result {
+        CreateResult::Created(r) | CreateResult::Retry(r) => json(
+            status,
+            &ResponseView::new(&r, app.config().time_zone, now, app.links()),
+        ),
+        CreateResult::Taken => {
+            ApiError::Invalid(Errors::one("external_id", "taken")).into_response()
+        }
+    }
 }

@@ -11,6 +11,7 @@ use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject, PathParams};
 use crate::domain::variant::Variant;
 use crate::error::{ApiError, ErrorBody, Errors, json};
+use crate::scoring;
 use crate::store::CompleteError;
 
 /// Complete a pending response
@@ -47,13 +48,23 @@ pub async fn update_response(
         .ok_or(ApiError::NotFound("external_id"))?
         .to_owned();
     let now = app.now();
-    let mut completion = CompleteResponseBody::parse(&body, &app.catalog(), now)?;
+    // One catalog snapshot: the definition the answers are checked
+    // against is the one that scores them.
+    let catalog = app.catalog();
+    let (mut completion, questionnaire) = CompleteResponseBody::parse(&body, &catalog, now)?;
     // Scored in the variant the pending response was prepared with; what
     // is not found is answered by complete_response below.
     if let Some(pending) = app.store().response_to_complete(&dossier, &segment).await? {
         completion.variant = Variant::from_stored(&pending.flags, &pending.textvars);
     }
-    app.score(&mut completion, false).await;
+    scoring::score_completion(
+        app.plugins(),
+        app.metrics(),
+        &questionnaire,
+        &mut completion,
+        false,
+    )
+    .await;
     match app
         .store()
         .complete_response(dossier, segment, completion, now)

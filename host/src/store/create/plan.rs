@@ -1,102 +1,22 @@
-//! Storing POSTed responses for the group-commit writer: one at a time
-//! ([`create_one`]), or a whole batch in a few statements ([`Plan`]), with
-//! the same outcome either way.
+//! A write batch's POSTed responses stored together, in a few statements,
+//! with the outcome [`create_one`](super::create_one) would give each.
 
-use super::access_log::{self, AccessEntry};
-use super::dossiers::DossierCache;
-use super::responses::{
-    CreateResult, ResponseRow, answered, by_external_id, fetch, insert_completed, outcome_json,
-};
-use super::{Backend, Script, StoreError, dossiers};
-use crate::domain::ids::{DossierId, RespondentId};
-use crate::domain::response::{COMPLETER_PATIENT, COMPLETER_PROFESSIONAL, Completion, Response};
-use crate::domain::time::to_millis;
-use chrono::{DateTime, Utc};
-use serde_json::Value;
-use sqlx::{AnyConnection, Row};
 use std::collections::{HashMap, HashSet};
 
-/// A POSTed response waiting for the writer.
-#[derive(Debug)]
-pub(super) struct NewResponse {
-    pub epd_id: String,
-    pub external_id: String,
-    pub professional: bool,
-    pub entered_by: Option<String>,
-    pub completion: Completion,
-    pub now: DateTime<Utc>,
-    /// The access-log row of the request, stored with the response and the
-    /// status its result is answered with; its own `status` is not used.
-    pub access: Option<AccessEntry>,
-}
+use serde_json::Value;
+use sqlx::{AnyConnection, Row};
 
-impl NewResponse {
-    /// The access-log row to store with this item, answered with `status`
-    /// ([`CreateResult::status`]).
-    pub fn access_row(&self, status: u16) -> Option<AccessEntry> {
-        self.access.as_ref().map(|entry| AccessEntry {
-            status,
-            ..entry.clone()
-        })
-    }
-}
+use super::cache::{self, DossierCache, DossierRespondents};
+use super::{CreateResult, NewResponse};
+use crate::domain::ids::{DossierId, RespondentId};
+use crate::domain::response::{COMPLETER_PATIENT, COMPLETER_PROFESSIONAL, Response};
+use crate::domain::time::to_millis;
+use crate::store::responses::{ResponseRow, outcome_json};
+use crate::store::{Backend, Script, StoreError, dossiers};
 
 /// Rows per multi-row INSERT: 19 parameters each stays far below the
 /// parameter limits of SQLite (32766) and PostgreSQL (65535).
 const INSERT_CHUNK: usize = 128;
-
-/// One POSTed response: the dossier and its patient are made on first write;
-/// an external id already used in the dossier is a retry (same questionnaire
-/// and answers) or taken. The item's access-log row follows, with the
-/// result's status. Five statements or more; the writer uses it for the
-/// items a [`Plan`] leaves, and when storing a batch together fails.
-pub(super) async fn create_one(
-    conn: &mut AnyConnection,
-    backend: Backend,
-    item: &NewResponse,
-) -> Result<CreateResult, StoreError> {
-    let result = decide_one(conn, item).await?;
-    if let Some(row) = item.access_row(result.status()) {
-        access_log::insert(conn, backend, &[&row]).await?;
-    }
-    Ok(result)
-}
-
-async fn decide_one(
-    conn: &mut AnyConnection,
-    item: &NewResponse,
-) -> Result<CreateResult, StoreError> {
-    let (dossier, patient) = dossiers::ensure(conn, &item.epd_id, item.now).await?;
-    if let Some(existing) = by_external_id(conn, dossier, &item.external_id).await? {
-        let same = existing.questionnaire_id == item.completion.questionnaire_id
-            && answered(&existing.answers) == answered(&item.completion.answers);
-        return Ok(if same {
-            CreateResult::Retry(existing)
-        } else {
-            CreateResult::Taken
-        });
-    }
-    let (respondent, completer) = if item.professional {
-        (
-            dossiers::ensure_professional(conn, dossier, item.now).await?,
-            COMPLETER_PROFESSIONAL,
-        )
-    } else {
-        (patient, COMPLETER_PATIENT)
-    };
-    let id = insert_completed(
-        conn,
-        dossier,
-        respondent,
-        completer,
-        &item.external_id,
-        item.entered_by.as_deref(),
-        &item.completion,
-        item.now,
-    )
-    .await?;
-    fetch(conn, id).await.map(CreateResult::Created)
-}
 
 /// A row a [`Plan`] inserts: which item, and the columns it computed.
 struct NewRow<'a> {
@@ -112,7 +32,7 @@ struct NewRow<'a> {
 }
 
 /// How the POSTed responses of one write batch are stored together, in a
-/// few statements for all of them where [`create_one`] takes four or more
+/// few statements for all of them where [`create_one`](super::create_one) takes four or more
 /// for each, with the same outcome. [`Plan::make`] finds the dossiers (most
 /// in the writer's cache) and makes the missing ones, and in one query finds
 /// which external ids are taken and the questionnaires' names; then every
@@ -120,9 +40,9 @@ struct NewRow<'a> {
 /// built from what was inserted instead of being read back.
 ///
 /// Items whose external id is taken, or repeated in the batch, are left for
-/// [`create_one`] ([`Plan::leaves_some`]), to be decided exactly as one by
+/// [`create_one`](super::create_one) ([`Plan::leaves_some`]), to be decided exactly as one by
 /// one: a retry or taken.
-pub(super) struct Plan<'a> {
+pub(in crate::store) struct Plan<'a> {
     backend: Backend,
     rows: Vec<NewRow<'a>>,
     items: usize,
@@ -159,7 +79,7 @@ impl<'a> Plan<'a> {
         missing.dedup();
         if !missing.is_empty() {
             let script = opening.take().unwrap_or_else(|| Script::new(backend));
-            for (epd_id, ids) in dossiers::respondents_of(conn, script, &missing).await? {
+            for (epd_id, ids) in cache::respondents_of(conn, script, &missing).await? {
                 cache.insert(epd_id.to_owned(), ids);
             }
         }
@@ -171,7 +91,7 @@ impl<'a> Plan<'a> {
                 None => {
                     made = true;
                     let (dossier, patient) = dossiers::ensure(conn, &item.epd_id, item.now).await?;
-                    dossiers::DossierRespondents {
+                    DossierRespondents {
                         dossier,
                         patient,
                         professional: None,
@@ -287,7 +207,7 @@ impl<'a> Plan<'a> {
         })
     }
 
-    /// Whether some items are left for [`create_one`].
+    /// Whether some items are left for [`create_one`](super::create_one).
     pub fn leaves_some(&self) -> bool {
         self.rows.len() < self.items
     }
@@ -380,7 +300,7 @@ impl<'a> Plan<'a> {
     }
 
     /// The results of the stored items, given their `ids` in order; the
-    /// items left for [`create_one`] stay None.
+    /// items left for [`create_one`](super::create_one) stay None.
     pub fn finish(
         self,
         ids: Vec<i64>,
