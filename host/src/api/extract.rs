@@ -13,8 +13,8 @@ use crate::error::{ApiError, Errors};
 /// Longest dossier id, external id or other path key we accept.
 pub const MAX_ID_LEN: usize = 255;
 
-/// A request body that is a JSON object (decisions.md §2: 400 when it is not
-/// JSON or not an object, 413 beyond the configured size).
+/// A request body that is a JSON object (docs/api/conventions.md#request-bodies:
+/// 400 when it is not JSON or not an object, 413 beyond the configured size).
 #[derive(Debug)]
 pub struct JsonObject(pub Map<String, Value>);
 
@@ -78,7 +78,8 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
 }
 
 /// The query string as ordered pairs, read the way Rails clients write
-/// arrays and hashes: `k[]=a&k[]=b`, `k=a&k=b` and `f[k][]=x` (decisions.md §1).
+/// arrays and hashes: `k[]=a&k[]=b`, `k=a&k=b` and `f[k][]=x`
+/// (docs/api/conventions.md#query-parameters).
 #[derive(Debug, Default)]
 pub struct QueryParams(Vec<(String, String)>);
 

@@ -148,7 +148,8 @@ impl<'a> Fields<'a> {
 }
 
 /// The 422 for flags and textvars that do not fit the questionnaires they
-/// are for: every reason under `base` (decisions.md §5).
+/// are for: every reason under `base`
+/// (docs/api/protocols-and-subscriptions.md#flags-and-textvars).
 pub fn variant_errors(reasons: Vec<VariantError>) -> ApiError {
     let mut errors = Errors::new();
     for reason in reasons {

@@ -1,9 +1,9 @@
 //! `POST /api/v1/dossiers/:dossier_id/fill_out_sessions`: hands the
 //! dossier's patient to the hosted fill-out pages with a signed one-time
-//! link (api.md "Fill-out sessions", decisions.md §6). The error shapes
-//! are api.md's, odd ones included: bare-string `missing` for neither
-//! `questionnaire_keys` nor `response_ids`, and `return_url` for a missing
-//! `return_to`.
+//! link (docs/api/fill-out.md#start-a-fill-out-session). The error shapes
+//! are the original contract's, odd ones included: bare-string `missing` for
+//! neither `questionnaire_keys` nor `response_ids`, and `return_url` for a
+//! missing `return_to` (docs/api/fill-out.md#error-shapes).
 
 use axum::Extension;
 use axum::extract::State;
@@ -67,7 +67,7 @@ pub struct FillOutSessionView {
     responses(
         (status = 200, description = "Started", body = FillOutSessionView),
         (status = 404, description = "`{\"errors\":{\"questionnaire_keys\":[\"not_found\"]}}` for an unknown questionnaire; `{\"errors\":{\"response_ids\":[\"not_found\"]}}` for a response that is not an aborted response of this dossier that can still be filled out", body = ErrorBody),
-        (status = 422, description = "Field errors, together in one body: neither keys nor ids `{\"errors\":{\"questionnaire_keys\":\"missing\",\"response_ids\":\"missing\"}}` (bare strings, as api.md shows); no `return_to` `{\"errors\":{\"return_url\":[\"missing\"]}}`; `return_to`, `progress_url` or `stylesheet` `not_allowed` (not an https URL of an allowed origin) or `invalid` (not a string); `questionnaire_keys` or `response_ids` `invalid` (not a list of strings or of positive integers, more than 50); `dossier_id` `invalid`", body = ErrorBody),
+        (status = 422, description = "Field errors, together in one body: neither keys nor ids `{\"errors\":{\"questionnaire_keys\":\"missing\",\"response_ids\":\"missing\"}}` (bare strings, kept from the original contract); no `return_to` `{\"errors\":{\"return_url\":[\"missing\"]}}`; `return_to`, `progress_url` or `stylesheet` `not_allowed` (not an https URL of an allowed origin) or `invalid` (not a string); `questionnaire_keys` or `response_ids` `invalid` (not a list of strings or of positive integers, more than 50); `dossier_id` `invalid`", body = ErrorBody),
     )
 )]
 pub async fn create_fill_out_session(

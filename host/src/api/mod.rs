@@ -1,10 +1,10 @@
 //! The HTTP edge: one module per resource, each exporting its router, and
-//! the path conventions every endpoint shares (decisions.md §1).
+//! the path conventions every endpoint shares (docs/api/conventions.md).
 //!
 //! A resource's router registers each handler with its OpenAPI entry
 //! (`routes!` over the handler's `#[utoipa::path]`), so the routes served
 //! and the paths documented are one list. Endpoint groups are separate
-//! routers, each behind the auth guard with its right (decisions.md §7);
+//! routers, each behind the auth guard with its right (docs/api/rights.md);
 //! handlers never see an unauthenticated call.
 
 pub mod extract;

@@ -1,7 +1,7 @@
 //! `/api/v1/dossiers/:dossier_id/non_responses`: why responses were not
-//! filled out, with a reason of the benchmark standard's list (api.md
-//! "Non-responses", decisions.md §5). List, get one, and register one for
-//! pending responses, which withdraws them.
+//! filled out, with a reason of the benchmark standard's list
+//! (docs/api/non-responses.md). List, get one, and register one for pending
+//! responses, which withdraws them.
 
 use axum::Extension;
 use axum::extract::State;
@@ -209,7 +209,8 @@ pub async fn create_non_response(
 }
 
 impl NewNonResponseBody {
-    /// Reads a POST body, collecting every field error (decisions.md §2).
+    /// Reads a POST body, collecting every field error
+    /// (docs/api/non-responses.md#register-a-non-response).
     pub fn parse(body: &Map<String, Value>) -> Result<NewNonResponse, ApiError> {
         // Rails clients wrap a resource in its name.
         let body = match body.get("non_response") {

@@ -59,7 +59,7 @@ pub fn document(routes: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
     doc
 }
 
-/// Documents authentication (decisions.md §2, §7): the two schemes, and the
+/// Documents authentication (docs/api/rights.md): the two schemes, and the
 /// 401 and 403 answers of every endpoint behind the guard (everything under
 /// `/api/v1` but this document).
 #[derive(Debug)]

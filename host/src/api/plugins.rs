@@ -1,5 +1,5 @@
 //! `GET /api/v1/plugins`: what every plugin folder serves, and why a module
-//! was refused (design.md, Hot reload). Operators' view; it names plugin
+//! was refused (docs/design.md#hot-reload). Operators' view; it names plugin
 //! versions and hashes, never patient data.
 
 use axum::extract::State;

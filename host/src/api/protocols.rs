@@ -1,5 +1,6 @@
 //! `/api/v1/protocols` and `/api/v1/measurements`: the protocol definitions
-//! with their stable ids (api.md "Protocol"; decisions.md §5).
+//! with their stable ids
+//! (docs/api/protocols-and-subscriptions.md#protocol-object).
 
 use axum::extract::State;
 use axum::http::StatusCode;

@@ -1,5 +1,6 @@
-//! `/api/v1/questionnaires`: the questionnaire definitions as api.md's
-//! Questionnaire object, question keys in `v_` or legacy form.
+//! `/api/v1/questionnaires`: the questionnaire definitions as Questionnaire
+//! objects (docs/api/catalog.md#questionnaire-object), question keys in `v_`
+//! or legacy form.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -23,7 +24,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_questionnaire))
 }
 
-/// A questionnaire (api.md "Questionnaire").
+/// A questionnaire definition as served.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct QuestionnaireView {
     pub id: i64,

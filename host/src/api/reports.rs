@@ -1,7 +1,7 @@
 //! `GET /api/v1/dossiers/:dossier_id/report_calculations`: runs a named
 //! calculator plugin over a dossier's completed responses, chosen by
-//! `response_ids[]` or by `filters[...]` (api.md "Report calculations";
-//! decisions.md §2 for the error answers).
+//! `response_ids[]` or by `filters[...]` (docs/api/reports.md;
+//! docs/api/reports.md#errors for the error answers).
 
 use std::collections::BTreeMap;
 
@@ -191,8 +191,8 @@ fn parse(query: &QueryParams, zone: chrono_tz::Tz) -> Result<(String, Selection)
 }
 
 /// The completed responses selected, oldest first. Ids not in this dossier
-/// are 404, as a response of another dossier must look (design.md,
-/// Security).
+/// are 404, as a response of another dossier must look
+/// (docs/api/conventions.md#object-level-authorization).
 async fn select(
     app: &AppState,
     dossier: &str,

@@ -1,5 +1,5 @@
 //! `GET /api/v1/dossiers/:epd_ids/stats` and `GET /api/v1/stats`: counters
-//! per dossier (api.md "Stats"), counted by the database.
+//! per dossier (docs/api/stats.md), counted by the database.
 
 use std::collections::BTreeMap;
 

@@ -1,6 +1,6 @@
 //! `/api/v1/dossiers/:dossier_id/protocol_subscriptions`: subscribing a
 //! dossier to an automatic protocol, listing and stopping subscriptions
-//! (api.md "Protocol subscriptions"; decisions.md §5).
+//! (docs/api/protocols-and-subscriptions.md).
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -123,7 +123,7 @@ pub async fn list_subscriptions(
 /// protocol. The measurements due at once are prepared in the same
 /// transaction and returned in `responses`; the scheduler prepares the
 /// rest as the protocol's schedule says. The dossier is made on first
-/// write. Answers 200 (decisions.md §2).
+/// write. Answers 200, not 201.
 #[utoipa::path(
     post,
     path = "/dossiers/{dossier_id}/protocol_subscriptions",
@@ -314,8 +314,7 @@ fn with_actions(r: &StoredResponse, zone: Tz, now: DateTime<Utc>, links: &Links)
 /// Stop a subscription
 ///
 /// No more measurements are prepared; its responses that are not open yet
-/// are withdrawn, open ones stay completable until they expire
-/// (decisions.md §5).
+/// are withdrawn, open ones stay completable until they expire.
 #[utoipa::path(
     delete,
     path = "/dossiers/{dossier_id}/protocol_subscriptions/{id}",

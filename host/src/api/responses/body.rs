@@ -1,6 +1,6 @@
 //! The bodies of POST and PUT `/responses`: the documented wire fields,
 //! and reading them into a domain [`Completion`], collecting every field
-//! error (decisions.md §1, §2, §4).
+//! error (docs/api/responses.md#store-a-response).
 
 use std::sync::Arc;
 
@@ -75,7 +75,8 @@ impl NewResponseBody {
     ) -> Result<CheckedResponse, ApiError> {
         let mut f = Fields::new(body);
         let external_id = f.required_id("external_id");
-        // `respondent_type` is an alias of `respondent` (decisions.md §3).
+        // `respondent_type` is an alias of `respondent`
+        // (docs/api/responses.md#store-a-response).
         let respondent_key = if body.contains_key("respondent") {
             "respondent"
         } else {
@@ -84,11 +85,11 @@ impl NewResponseBody {
         let respondent = f.optional_choice(respondent_key, &["patient", "profess"]);
         let entered_by = f.optional_string("entered_by");
         let (mut completion, questionnaire) = parse_completion(f, catalog, now)?;
-        // Flags and textvars (an extension of api.md's POST, which lists
-        // them for protocol subscriptions): the variant of the
-        // questionnaire the response was filled out in. Checked as
-        // decisions.md §5 checks a subscription's, with the errors under
-        // `base`.
+        // Flags and textvars (an extension of the original contract's POST,
+        // which has them only for protocol subscriptions): the variant of
+        // the questionnaire the response was filled out in. Checked as a
+        // subscription's are, with the errors under `base`
+        // (docs/api/responses.md#flags-and-textvars-on-post).
         completion.variant =
             Variant::check([&*questionnaire], body.get("flags"), body.get("textvars"))
                 .map_err(variant_errors)?;

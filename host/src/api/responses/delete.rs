@@ -37,7 +37,8 @@ pub async fn delete_response(
         .ok_or(ApiError::NotFound("external_id"))?
         .to_owned();
     if app.store().delete_response(dossier, external_id).await? {
-        // No body, but the same cache rule as every answer (decisions.md §1).
+        // No body, but the same cache rule as every answer
+        // (docs/api/conventions.md#answers).
         Ok((
             StatusCode::NO_CONTENT,
             [(header::CACHE_CONTROL, "no-store")],

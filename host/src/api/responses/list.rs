@@ -1,5 +1,5 @@
-//! GET the responses of a dossier, with api.md's six filters plus
-//! `respondent_id`.
+//! GET the responses of a dossier, with the original contract's six filters
+//! plus `respondent_id` (docs/api/responses.md#list-responses).
 
 use axum::extract::State;
 use axum::http::StatusCode;

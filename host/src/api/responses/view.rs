@@ -1,4 +1,4 @@
-//! The Response object on the wire (api.md "Response"; decisions.md §1, §4).
+//! The Response object on the wire (docs/api/responses.md#response-object).
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
