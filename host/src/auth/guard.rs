@@ -1,7 +1,8 @@
 //! The guard every API endpoint group sits behind: transport, credentials,
 //! revocation, IP allow-list, rights and JWT subject, in that order, before
 //! the handler runs; then one access-log row for requests that touch
-//! dossier data, refusals included (decisions.md §2, §7; NEN 7513).
+//! dossier data, refusals included (docs/api/rights.md#order-of-checks;
+//! docs/api/rights.md#access-log, after NEN 7513).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;

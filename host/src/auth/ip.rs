@@ -1,5 +1,6 @@
 //! Client addresses: who is calling, as far as the service can tell, and
-//! whether a token's IP allow-list admits them (decisions.md §7).
+//! whether a token's IP allow-list admits them
+//! (docs/api/rights.md#ip-allow-lists).
 
 use std::net::IpAddr;
 

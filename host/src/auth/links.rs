@@ -1,4 +1,4 @@
-//! Signed links into the hosted fill-out pages (decisions.md §6): the
+//! Signed links into the hosted fill-out pages (docs/api/fill-out.md): the
 //! one-time `fill_out_url` of a fill-out session, the lasting
 //! `completing_url` of a respondent's pending responses, and the CSRF
 //! token and `interrupt_url` token of a browser session. Each is an

@@ -1,4 +1,4 @@
-//! Authentication and authorization of API callers (decisions.md §2, §7):
+//! Authentication and authorization of API callers (docs/api/rights.md):
 //! HTTP Basic with consumer key and secret, JWT bearer tokens signed with a
 //! registered RSA key, rights per endpoint group, IP allow-lists, and the
 //! append-only access log.

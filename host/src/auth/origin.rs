@@ -1,7 +1,7 @@
-//! Origins a token may send respondents back to (decisions.md §6): an https
-//! scheme (http only for loopback hosts), a host and an optional port,
-//! nothing else; and the URLs the service sends respondents or callbacks
-//! to, which must be absolute URLs of such an origin.
+//! Origins a token may send respondents back to: an https scheme (http only
+//! for loopback hosts), a host and an optional port, nothing else; and the
+//! URLs the service sends respondents or callbacks to, which must be
+//! absolute URLs of such an origin (docs/api/fill-out.md#allowed-urls).
 
 /// Normalizes one origin: lower-case, no trailing slash, default port
 /// dropped. Refuses paths, queries, user info and other schemes.

@@ -1,4 +1,4 @@
-//! Rights: the endpoint groups a token may use (decisions.md §7).
+//! Rights: the endpoint groups a token may use (docs/api/rights.md#rights).
 
 use std::fmt;
 use std::str::FromStr;

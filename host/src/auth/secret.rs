@@ -1,6 +1,6 @@
 //! Consumer secrets: generated with 256 bits of randomness, shown once,
 //! stored only as a SHA-256 hash, compared in constant time
-//! (decisions.md §7).
+//! (docs/api/rights.md#tokens).
 //!
 //! A plain hash is the right tool here, not a password hash: the secret is
 //! random and 256 bits long, so it cannot be guessed from its hash, and

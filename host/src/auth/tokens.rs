@@ -56,7 +56,7 @@ type Verified = HashMap<Box<str>, (Arc<Token>, VerifiedJwt)>;
 const VERIFIED_CAPACITY: usize = 4096;
 
 /// Compared against when the consumer key is unknown, so that an unknown
-/// key costs the same as a wrong secret (decisions.md §2).
+/// key costs the same as a wrong secret (docs/api/rights.md#http-basic).
 const DUMMY_HASH: [u8; 32] = [0x5a; 32];
 
 /// What the Authorization header holds.

@@ -1,6 +1,7 @@
 //! Why a key or a token is refused. Every [`JwtError`] is the same 401 for
-//! the client (decisions.md §2): the distinctions are for logs and tests,
-//! and no variant carries attacker-controlled text unescaped.
+//! the client (docs/api/rights.md#authentication-failures): the
+//! distinctions are for logs and tests, and no variant carries
+//! attacker-controlled text unescaped.
 
 use super::limits::{MAX_LIFETIME_SECS, MAX_RSA_BITS, MAX_TOKEN_BYTES, MIN_RSA_BITS};
 

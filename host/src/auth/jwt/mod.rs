@@ -1,4 +1,4 @@
-//! JWT bearer tokens (api.md "JWT bearer", decisions.md §7).
+//! JWT bearer tokens (docs/api/rights.md#jwt-bearer).
 //!
 //! This module owns two things:
 //!
@@ -18,9 +18,10 @@
 //!
 //! It does not extract the header, look keys up in storage, compare `sub`
 //! with the dossier in the path or answer the client: the caller does that,
-//! and every [`JwtError`] becomes the same 401 (decisions.md §2). The error
-//! messages are therefore precise, for the logs only, and never echo
-//! attacker-controlled text unescaped.
+//! and every [`JwtError`] becomes the same 401
+//! (docs/api/rights.md#authentication-failures). The error messages are
+//! therefore precise, for the logs only, and never echo attacker-controlled
+//! text unescaped.
 //!
 //! # Why the checks are written out by hand
 //!
