@@ -1,6 +1,7 @@
-//! Checking `answer_data` against a questionnaire (decisions.md §4): every key
-//! must be a question, every non-null value one of its option keys; null
-//! means unanswered. The result holds every question in definition order.
+//! Checking `answer_data` against a questionnaire
+//! (docs/api/responses.md#answer-data): every key must be a question, every
+//! non-null value one of its option keys; null means unanswered. The result
+//! holds every question in definition order.
 
 use std::collections::BTreeMap;
 
@@ -13,7 +14,8 @@ use super::questionnaire::Questionnaire;
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Answers(pub Vec<(String, Option<String>)>);
 
-/// Why one entry of `answer_data` was refused; the wire codes of decisions.md.
+/// Why one entry of `answer_data` was refused; the wire codes of
+/// docs/api/responses.md#answer-data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AnswerError {
     UnknownQuestion,

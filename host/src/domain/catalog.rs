@@ -35,7 +35,8 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// Builds the catalog; lists are kept ordered by id (decisions.md §1).
+    /// Builds the catalog; lists are kept ordered by id
+    /// (docs/api/conventions.md#ordering-and-pagination).
     pub fn new(
         mut questionnaires: Vec<CatalogQuestionnaire>,
         mut protocols: Vec<CatalogProtocol>,

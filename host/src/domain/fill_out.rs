@@ -1,4 +1,4 @@
-//! Fill-out sessions (api.md "Fill-out sessions", decisions.md §6): a
+//! Fill-out sessions (docs/api/fill-out.md#start-a-fill-out-session): a
 //! respondent filling out a list of responses on the hosted pages, one
 //! after another, and the one rule of where they go next.
 

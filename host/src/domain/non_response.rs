@@ -1,7 +1,8 @@
 //! Non-responses: the record that responses were not filled out, with a
-//! reason from the benchmark standard's list (api.md "Non-response",
-//! decisions.md §5). This module owns the reason table and the rules a
-//! registration must follow; it knows nothing of storage or the wire.
+//! reason from the benchmark standard's list
+//! (docs/api/non-responses.md#reason-codes). This module owns the reason
+//! table and the rules a registration must follow; it knows nothing of
+//! storage or the wire.
 
 use chrono::{DateTime, Utc};
 
@@ -18,7 +19,7 @@ pub enum ReasonGroup {
 }
 
 impl ReasonGroup {
-    /// The group's text, verbatim from decisions.md §5.
+    /// The group's text, verbatim (docs/api/non-responses.md#reason-groups).
     pub fn text(self) -> &'static str {
         match self {
             ReasonGroup::Approached => "Patiënt is wel benaderd voor de ROM meting, maar:",
@@ -26,7 +27,8 @@ impl ReasonGroup {
         }
     }
 
-    /// `A` or `B`, as decisions.md §5 names the groups.
+    /// `A` or `B`, as docs/api/non-responses.md#reason-groups names the
+    /// groups.
     pub fn letter(self) -> char {
         match self {
             ReasonGroup::Approached => 'A',
@@ -57,7 +59,8 @@ impl Reason {
 pub const OTHER: &str = "10";
 
 /// "Patiënt retourneert meetinstrument niet.": what the service registers
-/// itself for responses that expired (decisions.md §5).
+/// itself for responses that expired
+/// (docs/api/non-responses.md#expired-responses).
 pub const NOT_RETURNED: &str = "04";
 
 /// Longest `reason_other`, in characters.
@@ -79,8 +82,9 @@ use ReasonGroup::{Approached as A, NotApproached as B};
 /// `04` and `10` (also `technical/rest_api/dossier/non_responses.md`). The
 /// table marks the sub-codes' additions in italics (`<i>vanwege taal</i>`),
 /// left out here as markup; it ends `06` without the full stop every other
-/// option has, added here; `&#39;` in `08` is an apostrophe. The
-/// group texts are decisions.md §5's and the same as RoQua's.
+/// option has, added here; `&#39;` in `08` is an apostrophe. The group
+/// texts are those of docs/api/non-responses.md#reason-groups, the same as
+/// RoQua's.
 pub const REASONS: [Reason; 16] = [
     Reason {
         code: "01",

@@ -1,6 +1,7 @@
-//! The outcome of a response as stored and sent (api.md "Outcome";
-//! decisions.md §4). Scores stay open JSON objects because scorers may add
-//! fields; the host only relies on the fields named here.
+//! The outcome of a response as stored and sent
+//! (docs/api/outcomes.md#outcome-object). Scores stay open JSON objects
+//! because scorers may add fields; the host only relies on the fields named
+//! here.
 
 use plugin_sdk::{Score, ScoreStatus, ScorerOutput};
 use serde::{Deserialize, Serialize};
@@ -26,14 +27,15 @@ pub struct Outcome {
 
 impl Outcome {
     /// The outcome of a response that has no computed outcome (not completed,
-    /// or completed before a scorer ran): decisions.md §4.
+    /// or completed before a scorer ran):
+    /// docs/api/outcomes.md#outcome-of-a-response-that-is-not-completed.
     pub fn empty() -> Outcome {
         Outcome::default()
     }
 }
 
 /// Which scorer computed a stored outcome. Operators see it; the Response
-/// JSON does not carry it (decisions.md §4).
+/// JSON does not carry it (docs/api/outcomes.md#provenance).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Provenance {
     pub plugin: Option<String>,
@@ -42,13 +44,14 @@ pub struct Provenance {
 }
 
 /// Completes a scorer's output into the outcome the host stores and sends
-/// (decisions.md §4): every score of the definition, in definition order,
-/// carries `score: true`, its `label` and `referenced_values`, and the
-/// scorer's fields; `action` is derived; `complete` is the completion as a
-/// rounded percentage. Output that breaks the contract (a score or question
-/// key the definition lacks, a number that is not finite, a completion
-/// outside 0..1) is refused with the reason, so it is recorded as a failure
-/// instead of being stored half-checked.
+/// (docs/api/outcomes.md#score-entries): every score of the definition, in
+/// definition order, carries `score: true`, its `label` and
+/// `referenced_values`, and the scorer's fields; `action` is derived;
+/// `complete` is the completion as a rounded percentage. Output that breaks
+/// the contract (a score or question key the definition lacks, a number that
+/// is not finite, a completion outside 0..1) is refused with the reason, so
+/// it is recorded as a failure instead of being stored half-checked
+/// (docs/api/outcomes.md#checks-on-scorer-output).
 pub fn complete(def: &Questionnaire, output: ScorerOutput) -> Result<Outcome, String> {
     let ScorerOutput {
         mut scores,
@@ -165,10 +168,11 @@ fn put_fields(score: Score, entry: &mut Map<String, Value>) {
     }
 }
 
-/// The outcome of a completed response whose scorer failed (decisions.md
-/// §4): every score carries `score`, `label`, `referenced_values` and an
-/// `exception` (the error code and message) instead of a value, so the
-/// response is stored and can be rescored.
+/// The outcome of a completed response whose scorer failed
+/// (docs/api/outcomes.md#scorer-failure): every score carries `score`,
+/// `label`, `referenced_values` and an `exception` (the error code and
+/// message) instead of a value, so the response is stored and can be
+/// rescored.
 pub fn failed(def: &Questionnaire, code: &str, message: &str) -> Outcome {
     let mut scores = Map::new();
     for s in &def.scores {

@@ -18,7 +18,8 @@ use super::variant::placeholders;
 /// The name of the definition file inside a questionnaire's folder.
 pub const DEFINITION_FILE: &str = "questionnaire.toml";
 
-/// The only question type the API promises (api.md: "only `radio` appears").
+/// The only question type the API promises
+/// (docs/api/catalog.md#question-types).
 pub const QUESTION_TYPES: &[&str] = &["radio"];
 
 /// A definition file as written, before validation.

@@ -2,14 +2,14 @@
 
 use super::ids::{DossierId, RespondentId};
 
-/// Respondent types on the wire (api.md, Respondent).
+/// Respondent types on the wire (docs/api/respondents.md#respondent-object).
 pub const RESPONDENT_TYPES: &[&str] =
     &["patient", "parent", "second_parent", "teacher", "caregiver"];
 
 /// The patient: every dossier has exactly one, made with the dossier.
 pub const PATIENT: &str = "patient";
 /// The professional respondent (`respondent: "profess"`): made on demand,
-/// never listed (api.md, decisions.md §3).
+/// never listed (docs/api/respondents.md#patient-and-professional).
 pub const PROFESSIONAL: &str = "profess";
 
 /// A stored respondent.

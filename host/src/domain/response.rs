@@ -12,7 +12,7 @@ use super::ids::{
 use super::outcome::{Outcome, Provenance};
 use super::variant::Variant;
 
-/// Response status on the wire (api.md, decisions.md §4).
+/// Response status on the wire (docs/api/responses.md#status).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Status {
     Scheduled,

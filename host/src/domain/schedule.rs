@@ -3,7 +3,7 @@
 //! (start, daily start time, stop) into measurement occurrences.
 //!
 //! Days, weeks and months are local-calendar notions in the service's time
-//! zone (design.md, "Time and scheduling"): a daily 09:00 diary stays at
+//! zone (docs/design.md#time-and-scheduling): a daily 09:00 diary stays at
 //! 09:00 across daylight-saving changes, and "every month" from 31 January
 //! is 28 (or 29) February, then 31 March: each occurrence is counted from
 //! the first, so a short month does not shift the ones after it. Hours and
@@ -152,7 +152,8 @@ impl<'de> Deserialize<'de> for Period {
 }
 
 /// A local time of day as written in definitions, `"09:00"`; seconds after
-/// local midnight, as `daily_start_time` is (decisions.md §5).
+/// local midnight, as `daily_start_time` is
+/// (docs/api/protocols-and-subscriptions.md#daily-start-time).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimeOfDay(pub u32);
 
@@ -259,7 +260,8 @@ pub struct Occurrence {
 #[derive(Debug, Clone, Copy)]
 pub struct Timing {
     pub start_at: DateTime<Utc>,
-    /// Seconds after local midnight (decisions.md §5).
+    /// Seconds after local midnight
+    /// (docs/api/protocols-and-subscriptions.md#daily-start-time).
     pub daily_start_time: u32,
     /// Nothing opens at or after this.
     pub stop_at: Option<DateTime<Utc>>,

@@ -23,7 +23,8 @@ pub struct Subscription {
     pub start_at: DateTime<Utc>,
     /// When it stops by itself; None: when stopped.
     pub stop_at: Option<DateTime<Utc>>,
-    /// Seconds after local midnight (decisions.md §5).
+    /// Seconds after local midnight
+    /// (docs/api/protocols-and-subscriptions.md#daily-start-time).
     pub daily_start_time: u32,
     pub variant: Variant,
     /// When it stopped (by DELETE, or at `stop_at`); None while active.

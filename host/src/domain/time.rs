@@ -1,12 +1,13 @@
 //! Time on the wire: output in ISO 8601 with milliseconds and a numeric UTC
 //! offset in the configured zone; input as Unix seconds or ISO 8601
-//! (decisions.md §1). All times are kept in UTC inside the service.
+//! (docs/api/conventions.md#timestamps). All times are kept in UTC inside
+//! the service.
 
 use chrono::{DateTime, LocalResult, NaiveDate, NaiveDateTime, TimeZone, Utc};
 use chrono_tz::Tz;
 
 /// 1999-12-31 00:00 UTC: the earliest `started_at` / `filled_out_at`
-/// (api.md, Limits; decisions.md §1).
+/// (docs/api/conventions.md#earliest-accepted-time).
 pub const EARLIEST_UNIX: i64 = 946_598_400;
 
 /// Renders `t` as `2026-03-01T09:30:00.000+01:00` in `zone`.

@@ -3,8 +3,9 @@
 //! A definition declares boolean flags (a question may be shown only when
 //! a flag is true, or hidden when it is) and text variables (`{{name}}` in
 //! any text is replaced by the response's value or the definition's
-//! default). A response is created with values for them (api.md: "flags
-//! and textvars passed when a questionnaire is filled out") and keeps them;
+//! default). A response is created with values for them (the flags and
+//! textvars passed when a questionnaire is filled out,
+//! docs/api/protocols-and-subscriptions.md#flags-and-textvars) and keeps them;
 //! the same values decide what a respondent is shown and what the scorer
 //! sees: a hidden question is not required and its answer is ignored.
 
@@ -25,7 +26,7 @@ pub struct Variant {
 }
 
 /// Why given flags or textvars were refused; the wire codes of
-/// decisions.md §2.
+/// docs/api/errors.md#error-codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum VariantError {
     /// A flag the questionnaire does not declare.
@@ -34,8 +35,8 @@ pub enum VariantError {
     FlagValueInvalid,
     /// A textvar the questionnaire does not declare.
     TextvarDoesNotExist,
-    /// A textvar whose value is not a string (decisions.md names no code
-    /// of its own for this, so the generic `invalid`).
+    /// A textvar whose value is not a string (docs/api/errors.md#error-codes
+    /// has no code of its own for this, so the generic `invalid`).
     TextvarValueInvalid,
     /// `flags` or `textvars` is not an object.
     NotAnObject,
