@@ -1,5 +1,5 @@
 //! The one HTTP error type. Every error answer carries
-//! `{"errors": {...}}` with the status codes of decisions.md §2; internal
+//! `{"errors": {...}}` with the status codes of docs/api/errors.md; internal
 //! failures are logged with their whole cause chain and answered with a fixed
 //! body, so database or plugin details never reach a client.
 
@@ -12,7 +12,8 @@ use utoipa::ToSchema;
 use crate::store::StoreError;
 
 /// The `errors` object: field name to codes, to a nested object of the same
-/// kind, or (fill-out sessions only, api.md) to a bare string.
+/// kind, or (fill-out sessions only) to a bare string
+/// (docs/api/errors.md#error-body).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Errors(Map<String, Value>);
 
@@ -41,7 +42,8 @@ impl Errors {
         self
     }
 
-    /// Puts a bare string under `field` (api.md's fill-out session shape).
+    /// Puts a bare string under `field` (the fill-out session shape,
+    /// docs/api/fill-out.md#error-shapes).
     pub fn bare(&mut self, field: &str, code: &str) -> &mut Self {
         self.0
             .insert(field.to_owned(), Value::String(code.to_owned()));
@@ -190,7 +192,7 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// A JSON answer with the wire conventions of decisions.md §1.
+/// A JSON answer with the wire conventions of docs/api/conventions.md#answers.
 pub fn json(status: StatusCode, body: &impl serde::Serialize) -> Response {
     match serde_json::to_vec(body) {
         Ok(bytes) => (

@@ -1,4 +1,4 @@
-//! Hot reload while serving (design.md, Hot reload): watches the plugin,
+//! Hot reload while serving (docs/design.md#hot-reload): watches the plugin,
 //! questionnaire and protocol folders (notify), waits until changes settle
 //! (debounce), then reloads what changed. Plugins: `Plugins::reload`
 //! validates, compiles and self-tests, then swaps atomically. Definitions:

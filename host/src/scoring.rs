@@ -1,9 +1,9 @@
 //! The scoring pipeline: a completed response's answers become the scorer
 //! input, the questionnaire's scorer plugin computes, and the host
-//! completes and checks the outcome (decisions.md §4). A scorer that fails
-//! in any way never costs the response: the outcome records the failure per
-//! score, the failure is logged and counted, and `outcomes rescore` can
-//! recompute it later.
+//! completes and checks the outcome (docs/api/outcomes.md). A scorer that
+//! fails in any way never costs the response: the outcome records the
+//! failure per score, the failure is logged and counted, and `outcomes
+//! rescore` can recompute it later (docs/api/outcomes.md#scorer-failure).
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use plugin_sdk::{

@@ -1,6 +1,7 @@
-//! HTTPS served by the host itself (decisions.md §7): rustls with the ring
-//! provider, certificate chain and key from PEM files. Every connection
-//! accepted here is TLS, so the auth guard treats its requests as secure.
+//! HTTPS served by the host itself (docs/api/rights.md#https): rustls with
+//! the ring provider, certificate chain and key from PEM files. Every
+//! connection accepted here is TLS, so the auth guard treats its requests
+//! as secure.
 
 use std::convert::Infallible;
 use std::future::Future;

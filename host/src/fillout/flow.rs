@@ -1,8 +1,9 @@
-//! Where a respondent goes between questionnaires (api.md "Progress
-//! page"): to the caller's progress page before the first and between
-//! questionnaires, with `continue_url`, `interrupt_url`,
-//! `completed_questionnaire_keys[]` and `pending_questionnaire_keys[]`;
-//! to the next questionnaire; after the last, to `return_to`. Every
+//! Where a respondent goes between questionnaires
+//! (docs/api/fill-out.md#progress-page): to the caller's progress page
+//! before the first and between questionnaires, with `continue_url`,
+//! `interrupt_url`, `completed_questionnaire_keys[]` and
+//! `pending_questionnaire_keys[]`; to the next questionnaire; after the
+//! last, to `return_to`. Every
 //! redirect goes to this service or to a URL checked when the session was
 //! made, never to one a request names.
 
@@ -136,8 +137,8 @@ fn form_path(id: crate::domain::ids::ResponseId) -> String {
     format!("/fill_out/session/responses/{id}")
 }
 
-/// The caller's progress page with the parameters api.md names, added to
-/// whatever query it has.
+/// The caller's progress page with the parameters
+/// docs/api/fill-out.md#progress-page names, added to whatever query it has.
 fn progress_location(
     app: &AppState,
     url: &str,

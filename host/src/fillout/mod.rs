@@ -1,5 +1,5 @@
-//! The respondent-facing pages (api.md "Fill-out sessions", decisions.md
-//! §6, design.md "Fill-out flow"): a signed link or a `completing_url`
+//! The respondent-facing pages (docs/api/fill-out.md#hosted-pages,
+//! docs/design.md#fill-out-flow): a signed link or a `completing_url`
 //! logs the respondent in, each questionnaire is one server-rendered form,
 //! and the respondent goes to the caller's progress page between
 //! questionnaires and back to `return_to` at the end.

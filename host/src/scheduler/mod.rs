@@ -1,6 +1,7 @@
 //! The scheduler: [`tick`] does everything due at one moment, and [`run`]
-//! calls it every `scheduler_interval` while the host serves (design.md,
-//! "Time and scheduling"). Tests call [`tick`] with explicit times.
+//! calls it every `scheduler_interval` while the host serves
+//! (docs/design.md#time-and-scheduling). Tests call [`tick`] with explicit
+//! times.
 //!
 //! A tick is a list of steps ([`steps::STEPS`]), each done a batch at a
 //! time until a batch comes back short: prepare the due occurrences of

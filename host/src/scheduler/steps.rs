@@ -15,7 +15,8 @@ use crate::AppState;
 use crate::domain::subscription::Subscription;
 use crate::store::{Planner, Prepared, Settled, Store, StoreError};
 
-/// How long after expiry the non-response is registered (api.md, Limits).
+/// How long after expiry the non-response is registered
+/// (docs/api/non-responses.md#expired-responses).
 pub const NON_RESPONSE_DELAY: Duration = Duration::hours(6);
 
 /// Subscriptions (and expired invitations) handled per transaction.

@@ -1,5 +1,6 @@
 //! Dossiers and their respondents. A dossier is made by the first write that
-//! names it, together with its patient respondent (decisions.md §3).
+//! names it, together with its patient respondent
+//! (docs/api/conventions.md#dossiers).
 
 use chrono::{DateTime, Utc};
 use sqlx::{AnyConnection, Row};

@@ -164,7 +164,7 @@ impl Store {
 }
 
 /// Per-connection settings. SQLite: WAL with `synchronous=FULL` so that a
-/// commit is on disk before we answer (design.md, Storage).
+/// commit is on disk before we answer (docs/design.md#storage).
 async fn configure(conn: &mut AnyConnection, backend: Backend) -> Result<(), sqlx::Error> {
     match backend {
         Backend::Sqlite => {

@@ -1,4 +1,4 @@
-//! Non-responses (decisions.md §5): a dossier's list, one by id, a
+//! Non-responses (docs/api/non-responses.md): a dossier's list, one by id, a
 //! professional's registration, and [`insert_non_response`], the step a
 //! registration shares with the scheduler (code `04` for expired responses,
 //! inside the scheduler's own transaction).

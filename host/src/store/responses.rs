@@ -268,7 +268,8 @@ impl Store {
 
     /// Completes a pending response (PUT): `segment` is matched against the
     /// dossier's external ids, then, if it is a number, against the ids of
-    /// responses the service prepared (decisions.md §4).
+    /// responses the service prepared
+    /// (docs/api/responses.md#which-response-a-put-names).
     pub async fn complete_response(
         &self,
         epd_id: String,
@@ -443,7 +444,8 @@ pub(super) async fn by_external_id(
 }
 
 /// What a PUT path segment names: a response by external id, else, if it is
-/// a number, a response the service prepared by its id (decisions.md §4).
+/// a number, a response the service prepared by its id
+/// (docs/api/responses.md#which-response-a-put-names).
 async fn by_segment(
     conn: &mut AnyConnection,
     dossier: DossierId,

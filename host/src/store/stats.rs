@@ -1,5 +1,6 @@
-//! Per-dossier counters (api.md "Stats"), counted by the database in three
-//! grouped queries over indexed columns, whatever the number of dossiers.
+//! Per-dossier counters (docs/api/stats.md#answer), counted by the database
+//! in three grouped queries over indexed columns, whatever the number of
+//! dossiers.
 
 use std::collections::BTreeMap;
 

@@ -98,7 +98,8 @@ pub struct Settled {
 }
 
 /// The reason code of the non-response registered for expired responses
-/// (decisions.md §5: "patient does not return the instrument").
+/// ("the patient does not return the instrument";
+/// docs/api/non-responses.md#expired-responses).
 pub const EXPIRED_REASON: &str = "04";
 
 const SUBSCRIPTION_COLUMNS: &str = "s.id, s.dossier_id, s.protocol_id, s.respondent_id, s.start_at, s.stop_at, \
@@ -246,9 +247,10 @@ impl Store {
     }
 
     /// Stops an active subscription of the dossier: no more occurrences, and
-    /// its responses that are not open yet are withdrawn (decisions.md §5);
-    /// open ones stay completable until they expire. None when the dossier
-    /// has no such active subscription.
+    /// its responses that are not open yet are withdrawn; open ones stay
+    /// completable until they expire
+    /// (docs/api/protocols-and-subscriptions.md#stop-a-subscription). None
+    /// when the dossier has no such active subscription.
     pub async fn stop_subscription(
         &self,
         epd_id: String,
