@@ -1,7 +1,8 @@
 //! The contract types: what the host sends a plugin and what it answers.
 //! The host deserializes plugin output into these same types, so a field
 //! added here is added for both sides at once. New fields are optional
-//! (`#[serde(default)]`), which keeps old plugins working (design.md, ABI).
+//! (`#[serde(default)]`), which keeps old plugins working
+//! (docs/plugin-abi.md#why-core-modules-and-json).
 
 use std::collections::BTreeMap;
 

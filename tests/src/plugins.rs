@@ -1,7 +1,7 @@
 //! Plugins made by the tests: hostile modules written in WebAssembly text
-//! and assembled here (design.md: hostile test plugins live with the tests
-//! and are built by them), variants of built modules, and plugin and
-//! definition folders laid out for one test app.
+//! and assembled here (hostile test plugins live with the tests and are
+//! built by them: docs/design.md#sandbox), variants of built modules, and
+//! plugin and definition folders laid out for one test app.
 
 use std::path::Path;
 

@@ -7,10 +7,10 @@
 //! and score statuses are those each questionnaire's scorer stored, whose
 //! module documents their sources. A response is listed when its action is
 //! `alarm` or `attention`: the stored `action`, or, should that be missing,
-//! the action the outcome rules derive (spec decisions §4: `alarm` if any
-//! alarm item or any score with status alarm, else `attention` likewise);
-//! the more severe of the two counts. Responses are listed oldest first
-//! (by the instant of `completed_at`, then id).
+//! the action the outcome rules derive (docs/api/outcomes.md#action:
+//! `alarm` if any alarm item or any score with status alarm, else
+//! `attention` likewise); the more severe of the two counts. Responses are
+//! listed oldest first (by the instant of `completed_at`, then id).
 
 use std::collections::BTreeMap;
 

@@ -1,8 +1,8 @@
-//! The access log (decisions.md §7, NEN 7513): every request that touches
-//! dossier data appends one row (reads, writes and refusals) with time,
-//! token, JWT issuer, dossier, action, status and client address; routes
-//! outside dossiers append none; and the table refuses UPDATE and DELETE at
-//! the database level, whoever sends them.
+//! The access log (docs/api/rights.md#access-log, after NEN 7513): every
+//! request that touches dossier data appends one row (reads, writes and
+//! refusals) with time, token, JWT issuer, dossier, action, status and
+//! client address; routes outside dossiers append none; and the table
+//! refuses UPDATE and DELETE at the database level, whoever sends them.
 
 use chrono::Duration;
 use host::store::AccessEntry;

@@ -1,9 +1,8 @@
-//! Authentication and authorization from the outside (decisions.md §2, §7;
-//! api.md "Authentication"): HTTP Basic, JWT bearer tokens and a few
-//! representative ways to forge one (every other forged token is a unit
-//! test beside the verifier, in the host's `auth::jwt` module), rights per
-//! endpoint group, IP allow-lists, X-Forwarded-For, the JWT subject, HTTPS
-//! and other dossiers' ids.
+//! Authentication and authorization from the outside (docs/api/rights.md):
+//! HTTP Basic, JWT bearer tokens and a few representative ways to forge one
+//! (every other forged token is a unit test beside the verifier, in the
+//! host's `auth::jwt` module), rights per endpoint group, IP allow-lists,
+//! X-Forwarded-For, the JWT subject, HTTPS and other dossiers' ids.
 //!
 //! Every refusal is asserted with its exact status and body, and every 401
 //! with its `WWW-Authenticate` challenge. JWT times are relative to the

@@ -1,5 +1,6 @@
 //! Questionnaires, protocols, measurements and respondents: the exact
-//! objects of api.md (with decisions.md §5's additions) and their 404s.
+//! objects of docs/api/catalog.md, docs/api/protocols-and-subscriptions.md
+//! and docs/api/respondents.md, and their 404s.
 
 use serde_json::{Map, Value};
 use tests::{TestApp, db_test, json};
@@ -19,8 +20,8 @@ const PHQ9_TITLES: [&str; 10] = [
     "If you checked off any problems, how difficult have these problems made it for you to do your work, take care of things at home, or get along with other people?",
 ];
 
-/// The PHQ-9 questionnaire object as api.md shapes it, with question keys
-/// `phq9_N` (legacy) or `v_N`.
+/// The PHQ-9 questionnaire object as docs/api/catalog.md#questionnaire-object
+/// shapes it, with question keys `phq9_N` (legacy) or `v_N`.
 fn phq9(app: &TestApp, legacy: bool) -> Value {
     let options = |descriptions: [&str; 4]| {
         let mut m = Map::new();
@@ -144,7 +145,8 @@ db_test!(
     }
 );
 
-/// The protocol with this key as api.md shapes it.
+/// The protocol with this key as
+/// docs/api/protocols-and-subscriptions.md#protocol-object shapes it.
 fn protocol(app: &TestApp, key: &str) -> Value {
     let catalog = app.state.catalog();
     let p = catalog

@@ -1,8 +1,7 @@
 //! POST /api/v1/dossiers/:id/fill_out_sessions: the answer's signed link,
-//! every error shape of api.md and decisions.md §6 (the bare-string
-//! `missing` pair, `return_url`, `not_allowed` for URLs outside the allowed
-//! origins, whatever trick they hide behind), the 404s, and the right it
-//! needs.
+//! every error shape of docs/api/fill-out.md (the bare-string `missing`
+//! pair, `return_url`, `not_allowed` for URLs outside the allowed origins,
+//! whatever trick they hide behind), the 404s, and the right it needs.
 
 use chrono::Duration;
 use serde_json::Value;

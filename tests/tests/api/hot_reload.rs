@@ -1,4 +1,4 @@
-//! Hot reload while serving (design.md, Hot reload): the app watches its
+//! Hot reload while serving (docs/design.md#hot-reload): the app watches its
 //! own plugin and questionnaire folders. A new module version is swapped in
 //! atomically with requests in flight, and none of them fails; a broken
 //! version (not wasm, or failing its own fixtures) is refused and the old

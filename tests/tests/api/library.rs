@@ -212,7 +212,8 @@ impl Definition {
         }
     }
 
-    /// api.md's questionnaire object, question keys `<key>_N` when legacy.
+    /// The questionnaire object of docs/api/catalog.md#questionnaire-object,
+    /// question keys `<key>_N` when legacy.
     fn expected(&self, id: i64, legacy: bool) -> Value {
         let key = self.toml["key"].as_str().unwrap_or_default();
         let key_of = |k: &str| {

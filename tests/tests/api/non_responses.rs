@@ -115,7 +115,8 @@ db_test!(async fn a_registration_answers_the_non_response_object(app) {
     let id = id_of(&answer.body);
     let expected = object(id, START_WIRE, &[a, b], GROUP_A, "Patiënt weigert meting.", "01", "");
     assert_eq!(answer.body, expected);
-    // The fields in api.md's order, nothing more.
+    // The fields in the order of docs/api/non-responses.md#non-response-object,
+    // nothing more.
     let keys: Vec<&str> = answer.body.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
     assert_eq!(
         keys,

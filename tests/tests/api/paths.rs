@@ -1,6 +1,6 @@
-//! Path conventions (decisions.md §1, §2): `dossier` and `dossiers`, the
-//! `.json` suffix, trailing slashes, blank and unknown paths, wrong methods,
-//! and the headers every answer carries.
+//! Path conventions (docs/api/conventions.md#path-forms, docs/api/errors.md):
+//! `dossier` and `dossiers`, the `.json` suffix, trailing slashes, blank and
+//! unknown paths, wrong methods, and the headers every answer carries.
 
 use reqwest::Method;
 use serde_json::Value;

@@ -1,9 +1,10 @@
-//! Hostile plugins (design.md, Sandbox): a scorer and a calculator that loop
-//! forever, bomb memory, recurse without end, trap, answer garbage or too
-//! much, declare another ABI or import what the host does not offer. For
-//! each: the host keeps serving; a response to the hostile questionnaire is
-//! stored with the failure in its outcome; a report calculation answers a
-//! clear error; PHQ-9 scores normally in the same moment.
+//! Hostile plugins (docs/design.md#sandbox): a scorer and a calculator that
+//! loop forever, bomb memory, recurse without end, trap, answer garbage or
+//! too much, declare another ABI or import what the host does not offer.
+//! For each: the host keeps serving; a response to the hostile
+//! questionnaire is stored with the failure in its outcome; a report
+//! calculation answers a clear error; PHQ-9 scores normally in the same
+//! moment.
 
 use host::config::Config;
 use host::plugins::LimitOverride;

@@ -1,5 +1,5 @@
 //! GET /api/v1/dossiers/:dossier_id/report_calculations: parameter
-//! validation and its error shapes (api.md, decisions.md §2), which
+//! validation and its error shapes (docs/api/reports.md#errors), which
 //! responses a calculation runs over, and the results of the bundled
 //! calculators score_series, reliable_change and alarm_summary over stored
 //! PHQ-9 outcomes.

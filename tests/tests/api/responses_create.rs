@@ -36,7 +36,8 @@ db_test!(async fn stored_response_is_a_complete_completed_response(app) {
         "name": "PHQ-9",
     });
     assert_eq!(body, expected);
-    // The fields in api.md's order, nothing more.
+    // The fields in the order of docs/api/responses.md#response-object,
+    // nothing more.
     let keys: Vec<&str> = body.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
     let api_fields = [
         "id", "external_id", "respondent_id", "completed_at", "completer_type", "completing_url", "flags", "textvars",

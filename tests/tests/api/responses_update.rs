@@ -113,8 +113,9 @@ db_test!(async fn response_of_another_dossier_is_not_found(app) {
 });
 
 db_test!(async fn posted_response_is_not_found_by_its_numeric_id(app) {
-    // decisions.md §4: a decimal segment matches only responses the service
-    // prepared, so a POSTed response is not found by its id.
+    // A decimal segment matches only responses the service prepared, so a
+    // POSTed response is not found by its id
+    // (docs/api/responses.md#which-response-a-put-names).
     let posted = posted(&app, "d1", "ext-1").await;
     let answer = app.put(&response("d1", id_of(&posted)), &phq9_body(json!({"v_1": "a0"}))).await;
     assert_error(&answer, 404, error("external_id", "not_found"));

@@ -1,5 +1,5 @@
-//! Scoring on POST and PUT (decisions.md §4): the PHQ-9 outcome the scorer
-//! plugin computes and the host completes (label, referenced values,
+//! Scoring on POST and PUT (docs/api/outcomes.md): the PHQ-9 outcome the
+//! scorer plugin computes and the host completes (label, referenced values,
 //! action, alarm, attention, completeness), proration and missing values,
 //! and a response stored with the failure when its scorer is not loaded.
 

@@ -1,4 +1,4 @@
-//! Stats per dossier (api.md "Stats"), checked against hand-counted
+//! Stats per dossier (docs/api/stats.md), checked against hand-counted
 //! fixtures, through every way of naming dossiers.
 
 use chrono::Duration;

@@ -1,7 +1,8 @@
-//! Protocol subscriptions and the scheduler (api.md "Protocol
-//! subscriptions"; decisions.md §5; design.md "Time and scheduling"). The
-//! scheduler is driven with `scheduler::tick` at explicit times; the clock
-//! of the host is moved along, so that the API shows statuses as of then.
+//! Protocol subscriptions and the scheduler
+//! (docs/api/protocols-and-subscriptions.md, docs/design.md#time-and-scheduling).
+//! The scheduler is driven with `scheduler::tick` at explicit times; the
+//! clock of the host is moved along, so that the API shows statuses as of
+//! then.
 
 use chrono::{DateTime, Duration, NaiveDateTime, Utc};
 use host::domain::schedule::resolve;

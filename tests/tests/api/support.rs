@@ -19,7 +19,8 @@ pub const PHQ9_QUESTIONS: [&str; 10] = [
     "v_1", "v_2", "v_3", "v_4", "v_5", "v_6", "v_7", "v_8", "v_9", "v_10",
 ];
 
-/// The outcome of a response that is not completed (decisions.md §4).
+/// The outcome of a response that is not completed
+/// (docs/api/outcomes.md#outcome-of-a-response-that-is-not-completed).
 pub fn empty_outcome() -> Value {
     json!({"scores": {}, "action": null, "alarm": null, "attention": null, "complete": null})
 }
@@ -128,7 +129,8 @@ pub fn id_of(body: &Value) -> i64 {
         .unwrap_or_else(|| panic!("no id in {body}"))
 }
 
-/// The `errors` body the spec fixes for `field` and one `code`.
+/// The `errors` body (docs/api/errors.md#error-body) for `field` and one
+/// `code`.
 pub fn error(field: &str, code: &str) -> Value {
     json!({"errors": {field: [code]}})
 }
