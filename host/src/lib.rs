@@ -1,5 +1,5 @@
-//! The outcomes host: REST API, storage and (later) the plugin runtime and
-//! scheduler of the routine outcome monitoring service.
+//! The outcomes host: REST API, storage, plugin runtime and scheduler of
+//! the routine outcome monitoring service.
 //!
 //! [`App::build`] is the one start-up path, shared by the `outcomes` binary
 //! and the black-box tests: connect, migrate, import definitions, bind.

@@ -64,6 +64,18 @@ const RULES: &[Rule] = &[
     Rule {
         scope: "domain/",
         except: &[],
+        forbidden: "plugin_sdk::guest",
+        why: "domain/ shares the plugin contract's types, never the guest side",
+    },
+    Rule {
+        scope: "domain/",
+        except: &[],
+        forbidden: "plugin_sdk::testing",
+        why: "domain/ shares the plugin contract's types, never the test harness",
+    },
+    Rule {
+        scope: "domain/",
+        except: &[],
         forbidden: "tokio",
         why: "domain/ is pure: no I/O, no runtime",
     },
@@ -78,6 +90,30 @@ const RULES: &[Rule] = &[
         except: &[],
         forbidden: "crate::",
         why: "plugins/ uses domain/ and metrics only",
+    },
+    Rule {
+        scope: "scheduler/",
+        except: &[],
+        forbidden: "crate::api",
+        why: "the scheduler runs below the HTTP edge",
+    },
+    Rule {
+        scope: "scheduler/",
+        except: &[],
+        forbidden: "crate::fillout",
+        why: "the scheduler runs below the HTTP edge",
+    },
+    Rule {
+        scope: "scoring.rs",
+        except: &[],
+        forbidden: "crate::api",
+        why: "scoring runs below the HTTP edge",
+    },
+    Rule {
+        scope: "scoring.rs",
+        except: &[],
+        forbidden: "crate::fillout",
+        why: "scoring runs below the HTTP edge",
     },
 ];
 

@@ -18,6 +18,7 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::api::extract::{DossierPath, QueryParams};
+use crate::domain::catalog::Catalog;
 use crate::domain::response::{Response as StoredResponse, Status};
 use crate::domain::time::parse_filter;
 use crate::error::{ApiError, ErrorBody, Errors, json};
@@ -81,8 +82,10 @@ pub async fn get_report_calculation(
         .plugins()
         .get(PluginKind::Calculator, &calculator)
         .map_err(|_| ApiError::NotFound("calculator"))?;
+    // One catalog snapshot for the request: the filters are checked and the
+    // questionnaires described against the same definitions.
     let catalog = app.catalog();
-    let responses = select(&app, &dossier, selection).await?;
+    let responses = select(&app, &catalog, &dossier, selection).await?;
     let mut questionnaires = BTreeMap::new();
     for r in &responses {
         if let Some(q) = catalog.questionnaire(&r.questionnaire_key) {
@@ -195,6 +198,7 @@ fn parse(query: &QueryParams, zone: chrono_tz::Tz) -> Result<(String, Selection)
 /// (docs/api/conventions.md#object-level-authorization).
 async fn select(
     app: &AppState,
+    catalog: &Catalog,
     dossier: &str,
     selection: Selection,
 ) -> Result<Vec<StoredResponse>, ApiError> {
@@ -213,7 +217,6 @@ async fn select(
                 .collect()
         }
         Selection::Filters(mut filter) => {
-            let catalog = app.catalog();
             let keys = filter.questionnaire_keys.clone().unwrap_or_default();
             if keys.iter().any(|k| catalog.questionnaire(k).is_none()) {
                 let mut inner = Errors::new();

@@ -1,7 +1,8 @@
 //! Limits as data: safe defaults per plugin kind, overridable per plugin in
-//! the configuration file (`[plugins.scorer]`, `[plugins.calculator]`,
-//! `[plugins.overrides.<name>]`). Design.md fixes the defaults' spirit:
-//! about ten million fuel per scoring call, 32 MiB of memory.
+//! the configuration file (`[plugin_limits.scorer]`,
+//! `[plugin_limits.calculator]`, `[plugin_limits.overrides.<name>]`). The
+//! defaults follow docs/plugin-abi.md#limits: about ten million fuel per scoring
+//! call, 32 MiB of memory.
 
 use std::collections::BTreeMap;
 

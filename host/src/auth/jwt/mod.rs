@@ -5,7 +5,7 @@
 //! * [`RsaPublicKey`] (`keys`, over the DER walk in `der`): reading the RSA
 //!   public key a client registers on its API token (PEM, SPKI `BEGIN
 //!   PUBLIC KEY` or PKCS#1 `BEGIN RSA PUBLIC KEY`), refusing private keys,
-//!   non-RSA keys and moduli under 2048 bits, and giving it a stable
+//!   non-RSA keys and moduli outside 2048..=8192 bits, and giving it a stable
 //!   fingerprint for the admin interface and logs.
 //! * [`verify`] (`verify`, then the claim rules in `claims`): deciding
 //!   whether the token in `Authorization: Bearer <JWT>` is acceptable, in a
