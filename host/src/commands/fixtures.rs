@@ -138,62 +138,34 @@ fn filled_input(q: &Questionnaire, input: &Map<String, Value>) -> anyhow::Result
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const DEF: &str = r#"
-        key = "duo"
-        name = "Duo"
-        short_description = "Two questions"
-        language = "en"
-        licence = "public domain"
-        scorer = "duo"
-        [flags]
-        short = { description = "Leave out v_2" }
-        [option_sets]
-        f = [ { key = "a0", value = 0, description = "No" }, { key = "a1", value = 3, description = "Yes" } ]
-        [[questions]]
-        key = "v_1"
-        title = "One"
-        type = "radio"
-        options = "f"
-        [[questions]]
-        key = "v_2"
-        title = "Two"
-        type = "radio"
-        options = "f"
-        hidden_if_flag = "short"
-        [[scores]]
-        key = "total"
-        label = "Total"
-        items = ["v_1", "v_2"]
-    "#;
-
-    fn duo() -> Questionnaire {
-        questionnaire::parse(DEF, "duo").expect("valid")
-    }
+    use crate::domain::testing::questionnaire;
 
     #[test]
     fn the_input_is_what_the_service_sends_and_filling_is_idempotent() {
-        let q = duo();
+        let q = questionnaire();
         let written = r#"{"output": {"scores": {}}, "description": "d",
-            "input": {"answers": {"v_1": "a1", "v_2": "a1"}, "flags": {"short": true}}}"#;
+            "input": {"answers": {"v_1": "a1", "v_2": "a1", "v_3": "a0"},
+            "flags": {"short": true, "extra": true}}}"#;
         let once = fill(&q, written).expect("fills");
         let value: Value = serde_json::from_str(&once).expect("json");
         let keys: Vec<&String> = value.as_object().expect("object").keys().collect();
         assert_eq!(keys, ["description", "input", "output"]);
         let input = &value["input"];
-        assert_eq!(input["questionnaire"]["key"], "duo");
-        assert_eq!(input["values"]["v_1"], 3.0);
+        assert_eq!(input["questionnaire"]["key"], "mini");
+        assert_eq!(input["values"]["v_1"], 1.0);
+        assert_eq!(input["values"]["v_3"], 3.0);
         // Hidden by the flag: unanswered for the scorer.
         assert_eq!(input["answers"]["v_2"], Value::Null);
         assert_eq!(input["values"]["v_2"], Value::Null);
         assert_eq!(input["flags"]["short"], true);
+        assert_eq!(input["flags"]["extra"], true);
         assert_eq!(input["completed_at"], "2026-03-01T09:30:00.000Z");
         assert_eq!(fill(&q, &once).expect("fills again"), once);
     }
 
     #[test]
     fn bad_fixtures_are_named_errors() {
-        let q = duo();
+        let q = questionnaire();
         let unknown = r#"{"description": "d", "input": {"answers": {"v_9": "a1"}}, "output": {}}"#;
         let err = fill(&q, unknown).expect_err("unknown question").to_string();
         assert!(err.contains("v_9: unknown_question"), "{err}");

@@ -99,34 +99,7 @@ impl Answers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::questionnaire;
-
-    fn two_questions() -> Questionnaire {
-        questionnaire::parse(
-            r#"
-            key = "mini"
-            name = "Mini"
-            short_description = "x"
-            language = "en"
-            licence = "x"
-            scorer = "mini"
-            [option_sets]
-            yn = [ { key = "a0", value = 0, description = "No" }, { key = "a1", value = 1, description = "Yes" } ]
-            [[questions]]
-            key = "v_1"
-            title = "One"
-            type = "radio"
-            options = "yn"
-            [[questions]]
-            key = "v_2"
-            title = "Two"
-            type = "radio"
-            options = "yn"
-            "#,
-            "mini",
-        )
-        .expect("valid")
-    }
+    use crate::domain::testing::questionnaire;
 
     fn map(v: Value) -> Map<String, Value> {
         v.as_object().cloned().expect("object")
@@ -134,22 +107,26 @@ mod tests {
 
     #[test]
     fn answers_cover_every_question_in_definition_order() {
-        let q = two_questions();
+        let q = questionnaire();
         let a = Answers::check(&q, &map(serde_json::json!({"v_2": "a1"}))).expect("valid");
         assert_eq!(
             a.0,
-            vec![("v_1".into(), None), ("v_2".into(), Some("a1".into()))]
+            vec![
+                ("v_1".into(), None),
+                ("v_2".into(), Some("a1".into())),
+                ("v_3".into(), None)
+            ]
         );
         assert_eq!(
             Value::Object(a.to_json()),
-            serde_json::json!({"v_1": null, "v_2": "a1"})
+            serde_json::json!({"v_1": null, "v_2": "a1", "v_3": null})
         );
         assert_eq!(a.answered(), 1);
     }
 
     #[test]
     fn unknown_questions_and_options_are_named() {
-        let q = two_questions();
+        let q = questionnaire();
         let e = Answers::check(
             &q,
             &map(serde_json::json!({"v_1": "a7", "v_9": "a0", "v_2": 1})),
@@ -162,7 +139,7 @@ mod tests {
 
     #[test]
     fn null_means_unanswered() {
-        let q = two_questions();
+        let q = questionnaire();
         let a = Answers::check(&q, &map(serde_json::json!({"v_1": null}))).expect("valid");
         assert_eq!(a.answered(), 0);
     }

@@ -16,6 +16,8 @@ pub mod respondent;
 pub mod response;
 pub mod schedule;
 pub mod subscription;
+#[cfg(test)]
+pub mod testing;
 pub mod text;
 pub mod time;
 pub mod variant;

@@ -217,7 +217,7 @@ fn head(def: &Questionnaire, s: &ScoreDef) -> Map<String, Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::questionnaire;
+    use crate::domain::testing::questionnaire;
     use plugin_sdk::Score;
 
     #[test]
@@ -256,44 +256,12 @@ mod tests {
         assert!(bare.is_empty(), "absent fields stay absent: {bare:?}");
     }
 
-    fn def() -> Questionnaire {
-        questionnaire::parse(
-            r#"
-key = "mini"
-name = "Mini"
-short_description = "Two items"
-language = "en"
-licence = "test"
-scorer = "mini"
-[[questions]]
-key = "v_1"
-title = "One"
-type = "radio"
-options = [{ key = "a0", value = 0, description = "No" }, { key = "a1", value = 1, description = "Yes" }]
-[[questions]]
-key = "v_2"
-title = "Two"
-type = "radio"
-options = [{ key = "a0", value = 0, description = "No" }, { key = "a1", value = 1, description = "Yes" }]
-[[scores]]
-key = "total"
-label = "Total"
-items = ["v_1", "v_2"]
-[[scores]]
-key = "second"
-label = "Second"
-"#,
-            "mini",
-        )
-        .expect("valid definition")
-    }
-
     #[test]
     fn a_completed_outcome_carries_label_and_references_in_definition_order() {
         let mut output = ScorerOutput::default();
         output.scores.insert("total".into(), Score::of(2.0));
         output.completion = Some(0.5);
-        let o = complete(&def(), output).expect("valid output");
+        let o = complete(&questionnaire(), output).expect("valid output");
         assert_eq!(
             serde_json::to_value(&o.scores).expect("json"),
             serde_json::json!({
@@ -314,7 +282,7 @@ label = "Second"
             ..ScorerOutput::default()
         };
         assert_eq!(
-            complete(&def(), output.clone())
+            complete(&questionnaire(), output.clone())
                 .expect("valid")
                 .action
                 .as_deref(),
@@ -328,7 +296,7 @@ label = "Second"
             },
         );
         assert_eq!(
-            complete(&def(), output.clone())
+            complete(&questionnaire(), output.clone())
                 .expect("valid")
                 .action
                 .as_deref(),
@@ -336,7 +304,7 @@ label = "Second"
         );
         output.scores.clear();
         output.attention = Some(vec![]);
-        let o = complete(&def(), output).expect("valid");
+        let o = complete(&questionnaire(), output).expect("valid");
         assert_eq!(
             (o.action, o.alarm, o.attention),
             (None, Some(vec![]), Some(vec![]))
@@ -347,22 +315,22 @@ label = "Second"
     fn output_outside_the_definition_is_refused() {
         let mut output = ScorerOutput::default();
         output.scores.insert("bogus".into(), Score::of(1.0));
-        assert!(complete(&def(), output).is_err());
+        assert!(complete(&questionnaire(), output).is_err());
         let output = ScorerOutput {
             alarm: Some(vec!["v_9".into()]),
             ..ScorerOutput::default()
         };
-        assert!(complete(&def(), output).is_err());
+        assert!(complete(&questionnaire(), output).is_err());
         let output = ScorerOutput {
             completion: Some(1.5),
             ..ScorerOutput::default()
         };
-        assert!(complete(&def(), output).is_err());
+        assert!(complete(&questionnaire(), output).is_err());
     }
 
     #[test]
     fn a_failed_outcome_records_the_exception_on_every_score() {
-        let o = failed(&def(), "out_of_fuel", "ran out of fuel");
+        let o = failed(&questionnaire(), "out_of_fuel", "ran out of fuel");
         assert!(has_failure(&o));
         assert_eq!(o.scores["total"]["exception"]["code"], "out_of_fuel");
         assert_eq!(o.scores["second"]["label"], "Second");

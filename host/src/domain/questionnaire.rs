@@ -494,44 +494,21 @@ fn check_options(options: &[OptionDef], at: &str, err: &mut impl FnMut(String)) 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const MINIMAL: &str = r#"
-        key = "mini"
-        name = "Mini"
-        short_description = "A small test questionnaire"
-        language = "en"
-        licence = "public domain"
-        scorer = "mini"
-        [option_sets]
-        yn = [ { key = "a0", value = 0, description = "No" }, { key = "a1", value = 1, description = { en = "Yes", nl = "Ja" } } ]
-        [[questions]]
-        key = "v_1"
-        title = "First"
-        type = "radio"
-        options = "yn"
-        [[questions]]
-        key = "v_2"
-        title = "Second"
-        type = "radio"
-        options = [ { key = "a0", value = 0, description = "No" } ]
-        [[scores]]
-        key = "total"
-        label = "Total"
-    "#;
+    use crate::domain::testing::DEFINITION;
 
     #[test]
     fn a_valid_definition_resolves_option_sets_in_question_order() {
-        let q = parse(MINIMAL, "mini").expect("valid");
-        assert_eq!(q.questions.len(), 2);
+        let q = parse(DEFINITION, "mini").expect("valid");
+        assert_eq!(q.questions.len(), 3);
         assert_eq!(q.questions[0].options.len(), 2);
-        assert_eq!(q.question("v_2").map(|q| q.options.len()), Some(1));
+        assert_eq!(q.question("v_3").map(|q| q.options.len()), Some(1));
         assert_eq!(q.vendor_key, "mini");
         assert_eq!(q.legacy_key("v_1"), "mini_1");
     }
 
     #[test]
     fn every_problem_is_reported_with_its_place() {
-        let text = MINIMAL
+        let text = DEFINITION
             .replace("key = \"v_2\"", "key = \"v_1\"")
             .replace("options = \"yn\"", "options = \"nope\"");
         let err = parse(&text, "other").expect_err("invalid").0;
@@ -548,7 +525,7 @@ mod tests {
 
     #[test]
     fn unknown_fields_are_refused_rather_than_ignored() {
-        let text = MINIMAL.replace("scorer = \"mini\"", "scorer = \"mini\"\nscorrer = 1");
+        let text = DEFINITION.replace("scorer = \"mini\"", "scorer = \"mini\"\nscorrer = 1");
         let err = parse(&text, "mini").expect_err("invalid").0;
         assert!(err[0].contains("scorrer"), "{err:?}");
     }

@@ -159,8 +159,8 @@ mod tests {
     use super::*;
     use crate::domain::catalog::CatalogQuestionnaire;
     use crate::domain::protocol;
-    use crate::domain::questionnaire;
     use crate::domain::schedule::resolve;
+    use crate::domain::testing;
 
     const ZONE: chrono_tz::Tz = chrono_tz::Europe::Amsterdam;
 
@@ -172,23 +172,7 @@ mod tests {
     }
 
     fn catalog() -> Catalog {
-        let q = questionnaire::parse(
-            r#"
-            key = "q"
-            name = "Q"
-            short_description = "A test questionnaire"
-            language = "en"
-            licence = "public domain"
-            scorer = "s"
-            [[questions]]
-            key = "v_1"
-            title = "One"
-            type = "radio"
-            options = [ { key = "a", value = 0, description = "A" } ]
-            "#,
-            "q",
-        )
-        .expect("a questionnaire");
+        let q = testing::questionnaire();
         let p = protocol::parse(
             r#"
             key = "p"
@@ -199,7 +183,7 @@ mod tests {
             key = "monthly"
             name = "Monthly"
             label = "M"
-            questionnaires = ["q"]
+            questionnaires = ["mini"]
             [measurements.schedule]
             every = "1 month"
             open_for = "7 days"
@@ -207,14 +191,14 @@ mod tests {
             key = "weekly"
             name = "Weekly"
             label = "W"
-            questionnaires = ["q"]
+            questionnaires = ["mini"]
             active = false
             [measurements.schedule]
             every = "1 week"
             open_for = "1 day"
             "#,
             "p",
-            |k| k == "q",
+            |k| k == "mini",
         )
         .expect("a protocol");
         Catalog::new(

@@ -233,45 +233,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::domain::questionnaire;
-
-    const VARIANTS: &str = r#"
-        key = "mood"
-        name = "Mood"
-        short_description = "Mood in the past {{period}}"
-        language = "en"
-        licence = "public domain"
-        scorer = "mood"
-        [flags]
-        short = { description = "Leave out the last question" }
-        extra = { description = "Ask the extra question", default = false }
-        [textvars]
-        period = { description = "Time frame", default = { en = "2 weeks", nl = "2 weken" } }
-        name = { description = "How to address the respondent" }
-        [option_sets]
-        yn = [ { key = "a0", value = 0, description = "No" }, { key = "a1", value = 1, description = "Yes" } ]
-        [[questions]]
-        key = "v_1"
-        title = { en = "In the past {{period}}, {{ name }}, were you sad?", nl = "Was u de afgelopen {{period}} somber?" }
-        type = "radio"
-        options = "yn"
-        [[questions]]
-        key = "v_2"
-        title = "Were you tired?"
-        type = "radio"
-        options = "yn"
-        hidden_if_flag = "short"
-        [[questions]]
-        key = "v_3"
-        title = "Extra"
-        type = "radio"
-        options = "yn"
-        shown_if_flag = "extra"
-    "#;
-
-    fn mood() -> Questionnaire {
-        questionnaire::parse(VARIANTS, "mood").expect("valid")
-    }
+    use crate::domain::testing::questionnaire;
 
     fn shown(q: &Questionnaire, v: &Variant) -> Vec<String> {
         q.questions
@@ -283,7 +245,7 @@ mod tests {
 
     #[test]
     fn flags_show_and_hide_questions_with_defaults() {
-        let q = mood();
+        let q = questionnaire();
         assert_eq!(shown(&q, &Variant::default()), ["v_1", "v_2"]);
         let short = Variant::check([&q], Some(&json!({"short": true})), None).expect("valid");
         assert_eq!(shown(&q, &short), ["v_1"]);
@@ -294,11 +256,11 @@ mod tests {
 
     #[test]
     fn hidden_answers_are_unanswered_for_scoring() {
-        let q = mood();
+        let q = questionnaire();
         let answers = Answers(vec![
             ("v_1".into(), Some("a1".into())),
             ("v_2".into(), Some("a1".into())),
-            ("v_3".into(), Some("a1".into())),
+            ("v_3".into(), Some("a0".into())),
         ]);
         let short = Variant::check([&q], Some(&json!({"short": true})), None).expect("valid");
         assert_eq!(
@@ -313,7 +275,7 @@ mod tests {
 
     #[test]
     fn textvars_fill_placeholders_in_the_language_asked() {
-        let q = mood();
+        let q = questionnaire();
         let title = &q.questions[0].title;
         let plain = Variant::default();
         assert_eq!(
@@ -342,7 +304,7 @@ mod tests {
 
     #[test]
     fn unknown_names_and_wrong_types_get_the_documented_codes() {
-        let q = mood();
+        let q = questionnaire();
         let err = Variant::check(
             [&q],
             Some(&json!({"nope": true, "short": "yes"})),
@@ -369,7 +331,7 @@ mod tests {
 
     #[test]
     fn stored_variants_read_back() {
-        let q = mood();
+        let q = questionnaire();
         let v = Variant::check(
             [&q],
             Some(&json!({"short": true})),

@@ -348,41 +348,7 @@ fn answers(q: &Questionnaire, valid: &BTreeMap<String, String>) -> Answers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::questionnaire;
-
-    fn mood() -> Questionnaire {
-        questionnaire::parse(
-            r#"
-            key = "mood"
-            name = "Mood"
-            short_description = "Mood"
-            language = "en"
-            licence = "none"
-            scorer = "mood"
-            [flags]
-            short = { description = "Leave out the last question" }
-            [[questions]]
-            key = "v_1"
-            title = "Low"
-            type = "radio"
-            options = [{ key = "a0", value = 0, description = "No" }, { key = "a1", value = 1, description = "Yes" }]
-            [[questions]]
-            key = "v_2"
-            title = "Tired"
-            type = "radio"
-            required = false
-            options = [{ key = "a0", value = 0, description = "No" }]
-            [[questions]]
-            key = "v_3"
-            title = "Last"
-            type = "radio"
-            hidden_if_flag = "short"
-            options = [{ key = "a0", value = 0, description = "No" }]
-            "#,
-            "mood",
-        )
-        .expect("valid")
-    }
+    use crate::domain::testing::questionnaire;
 
     #[test]
     fn the_time_a_page_was_shown_lies_between_login_and_now() {
@@ -415,13 +381,17 @@ mod tests {
 
     #[test]
     fn required_shown_questions_need_an_option_and_hidden_ones_are_dropped() {
-        let q = mood();
+        let q = questionnaire();
+        let extra = Variant {
+            flags: [("extra".to_owned(), true)].into(),
+            ..Variant::default()
+        };
         let given = BTreeMap::from([
             ("v_2".to_owned(), "a9".to_owned()),
             ("v_3".to_owned(), "a0".to_owned()),
             ("v_7".to_owned(), "a0".to_owned()),
         ]);
-        let (valid, errors) = check(&q, &Variant::default(), &given);
+        let (valid, errors) = check(&q, &extra, &given);
         assert_eq!(valid, BTreeMap::from([("v_3".to_owned(), "a0".to_owned())]));
         assert_eq!(
             errors,
@@ -431,12 +401,12 @@ mod tests {
             ])
         );
         let short = Variant {
-            flags: [("short".to_owned(), true)].into(),
+            flags: [("short".to_owned(), true), ("extra".to_owned(), true)].into(),
             ..Variant::default()
         };
         let given = BTreeMap::from([
             ("v_1".to_owned(), "a1".to_owned()),
-            ("v_3".to_owned(), "a0".to_owned()),
+            ("v_2".to_owned(), "a0".to_owned()),
         ]);
         let (valid, errors) = check(&q, &short, &given);
         assert!(errors.is_empty());

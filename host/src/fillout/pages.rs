@@ -246,36 +246,10 @@ fn text_language(h: &mut Html, text: &Text, q: &Questionnaire, lang: Lang) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::questionnaire;
-
-    const DEFINITION: &str = r#"
-        key = "mood"
-        name = "Mood <check>"
-        short_description = "Mood"
-        description = { en = "In the past {{period}}:", nl = "In de afgelopen {{period}}:" }
-        language = "en"
-        licence = "none"
-        scorer = "mood"
-        [flags]
-        short = { description = "Leave out the last question" }
-        [textvars]
-        period = { description = "Time frame", default = { en = "week", nl = "week" } }
-        [[questions]]
-        key = "v_1"
-        title = { en = "Feeling low", nl = "Somber" }
-        type = "radio"
-        options = [{ key = "a0", value = 0, description = { en = "No", nl = "Nee" } }, { key = "a1", value = 1, description = { en = "Yes", nl = "Ja" } }]
-        [[questions]]
-        key = "v_2"
-        title = "Sleeping badly"
-        type = "radio"
-        required = false
-        hidden_if_flag = "short"
-        options = [{ key = "a0", value = 0, description = "No" }]
-    "#;
+    use crate::domain::testing;
 
     fn render(variant: &Variant, lang: Lang, errors: &BTreeMap<String, QuestionError>) -> String {
-        let q = questionnaire::parse(DEFINITION, "mood").expect("valid");
+        let q = testing::questionnaire();
         let answers = BTreeMap::from([("v_1".to_owned(), "a1".to_owned())]);
         questionnaire(&Form {
             questionnaire: &q,
@@ -295,20 +269,20 @@ mod tests {
     fn a_questionnaire_is_a_form_of_fieldsets_with_labelled_radio_buttons() {
         let page = render(&Variant::default(), Lang::En, &BTreeMap::new());
         assert!(page.starts_with("<!doctype html>\n<html lang=\"en\">"));
-        assert!(page.contains("<title>Mood &lt;check&gt; – Questionnaire 2 of 3</title>"));
-        assert!(page.contains("<h1>Mood &lt;check&gt;</h1>"));
-        assert!(page.contains("In the past week:"));
+        assert!(page.contains("<title>Mini &lt;check&gt; – Questionnaire 2 of 3</title>"));
+        assert!(page.contains("<h1>Mini &lt;check&gt;</h1>"));
+        assert!(page.contains("In the past 2 weeks:"));
         assert!(page.contains(
             "<form method=\"post\" novalidate action=\"/fill_out/session/responses/12\">"
         ));
         assert!(page.contains("value=\"token&quot;&gt;&lt;x\""));
-        assert!(page.contains("<fieldset id=\"q-v_1\">\n<legend><span class=\"number\">1.</span> Feeling low <span class=\"required\""));
+        assert!(page.contains("<fieldset id=\"q-v_1\">\n<legend><span class=\"number\">1.</span> In the past 2 weeks, {{ name }}, were you sad? <span class=\"required\""));
         assert!(page.contains("<label><input type=\"radio\" name=\"v_1\" value=\"a1\" checked> <span>Yes</span></label>"));
         assert!(page.contains(
             "<label><input type=\"radio\" name=\"v_1\" value=\"a0\"> <span>No</span></label>"
         ));
         // Optional: no asterisk.
-        assert!(page.contains("<span class=\"number\">2.</span> Sleeping badly</legend>"));
+        assert!(page.contains("<span class=\"number\">2.</span> Were you tired?</legend>"));
         assert!(page.contains(">Next</button>"));
         let css = page.find("/fill_out/assets/style.css").expect("built-in");
         let own = page
@@ -324,14 +298,14 @@ mod tests {
     fn flags_hide_questions_textvars_fill_texts_and_dutch_is_dutch() {
         let variant = Variant {
             flags: [("short".to_owned(), true)].into(),
-            textvars: [("period".to_owned(), "2 weken".to_owned())].into(),
+            textvars: [("period".to_owned(), "3 weken".to_owned())].into(),
         };
         let page = render(&variant, Lang::Nl, &BTreeMap::new());
         assert!(page.contains("<html lang=\"nl\">"));
         assert!(!page.contains("v_2"), "the hidden question is absent");
-        assert!(page.contains("In de afgelopen 2 weken:"));
+        assert!(page.contains("In de afgelopen 3 weken:"));
         assert!(page.contains("Vragenlijst 2 van 3"));
-        assert!(page.contains("Somber"));
+        assert!(page.contains("Was u de afgelopen 3 weken somber?"));
         assert!(page.contains(">Stoppen en later verdergaan</button>"));
     }
 
@@ -339,7 +313,7 @@ mod tests {
     fn a_text_without_a_translation_says_its_language() {
         let page = render(&Variant::default(), Lang::Nl, &BTreeMap::new());
         assert!(page.contains(
-            "<legend lang=\"en\"><span class=\"number\">2.</span> Sleeping badly</legend>"
+            "<legend lang=\"en\"><span class=\"number\">2.</span> Were you tired?</legend>"
         ));
     }
 
@@ -349,11 +323,13 @@ mod tests {
         let page = render(&Variant::default(), Lang::En, &errors);
         assert!(
             page.contains(
-                "<title>Some questions still need an answer – Mood &lt;check&gt;</title>"
+                "<title>Some questions still need an answer – Mini &lt;check&gt;</title>"
             )
         );
         assert!(page.contains("role=\"alert\""));
-        assert!(page.contains("<li><a href=\"#q-v_1\">1. Feeling low</a></li>"));
+        assert!(page.contains(
+            "<li><a href=\"#q-v_1\">1. In the past 2 weeks, {{ name }}, were you sad?</a></li>"
+        ));
         assert!(
             page.contains("<fieldset id=\"q-v_1\" class=\"invalid\" aria-describedby=\"e-v_1\">")
         );
