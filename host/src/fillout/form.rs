@@ -400,7 +400,7 @@ mod tests {
                 ("v_2".to_owned(), QuestionError::InvalidOption),
             ])
         );
-        let short = Variant {
+        let short_and_extra = Variant {
             flags: [("short".to_owned(), true), ("extra".to_owned(), true)].into(),
             ..Variant::default()
         };
@@ -408,7 +408,7 @@ mod tests {
             ("v_1".to_owned(), "a1".to_owned()),
             ("v_2".to_owned(), "a0".to_owned()),
         ]);
-        let (valid, errors) = check(&q, &short, &given);
+        let (valid, errors) = check(&q, &short_and_extra, &given);
         assert!(errors.is_empty());
         assert_eq!(
             answers(&q, &valid).0,
