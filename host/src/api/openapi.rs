@@ -9,6 +9,7 @@ use std::sync::Arc;
 use axum::http::StatusCode;
 use axum::response::Response;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::path::{Operation, PathItem};
 use utoipa::openapi::{ContentBuilder, Header, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
@@ -59,6 +60,19 @@ pub fn document(routes: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
     doc
 }
 
+/// The operations of a path that the API uses.
+fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
+    [
+        &mut item.get,
+        &mut item.put,
+        &mut item.post,
+        &mut item.delete,
+        &mut item.patch,
+    ]
+    .into_iter()
+    .flatten()
+}
+
 /// Documents authentication (docs/api/rights.md): the two schemes, and the
 /// 401 and 403 answers of every endpoint behind the guard (everything under
 /// `/api/v1` but this document).
@@ -90,14 +104,7 @@ impl Modify for Authentication {
                 continue;
             }
             let dossier = path.starts_with("/api/v1/dossiers/");
-            let operations = [
-                &mut item.get,
-                &mut item.put,
-                &mut item.post,
-                &mut item.delete,
-                &mut item.patch,
-            ];
-            for operation in operations.into_iter().flatten() {
+            for operation in operations(item) {
                 operation.security = Some(vec![
                     SecurityRequirement::new("basic", Vec::<String>::new()),
                     SecurityRequirement::new("bearer", Vec::<String>::new()),
@@ -159,14 +166,7 @@ impl Modify for BodyErrors {
             ),
         ];
         for item in openapi.paths.paths.values_mut() {
-            let operations = [
-                &mut item.get,
-                &mut item.put,
-                &mut item.post,
-                &mut item.delete,
-                &mut item.patch,
-            ];
-            for operation in operations.into_iter().flatten() {
+            for operation in operations(item) {
                 if operation.request_body.is_none() {
                     continue;
                 }
