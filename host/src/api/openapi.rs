@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use axum::response::Response;
-use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::path::{Operation, PathItem};
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Header, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
