@@ -109,6 +109,25 @@ db_test!(async fn response_ids_that_are_not_integers_are_invalid(app) {
     }
 });
 
+db_test!(async fn more_than_1000_ids_or_keys_are_invalid(app) {
+    let id = id_of(&posted(&app, "d1", "ext-1").await);
+    // 1,000 ids (the stored one among them) are matched: the calculation
+    // runs over the one that exists, the unknown ones make it 404.
+    let thousand: Vec<i64> = std::iter::once(id).chain((1..1000).map(|i| id + i)).collect();
+    let answer = app.get(&report("d1", &format!("calculator=score_series&{}", ids_query(&thousand)))).await;
+    assert_error(&answer, 404, error("response_ids", "not_found"));
+    // 1,001 are refused before anything is read, repeated ids included.
+    let too_many: Vec<i64> = std::iter::repeat_n(id, 1001).collect();
+    let answer = app.get(&report("d1", &format!("calculator=score_series&{}", ids_query(&too_many)))).await;
+    assert_error(&answer, 422, error("response_ids", "invalid"));
+    let keys = (0..1001).map(|i| format!("filters[questionnaire_keys][]=k{i}")).collect::<Vec<_>>().join("&");
+    let answer = app.get(&report("d1", &format!("calculator=score_series&{keys}"))).await;
+    assert_error(&answer, 422, json!({"errors": {"filters": {"questionnaire_keys": ["invalid"]}}}));
+    // 1,000 repeats of a known key are within the cap.
+    let keys = std::iter::repeat_n("filters[questionnaire_keys][]=phq9", 1000).collect::<Vec<_>>().join("&");
+    assert_eq!(ran_over(&app, &format!("calculator=score_series&{keys}")).await, vec![id]);
+});
+
 db_test!(async fn an_unknown_calculator_is_not_found(app) {
     for calculator in ["nope", "phq9"] {
         let answer = app.get(&report("d1", &format!("calculator={calculator}&filters[questionnaire_keys][]=phq9"))).await;
