@@ -292,10 +292,17 @@ impl Store {
                     if response.questionnaire_id != completion.questionnaire_id {
                         return Ok(Err(CompleteError::OtherQuestionnaire));
                     }
-                    sqlx::query(
+                    // Only while still pending: another host sharing the
+                    // database (or a respondent's form submit) may have
+                    // completed it since the read above. Under READ
+                    // COMMITTED the second UPDATE waits for the first and
+                    // then finds the row completed: no acknowledged answers
+                    // are overwritten.
+                    let updated = sqlx::query(
                         "UPDATE responses SET answers = $1, started_at = COALESCE($2, started_at), completed_at = $3, \
                          outcome = $4, outcome_plugin = $5, outcome_plugin_version = $6, outcome_plugin_sha256 = $7, \
-                         outcome_computed_at = $8, external_id = COALESCE(external_id, $9), updated_at = $8 WHERE id = $10",
+                         outcome_computed_at = $8, external_id = COALESCE(external_id, $9), updated_at = $8 \
+                         WHERE id = $10 AND completed_at IS NULL",
                     )
                     .bind(Value::Object(completion.answers.to_json()).to_string())
                     .bind(completion.started_at.map(to_millis))
@@ -309,6 +316,9 @@ impl Store {
                     .bind(response.id.0)
                     .execute(&mut *conn)
                     .await?;
+                    if updated.rows_affected() == 0 {
+                        return Ok(Err(CompleteError::AlreadyCompleted));
+                    }
                     fetch(conn, response.id).await.map(Ok)
                 })
             })
@@ -459,21 +469,26 @@ async fn by_segment(
     {
         return Ok(found);
     }
-    prepared_by_id(conn, dossier, segment.parse().unwrap_or_default()).await
+    prepared_by_id(conn, dossier, segment).await
 }
 
-/// A response the service prepared (it has no external id) by its id.
+/// A response the service prepared (it has no external id) by its id
+/// (`segment`, all digits). A PUT by id gives the response that id as its
+/// external id, so one completed since the caller's first look is found
+/// too, and answered as completed rather than unknown.
 async fn prepared_by_id(
     conn: &mut AnyConnection,
     dossier: DossierId,
-    id: i64,
+    segment: &str,
 ) -> Result<Option<Response>, StoreError> {
     let sql = format!(
-        "SELECT {COLUMNS} {FROM} WHERE r.dossier_id = $1 AND r.id = $2 AND r.external_id IS NULL AND r.withdrawn_at IS NULL"
+        "SELECT {COLUMNS} {FROM} WHERE r.dossier_id = $1 AND r.id = $2 \
+         AND (r.external_id IS NULL OR r.external_id = $3) AND r.withdrawn_at IS NULL"
     );
     let row: Option<ResponseRow> = sqlx::query_as(&sql)
         .bind(dossier.0)
-        .bind(id)
+        .bind(segment.parse::<i64>().unwrap_or_default())
+        .bind(segment)
         .fetch_optional(&mut *conn)
         .await?;
     row.map(Response::try_from).transpose()

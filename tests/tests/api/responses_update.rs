@@ -2,7 +2,12 @@
 //! pending response found by external id or by the id of a prepared one.
 
 use chrono::Duration;
-use host::store::Preparation;
+use futures_util::future::join_all;
+use host::domain::answers::Answers;
+use host::domain::outcome::{Outcome, Provenance};
+use host::domain::response::Completion;
+use host::domain::variant::Variant;
+use host::store::{CompleteError, Preparation, Store, StoreOptions};
 use serde_json::Value;
 use tests::{TestApp, db_test, json};
 
@@ -170,4 +175,65 @@ db_test!(async fn answers_are_checked_as_for_post(app) {
     assert_eq!(answer.status, 200, "{}", answer.text);
     assert_eq!(answer.body["values"]["v_1"], Value::Null);
     assert_eq!(answer.body["values"]["v_3"], "a3");
+});
+
+/// PHQ-9 answers that differ in `v_1` by `n`, to tell racing writers apart.
+fn phq9_answers(n: usize) -> Value {
+    let mut answers = phq9_all_answered();
+    answers["v_1"] = json!(format!("a{}", n % 4));
+    answers
+}
+
+db_test!(async fn a_pending_response_is_completed_once_when_two_hosts_race(app) {
+    let id = prepare(&app, "d1", "phq9", Some(Duration::hours(-1)), Some(Duration::hours(1))).await;
+    // A second host: its own pool and writer on the same database.
+    let other = Store::connect(&app.database_url, &StoreOptions::default())
+        .await
+        .expect("a second store");
+    let phq9 = app.state.catalog().questionnaire("phq9").expect("phq9").def.clone();
+    let phq9_id = questionnaire_id(&app, "phq9");
+    let now = app.state.now();
+    // Ten PUTs to this host and ten completions by the other, at once.
+    let puts = (0..10).map(|n| {
+        let app = &app;
+        async move { app.put(&response("d1", id), &phq9_body(phq9_answers(n))).await }
+    });
+    let completions = (10..20).map(|n| {
+        let (other, phq9) = (&other, &phq9);
+        async move {
+            let data = phq9_answers(n).as_object().cloned().unwrap_or_default();
+            let completion = Completion {
+                questionnaire_id: phq9_id,
+                answers: Answers::check(phq9, &data).expect("valid answers"),
+                started_at: None,
+                completed_at: now,
+                variant: Variant::default(),
+                outcome: Outcome::empty(),
+                provenance: Provenance::default(),
+            };
+            other
+                .complete_response("d1".to_owned(), id.to_string(), completion, now)
+                .await
+                .expect("the store answers")
+        }
+    });
+    let (puts, completions) = tokio::join!(join_all(puts), join_all(completions));
+    let put_wins: Vec<_> = puts.iter().filter(|a| a.status == 200).collect();
+    for answer in puts.iter().filter(|a| a.status != 200) {
+        assert_error(answer, 403, error("base", "already_completed"));
+    }
+    let other_wins = completions.iter().filter(|c| c.is_ok()).count();
+    assert!(
+        completions.iter().all(|c| matches!(c, Ok(_) | Err(CompleteError::AlreadyCompleted))),
+        "{completions:?}"
+    );
+    assert_eq!(put_wins.len() + other_wins, 1, "exactly one completion is acknowledged");
+    // What is stored is what the one winner was told.
+    let stored = app.get(&responses("d1")).await.body[0]["values"]["v_1"].clone();
+    let won = match (put_wins.first(), completions.iter().find_map(|c| c.as_ref().ok())) {
+        (Some(answer), None) => answer.body["values"]["v_1"].clone(),
+        (None, Some(response)) => json!(response.answers.to_json()["v_1"]),
+        _ => unreachable!("exactly one winner"),
+    };
+    assert_eq!(stored, won);
 });
