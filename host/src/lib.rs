@@ -335,8 +335,13 @@ impl App {
                 let _ = scheduler_stopped.await;
             }))
         });
-        let router =
-            telemetry::layer(api::router(self.state.clone()).merge(fillout::router(self.state)));
+        let mut router = api::router(self.state.clone()).merge(fillout::router(self.state));
+        if self.tls.is_some() {
+            router = router.layer(axum::middleware::map_response(
+                tls::strict_transport_security,
+            ));
+        }
+        let router = telemetry::layer(router);
         let service = tower::util::MapRequestLayer::new(api::normalize).layer(router);
         match self.tls {
             Some(config) => tls::serve(self.listener, config, service, shutdown).await?,

@@ -40,7 +40,36 @@ async fn authenticated_request_over_tls_reaches_the_handler(db: Db) {
         .await
         .expect("TLS request");
     assert_eq!(res.status(), 200);
+    assert_eq!(
+        res.headers()["strict-transport-security"],
+        "max-age=31536000"
+    );
     assert_eq!(res.text().await.expect("body"), "[]");
+}
+
+async fn every_answer_over_tls_carries_hsts(db: Db) {
+    let (app, client, _dir) = tls_app(db).await;
+    for path in [
+        "/health",
+        "/api/v1/dossiers/d1/responses",
+        "/nowhere",
+        "/fill_out/nothing",
+    ] {
+        let res = client.get(app.url(path)).send().await.expect("TLS request");
+        assert_eq!(
+            res.headers()["strict-transport-security"],
+            "max-age=31536000",
+            "{path} answered {}",
+            res.status()
+        );
+    }
+}
+
+async fn plain_http_answers_carry_no_hsts(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let res = reqwest::get(app.url("/health")).await.expect("request");
+    assert_eq!(res.status(), 200);
+    assert!(res.headers().get("strict-transport-security").is_none());
 }
 
 async fn plain_http_to_the_tls_port_gets_no_answer(db: Db) {
@@ -78,6 +107,8 @@ macro_rules! both {
 
 both!(
     authenticated_request_over_tls_reaches_the_handler,
+    every_answer_over_tls_carries_hsts,
+    plain_http_answers_carry_no_hsts,
     plain_http_to_the_tls_port_gets_no_answer,
     a_client_that_does_not_trust_the_certificate_is_refused
 );
