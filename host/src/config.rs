@@ -89,6 +89,55 @@ pub struct Settings {
     )]
     pub max_connections: Option<u32>,
 
+    /// Seconds a write may wait for room in the database writer's queue;
+    /// past it the request is answered 503 `unavailable` [default: 5]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_WRITE_QUEUE_TIMEOUT",
+        value_name = "SECONDS"
+    )]
+    pub write_queue_timeout: Option<u64>,
+
+    /// Requests without valid credentials (401, 403 https_required, a
+    /// fill-out link that does not work) one client address may make in a
+    /// burst before it is answered 429; IPv6 addresses count per /64
+    /// [default: 200]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_ANONYMOUS_BURST",
+        value_name = "N"
+    )]
+    pub anonymous_burst: Option<u32>,
+
+    /// Requests without valid credentials per second one client address
+    /// may make after its burst; 0 turns this limit off [default: 10]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_ANONYMOUS_PER_SECOND",
+        value_name = "N"
+    )]
+    pub anonymous_per_second: Option<u32>,
+
+    /// Requests one API token may make in a burst before it is answered 429
+    /// [default: 40000]
+    #[arg(long, global = true, env = "OUTCOMES_TOKEN_BURST", value_name = "N")]
+    pub token_burst: Option<u32>,
+
+    /// Requests per second one API token may make after its burst; 0 turns
+    /// this limit off. The default is above what one host can serve (about
+    /// 7,500 scored POSTs or 16,000 cheap GETs a second on two cores), so
+    /// an EPD's bulk upload is never refused [default: 20000]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_TOKEN_PER_SECOND",
+        value_name = "N"
+    )]
+    pub token_per_second: Option<u32>,
+
     /// Addresses or CIDR ranges of reverse proxies whose X-Forwarded-For is
     /// believed, comma-separated. A proxy listed here may also terminate TLS
     /// for the service [default: none]
@@ -207,6 +256,11 @@ pub struct FileSettings {
     pub time_zone: Option<String>,
     pub body_limit: Option<usize>,
     pub max_connections: Option<u32>,
+    pub write_queue_timeout: Option<u64>,
+    pub anonymous_burst: Option<u32>,
+    pub anonymous_per_second: Option<u32>,
+    pub token_burst: Option<u32>,
+    pub token_per_second: Option<u32>,
     pub log_format: Option<LogFormat>,
     pub log: Option<String>,
     pub trusted_proxies: Option<String>,
@@ -233,6 +287,13 @@ pub struct Config {
     pub time_zone: Tz,
     pub body_limit: usize,
     pub max_connections: u32,
+    /// How long a write may wait for room in the writer's queue (then 503).
+    pub write_queue_timeout: std::time::Duration,
+    /// Requests without valid credentials per client address; None: no
+    /// limit.
+    pub anonymous_limit: Option<RateLimit>,
+    /// Requests per API token; None: no limit.
+    pub token_limit: Option<RateLimit>,
     pub log_format: LogFormat,
     pub log: String,
     /// Proxies whose X-Forwarded-For is believed and that may terminate TLS.
@@ -250,6 +311,30 @@ pub struct Config {
     pub tls: Option<TlsFiles>,
     /// Time between scheduler passes; None: no scheduler in this process.
     pub scheduler_interval: Option<std::time::Duration>,
+}
+
+/// A rate limit: `burst` requests at once, then one more each `every`
+/// (docs/operations.md#rate-limits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    pub burst: std::num::NonZeroU32,
+    pub every: std::time::Duration,
+}
+
+impl RateLimit {
+    /// `burst` at once and `per_second` after; None when `per_second` is 0
+    /// (no limit).
+    fn per_second(burst: u32, per_second: u32) -> Result<Option<RateLimit>, String> {
+        if per_second == 0 {
+            return Ok(None);
+        }
+        let burst = std::num::NonZeroU32::new(burst)
+            .ok_or("the burst must be at least 1 (turn the limit off with a rate of 0)")?;
+        Ok(Some(RateLimit {
+            burst,
+            every: std::time::Duration::from_secs(1) / per_second,
+        }))
+    }
 }
 
 /// Where the TLS certificate chain and key are.
@@ -311,6 +396,36 @@ impl Config {
                 problem: "must be at least 1".into(),
             });
         }
+        let write_queue_timeout = cli
+            .write_queue_timeout
+            .or(file.write_queue_timeout)
+            .unwrap_or(5);
+        if !(1..=600).contains(&write_queue_timeout) {
+            return Err(ConfigError {
+                setting: "write_queue_timeout",
+                problem: format!("{write_queue_timeout} seconds: give 1 to 600"),
+            });
+        }
+        let anonymous_limit = RateLimit::per_second(
+            cli.anonymous_burst.or(file.anonymous_burst).unwrap_or(200),
+            cli.anonymous_per_second
+                .or(file.anonymous_per_second)
+                .unwrap_or(10),
+        )
+        .map_err(|problem| ConfigError {
+            setting: "anonymous_burst",
+            problem,
+        })?;
+        let token_limit = RateLimit::per_second(
+            cli.token_burst.or(file.token_burst).unwrap_or(40_000),
+            cli.token_per_second
+                .or(file.token_per_second)
+                .unwrap_or(20_000),
+        )
+        .map_err(|problem| ConfigError {
+            setting: "token_burst",
+            problem,
+        })?;
         let proxies = cli
             .trusted_proxies
             .or(file.trusted_proxies)
@@ -421,6 +536,9 @@ impl Config {
             time_zone,
             body_limit,
             max_connections,
+            write_queue_timeout: std::time::Duration::from_secs(write_queue_timeout),
+            anonymous_limit,
+            token_limit,
             log_format: cli.log_format.or(file.log_format).unwrap_or_default(),
             log: cli.log.or(file.log).unwrap_or_else(|| "info".to_owned()),
         })
@@ -444,6 +562,46 @@ mod tests {
         );
         assert_eq!(c.time_zone, Tz::UTC);
         assert_eq!(c.body_limit, 1 << 20);
+        assert_eq!(c.write_queue_timeout, std::time::Duration::from_secs(5));
+        let limit = |burst, every| {
+            Some(RateLimit {
+                burst: std::num::NonZeroU32::new(burst).expect("not zero"),
+                every,
+            })
+        };
+        assert_eq!(
+            c.anonymous_limit,
+            limit(200, std::time::Duration::from_millis(100))
+        );
+        assert_eq!(
+            c.token_limit,
+            limit(40_000, std::time::Duration::from_micros(50))
+        );
+    }
+
+    #[test]
+    fn rate_limits_turn_off_with_a_rate_of_zero_and_need_a_burst() {
+        let file: FileSettings =
+            toml::from_str("anonymous_per_second = 0\ntoken_burst = 5\ntoken_per_second = 2\n")
+                .expect("valid");
+        let c = Config::resolve(Settings::default(), file).expect("valid");
+        assert_eq!(c.anonymous_limit, None);
+        assert_eq!(
+            c.token_limit.map(|l| (l.burst.get(), l.every)),
+            Some((5, std::time::Duration::from_millis(500)))
+        );
+        let cli = Settings {
+            token_burst: Some(0),
+            ..Default::default()
+        };
+        let err = Config::resolve(cli, FileSettings::default()).expect_err("invalid");
+        assert_eq!(err.setting, "token_burst");
+        let cli = Settings {
+            write_queue_timeout: Some(0),
+            ..Default::default()
+        };
+        let err = Config::resolve(cli, FileSettings::default()).expect_err("invalid");
+        assert_eq!(err.setting, "write_queue_timeout");
     }
 
     #[test]

@@ -88,8 +88,8 @@ impl Errors {
 /// `filters`), or, for fill-out sessions only, to a bare string. Codes in
 /// use: blank, invalid, missing, in_past, too_early, taken, not_found,
 /// unknown_question, invalid_option, already_completed, malformed_json,
-/// too_large, unsupported_media_type, method_not_allowed, internal_error,
-/// unavailable.
+/// too_large, unsupported_media_type, method_not_allowed,
+/// too_many_requests, internal_error, unavailable.
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(example = json!({"errors": {"external_id": ["taken"]}}))]
 pub struct ErrorBody {
@@ -125,7 +125,13 @@ pub enum ApiError {
     /// 405: the path exists, the method does not.
     #[error("method not allowed")]
     MethodNotAllowed,
-    /// 503: the database does not answer.
+    /// 429: too many requests from this client address without valid
+    /// credentials, or from this token; retry after this many seconds
+    /// (docs/operations.md#rate-limits).
+    #[error("too many requests; retry after {0} s")]
+    TooManyRequests(u64),
+    /// 503: the database does not answer, or the writer's queue stayed
+    /// full past its deadline.
     #[error("unavailable: {0}")]
     Unavailable(#[source] StoreError),
     /// 500: a bug or an outage; logged, never shown.
@@ -136,7 +142,9 @@ pub enum ApiError {
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::Unavailable(_) | StoreError::WriterGone => ApiError::Unavailable(e),
+            StoreError::Unavailable(_) | StoreError::WriterGone | StoreError::Busy(_) => {
+                ApiError::Unavailable(e)
+            }
             other => ApiError::Internal(other.into()),
         }
     }
@@ -153,6 +161,7 @@ impl ApiError {
             ApiError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -168,6 +177,7 @@ impl ApiError {
             ApiError::TooLarge => Errors::one("base", "too_large"),
             ApiError::UnsupportedMediaType => Errors::one("base", "unsupported_media_type"),
             ApiError::MethodNotAllowed => Errors::one("base", "method_not_allowed"),
+            ApiError::TooManyRequests(_) => Errors::one("base", "too_many_requests"),
             ApiError::Unavailable(_) => Errors::one("base", "unavailable"),
             ApiError::Internal(_) => Errors::one("base", "internal_error"),
         }
@@ -182,11 +192,19 @@ impl IntoResponse for ApiError {
             _ => {}
         }
         let mut response = json(self.status(), &self.errors().body());
-        if let ApiError::Unauthorized(challenge) = self {
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                axum::http::HeaderValue::from_static(challenge),
-            );
+        match self {
+            ApiError::Unauthorized(challenge) => {
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    axum::http::HeaderValue::from_static(challenge),
+                );
+            }
+            ApiError::TooManyRequests(seconds) => {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, axum::http::HeaderValue::from(seconds));
+            }
+            _ => {}
         }
         response
     }
@@ -211,6 +229,27 @@ pub fn json(status: StatusCode, body: &impl serde::Serialize) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn too_many_requests_says_when_to_retry() {
+        let response = ApiError::TooManyRequests(7).into_response();
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "7");
+        assert_eq!(
+            ApiError::TooManyRequests(7).errors().body(),
+            serde_json::json!({"errors": {"base": ["too_many_requests"]}})
+        );
+    }
+
+    #[test]
+    fn a_full_write_queue_is_unavailable() {
+        let busy = ApiError::from(StoreError::Busy(std::time::Duration::from_secs(5)));
+        assert_eq!(busy.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            busy.errors().body(),
+            serde_json::json!({"errors": {"base": ["unavailable"]}})
+        );
+    }
 
     #[test]
     fn errors_nest_and_keep_codes_unique() {

@@ -34,7 +34,9 @@ use chrono::{DateTime, Utc};
 use tokio::net::TcpListener;
 use tower::Layer;
 
+use crate::auth::limits::RateLimits;
 use crate::auth::links::Links;
+use crate::auth::refusals::Refusals;
 use crate::auth::tokens::TokenTable;
 use crate::clock::Clock;
 use crate::config::Config;
@@ -68,6 +70,12 @@ struct Inner {
     /// Counts definition reloads, successful or not, for whoever waits on
     /// one (tests; the watcher's callers).
     definition_reloads: tokio::sync::watch::Sender<u64>,
+    /// Requests per client address without valid credentials, and per
+    /// token.
+    limits: RateLimits,
+    /// Refusals without valid credentials, counted until their row is
+    /// written.
+    refusals: Refusals,
 }
 
 impl AppState {
@@ -188,6 +196,46 @@ impl AppState {
     pub fn now(&self) -> DateTime<Utc> {
         self.0.clock.now()
     }
+
+    /// The rate limits.
+    pub fn limits(&self) -> &RateLimits {
+        &self.0.limits
+    }
+
+    /// Records a refusal without valid credentials from `client` in the
+    /// access log, counted with the others of its minute
+    /// (docs/api/rights.md#access-log); writes the rows that are due.
+    pub async fn count_refusal(&self, mut entry: store::AccessEntry, client: std::net::IpAddr) {
+        entry.client = auth::limits::ClientKey::of(client).to_string();
+        let known = entry
+            .consumer_key
+            .as_deref()
+            .is_some_and(|key| self.tokens().knows(key));
+        let due = self.0.refusals.count(entry, known);
+        self.write_refusals(due).await;
+    }
+
+    /// Writes the counted refusals of minutes that are over.
+    pub async fn flush_past_refusals(&self) {
+        let due = self.0.refusals.take_before(self.now());
+        self.write_refusals(due).await;
+    }
+
+    /// Writes every counted refusal now (at shutdown; tests).
+    pub async fn flush_refusals(&self) {
+        let due = self.0.refusals.take_all();
+        self.write_refusals(due).await;
+    }
+
+    async fn write_refusals(&self, rows: Vec<store::AccessEntry>) {
+        if rows.is_empty() {
+            return;
+        }
+        let count = rows.len();
+        if let Err(e) = self.0.store.append_accesses(rows).await {
+            tracing::error!(error = %e, rows = count, "counted refusals were not written to the access log");
+        }
+    }
 }
 
 /// A built service, bound to its address and ready to run.
@@ -206,6 +254,7 @@ impl App {
         let definitions = definitions::load(&config.questionnaires_dir, &config.protocols_dir)?;
         let options = StoreOptions {
             max_connections: config.max_connections,
+            write_queue_timeout: config.write_queue_timeout,
             ..StoreOptions::default()
         };
         let store = Store::connect(&config.database_url, &options)
@@ -264,6 +313,7 @@ impl App {
                  `cargo run -p host --bin outcomes -- token create --key my-epd --rights all`)"
             );
         }
+        let limits = RateLimits::new(config.anonymous_limit, config.token_limit);
         let state = AppState(Arc::new(Inner {
             config,
             store,
@@ -277,6 +327,8 @@ impl App {
             links,
             callback_client,
             definition_reloads: tokio::sync::watch::Sender::new(0),
+            limits,
+            refusals: Refusals::default(),
         }));
         let report = state.reload_plugins().await;
         tracing::info!(
@@ -317,6 +369,13 @@ impl App {
             self.state.clone(),
             std::time::Duration::from_secs(2),
         ));
+        let (stop_upkeep, upkeep_stopped) = tokio::sync::oneshot::channel::<()>();
+        let upkeep = tokio::spawn(upkeep_every(
+            self.state.clone(),
+            std::time::Duration::from_secs(5),
+            upkeep_stopped,
+        ));
+        let state = self.state.clone();
         let watch = if self.state.config().watch {
             match reload::start(self.state.clone()) {
                 Ok(w) => Some(w),
@@ -359,6 +418,10 @@ impl App {
         if let Some(scheduler) = scheduler {
             let _ = scheduler.await;
         }
+        // Refusals counted so far are written before the database closes.
+        let _ = stop_upkeep.send(());
+        let _ = upkeep.await;
+        state.flush_refusals().await;
         store.close().await;
         Ok(())
     }
@@ -418,6 +481,26 @@ pub async fn archive_modules(store: &Store, plugins: &[Arc<plugins::Plugin>], no
         if let Err(e) = store.archive_module(module, now).await {
             tracing::warn!(plugin = plugin.name(), error = %e, "could not archive the plugin module");
         }
+    }
+}
+
+/// Writes the counted refusals of minutes that are over and lets the rate
+/// limits forget clients that are quiet again, every `every`, until told
+/// to stop (a write in progress finishes).
+async fn upkeep_every(
+    state: AppState,
+    every: std::time::Duration,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
+) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = &mut stop => return,
+            _ = tick.tick() => {}
+        }
+        state.flush_past_refusals().await;
+        state.limits().prune();
     }
 }
 

@@ -261,6 +261,12 @@ impl TestApp {
 
     /// Stops the server gracefully and waits for it.
     pub async fn stop(mut self) {
+        self.shut_down().await;
+    }
+
+    /// Stops the server gracefully and waits for it, keeping its database
+    /// for the test to read with [`TestApp::sql`].
+    pub async fn shut_down(&mut self) {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }

@@ -136,8 +136,17 @@ impl Modify for Authentication {
                     .description(forbidden)
                     .content("application/json", error_body())
                     .build();
+                let too_many = ResponseBuilder::new()
+                    .description(
+                        "`{\"errors\":{\"base\":[\"too_many_requests\"]}}` with `Retry-After` (seconds): over the \
+                         rate limit of this token, or of this client address for requests without valid credentials",
+                    )
+                    .header("Retry-After", Header::default())
+                    .content("application/json", error_body())
+                    .build();
                 responses.insert("401".to_owned(), RefOr::T(unauthorized));
                 responses.insert("403".to_owned(), RefOr::T(forbidden));
+                responses.insert("429".to_owned(), RefOr::T(too_many));
             }
         }
     }

@@ -1,8 +1,11 @@
 //! The guard every API endpoint group sits behind: transport, credentials,
-//! revocation, IP allow-list, rights and JWT subject, in that order, before
-//! the handler runs; then one access-log row for requests that touch
-//! dossier data, refusals included (docs/api/rights.md#order-of-checks;
-//! docs/api/rights.md#access-log, after NEN 7513).
+//! revocation, rate limit, IP allow-list, rights and JWT subject, in that
+//! order, before the handler runs; then one access-log row for requests
+//! that touch dossier data, refusals included (docs/api/rights.md#order-of-checks;
+//! docs/api/rights.md#access-log, after NEN 7513). Refusals without valid
+//! credentials count against the client address's rate limit and are
+//! counted in the log, a row per client and minute, not written one by one
+//! (docs/operations.md#rate-limits).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -79,6 +82,16 @@ pub async fn guard(app: AppState, right: Right, mut req: Request, next: Next) ->
         dossier.as_deref(),
         &mut identity,
     );
+    // Credentials decide which limit a request counts against: a valid
+    // token its own (in `check`), anything else the client address's.
+    let anonymous = matches!(&checked, Err(refusal) if without_credentials(refusal));
+    let checked = match checked {
+        Err(refusal) if anonymous => Err(match app.limits().admit_anonymous(client) {
+            Ok(()) => refusal,
+            Err(over) => ApiError::TooManyRequests(over.0),
+        }),
+        other => other,
+    };
     // The status is known only once the handler has answered.
     let entry = right.is_dossier_group().then(|| AccessEntry {
         at: app.now(),
@@ -89,6 +102,7 @@ pub async fn guard(app: AppState, right: Right, mut req: Request, next: Next) ->
         status: 0,
         client: client.to_string(),
         request_id,
+        refusals: None,
     });
     let response = match checked {
         Ok(caller) => {
@@ -108,6 +122,11 @@ pub async fn guard(app: AppState, right: Right, mut req: Request, next: Next) ->
         return response;
     }
     entry.status = response.status().as_u16();
+    if anonymous {
+        // Nothing was handed out: counted, written within the minute.
+        app.count_refusal(entry, client).await;
+        return response;
+    }
     // No access to dossier data goes unrecorded: if the row cannot be
     // written, the data is not handed out either.
     match app.store().append_access(entry).await {
@@ -178,6 +197,9 @@ fn check(
             (token, Some(Arc::new(verified)))
         }
     };
+    app.limits()
+        .admit_token(&token.consumer_key)
+        .map_err(|over| ApiError::TooManyRequests(over.0))?;
     if !ip::allowed(&token.ip_allow, client) {
         return Err(ApiError::Forbidden("ip_not_allowed"));
     }
@@ -192,6 +214,15 @@ fn check(
         }
     }
     Ok(Caller { token, jwt })
+}
+
+/// Whether `refusal` came before any credentials were found valid: none,
+/// wrong ones, or credentials over plain HTTP (refused unread).
+fn without_credentials(refusal: &ApiError) -> bool {
+    matches!(
+        refusal,
+        ApiError::Unauthorized(_) | ApiError::Forbidden("https_required")
+    )
 }
 
 /// The connection's peer and the client as far as the service can tell

@@ -1,13 +1,15 @@
 //! Authentication and authorization of API callers (docs/api/rights.md):
 //! HTTP Basic with consumer key and secret, JWT bearer tokens signed with a
-//! registered RSA key, rights per endpoint group, IP allow-lists, and the
-//! append-only access log.
+//! registered RSA key, rights per endpoint group, IP allow-lists, rate
+//! limits, and the append-only access log.
 
 pub mod guard;
 pub mod ip;
 pub mod jwt;
+pub mod limits;
 pub mod links;
 pub mod origin;
+pub mod refusals;
 pub mod rights;
 pub mod secret;
 pub mod tokens;

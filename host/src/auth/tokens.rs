@@ -109,6 +109,11 @@ impl TokenTable {
         }
     }
 
+    /// Whether a token (revoked or not) has this consumer key.
+    pub fn knows(&self, consumer_key: &str) -> bool {
+        self.by_key.contains_key(consumer_key)
+    }
+
     /// Whether any unrevoked token exists.
     pub fn has_active(&self) -> bool {
         self.by_key.values().any(|t| !t.revoked)

@@ -250,6 +250,7 @@ pub async fn access_log(
                 "status": e.status,
                 "client": e.client,
                 "request_id": e.request_id,
+                "refusals": e.refusals,
             });
             println!("{line}");
         } else {
@@ -258,8 +259,13 @@ pub async fn access_log(
                 (Some(k), None) => k.clone(),
                 (None, _) => "-".to_owned(),
             };
+            // A counted row: refusals without valid credentials that minute.
+            let count = e
+                .refusals
+                .map(|n| format!("  ({n} refusals)"))
+                .unwrap_or_default();
             println!(
-                "{}  {}  {:<48} {:<28} {}",
+                "{}  {}  {:<48} {:<28} {}{count}",
                 time::format(e.at, zone),
                 e.status,
                 e.action,

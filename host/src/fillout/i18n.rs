@@ -140,6 +140,8 @@ pub enum Msg {
     NothingOpenText,
     TooLargeTitle,
     TooLargeText,
+    TooManyTitle,
+    TooManyText,
     FailedTitle,
     FailedText,
 }
@@ -234,6 +236,11 @@ impl Msg {
             Msg::TooLargeText => (
                 "Please go back, reload the page and try again.",
                 "Ga terug, laad de pagina opnieuw en probeer het nog eens.",
+            ),
+            Msg::TooManyTitle => ("Too many attempts", "Te veel pogingen"),
+            Msg::TooManyText => (
+                "Links that do not work were opened too often from this network. Please wait a few minutes and try again.",
+                "Er zijn vanaf dit netwerk te vaak links geopend die niet werken. Wacht een paar minuten en probeer het dan opnieuw.",
             ),
             Msg::FailedTitle => ("Something went wrong", "Er ging iets mis"),
             Msg::FailedText => (

@@ -6,15 +6,16 @@
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::request::Parts;
-use axum::http::{Method, StatusCode};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::i18n::{Lang, Msg};
 use super::session::{
-    accept_language, access, cookie_hash, cookie_of, failed, log_refusal, page, query_param,
-    redirect, redirect_with_cookie,
+    accept_language, access, cookie_hash, cookie_of, failed, page, query_param, redirect,
+    redirect_with_cookie,
 };
 use crate::AppState;
+use crate::auth::guard::client_of;
 use crate::auth::links::{LinkError, LoginQuery};
 use crate::auth::secret;
 use crate::domain::ids::RespondentId;
@@ -105,8 +106,11 @@ async fn still_in(app: &AppState, parts: &Parts, session: i64) -> bool {
     )
 }
 
-/// The page for a link that does not work, and its row in the access log
-/// (no dossier: a link that does not check out names none).
+/// The page for a link that does not work, and its count in the access
+/// log (no dossier: a link that does not check out names none). Such links
+/// are refusals without valid credentials: they count against the client
+/// address's rate limit, and past it the page says to wait (429,
+/// docs/operations.md#rate-limits).
 async fn refused_link(
     app: &AppState,
     parts: &Parts,
@@ -126,8 +130,25 @@ async fn refused_link(
             Msg::LinkExpiredText,
         ),
     };
-    log_refusal(app, access(app, parts, action, status.as_u16())).await;
-    page(status, lang, title, text, None)
+    let (_, client) = client_of(app, &parts.extensions, &parts.headers);
+    let over = app.limits().admit_anonymous(client).err();
+    let (status, title, text) = match over {
+        Some(_) => (
+            StatusCode::TOO_MANY_REQUESTS,
+            Msg::TooManyTitle,
+            Msg::TooManyText,
+        ),
+        None => (status, title, text),
+    };
+    app.count_refusal(access(app, parts, action, status.as_u16()), client)
+        .await;
+    let mut response = page(status, lang, title, text, None);
+    if let Some(over) = over {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(over.0));
+    }
+    response
 }
 
 /// `GET /fill_out/respondents/{id}?token=...`: opens whatever the

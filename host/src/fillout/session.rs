@@ -277,6 +277,7 @@ pub fn access(app: &AppState, parts: &Parts, action: &str, status: u16) -> Acces
             .get("x-request-id")
             .and_then(|v| v.to_str().ok())
             .map(truncate),
+        refusals: None,
     }
 }
 

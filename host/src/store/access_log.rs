@@ -1,6 +1,8 @@
 //! The access log (NEN 7513): one row per request that touches dossier
-//! data, reads and refusals included. Append-only: this module has no update
-//! or delete, and the schema's triggers refuse them.
+//! data, reads and refusals included; refusals without valid credentials
+//! come counted, one row per client, route and status each minute
+//! (`refusals`). Append-only: this module has no update or delete, and the
+//! schema's triggers refuse them.
 
 use chrono::{DateTime, Utc};
 
@@ -27,6 +29,10 @@ pub struct AccessEntry {
     /// The client address as determined for IP allow-lists.
     pub client: String,
     pub request_id: Option<String>,
+    /// How many refusals without valid credentials this row counts (the
+    /// first one's time, request id and route; docs/api/rights.md#access-log);
+    /// None for the row of one request.
+    pub refusals: Option<u32>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -39,12 +45,30 @@ struct Row {
     status: i64,
     client: String,
     request_id: Option<String>,
+    refusals: Option<i64>,
 }
 
 impl Store {
     /// Appends one entry; returns once it is durable.
     pub async fn append_access(&self, entry: AccessEntry) -> Result<(), StoreError> {
         self.writer.append_access(entry).await
+    }
+
+    /// Appends `entries` together in one write; returns once they are
+    /// durable.
+    pub async fn append_accesses(&self, entries: Vec<AccessEntry>) -> Result<(), StoreError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let backend = self.backend;
+        self.writer
+            .write(move |conn| {
+                Box::pin(async move {
+                    let refs: Vec<&AccessEntry> = entries.iter().collect();
+                    insert(conn, backend, &refs).await
+                })
+            })
+            .await
     }
 
     /// Entries for one dossier (or all), at or after `since`, oldest first.
@@ -54,7 +78,7 @@ impl Store {
         since: Option<DateTime<Utc>>,
     ) -> Result<Vec<AccessEntry>, StoreError> {
         let rows: Vec<Row> = sqlx::query_as(
-            "SELECT at, consumer_key, jwt_issuer, dossier, action, status, client, request_id FROM access_log \
+            "SELECT at, consumer_key, jwt_issuer, dossier, action, status, client, request_id, refusals FROM access_log \
              WHERE ($1 = '' OR dossier = $2) AND at >= $3 ORDER BY id",
         )
         .bind(dossier.unwrap_or_default())
@@ -73,12 +97,13 @@ impl Store {
                 status: u16::try_from(r.status).unwrap_or_default(),
                 client: r.client,
                 request_id: r.request_id,
+                refusals: r.refusals.and_then(|n| u32::try_from(n).ok()),
             })
             .collect())
     }
 }
 
-/// Rows per multi-row INSERT (8 parameters each).
+/// Rows per multi-row INSERT (9 parameters each).
 const INSERT_CHUNK: usize = 256;
 
 /// Appends INSERT statements for `entries` to `script`, ending each with
@@ -87,7 +112,7 @@ const INSERT_CHUNK: usize = 256;
 /// own savepoint.
 pub(super) fn push_inserts(script: &mut Script, entries: &[&AccessEntry]) {
     for chunk in entries.chunks(INSERT_CHUNK) {
-        script.sql("INSERT INTO access_log (at, consumer_key, jwt_issuer, dossier, action, status, client, request_id) VALUES ");
+        script.sql("INSERT INTO access_log (at, consumer_key, jwt_issuer, dossier, action, status, client, request_id, refusals) VALUES ");
         for (n, entry) in chunk.iter().enumerate() {
             script
                 .sql(if n == 0 { "(" } else { ", (" })
@@ -106,6 +131,8 @@ pub(super) fn push_inserts(script: &mut Script, entries: &[&AccessEntry]) {
                 .bind(entry.client.clone())
                 .sql(", ")
                 .bind(entry.request_id.clone())
+                .sql(", ")
+                .bind(entry.refusals.map(i64::from))
                 .sql(")");
         }
         script.sql("; ");

@@ -22,6 +22,10 @@ pub enum StoreError {
     Corrupt(String),
     #[error("the database writer has stopped")]
     WriterGone,
+    /// The writer's queue stayed full for this long: the service takes in
+    /// more writes than the database commits. Worth retrying later.
+    #[error("the write queue stayed full for {0:?}")]
+    Busy(std::time::Duration),
     /// A write found other rows than it was given to change: the caller
     /// named rows it may not change, or another writer changed them first.
     /// The caller's transaction must not keep the write.

@@ -75,6 +75,9 @@ pub struct StoreOptions {
     pub max_connections: u32,
     /// How long a request waits for a free connection.
     pub acquire_timeout: Duration,
+    /// How long a write waits for room in the writer's queue before it is
+    /// answered 503.
+    pub write_queue_timeout: Duration,
 }
 
 impl Default for StoreOptions {
@@ -82,6 +85,7 @@ impl Default for StoreOptions {
         StoreOptions {
             max_connections: 8,
             acquire_timeout: Duration::from_secs(10),
+            write_queue_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -119,7 +123,7 @@ impl Store {
             .after_connect(move |conn, _| Box::pin(async move { configure(conn, backend).await }))
             .connect_with(connect_options.clone())
             .await?;
-        let writer = Writer::spawn(backend, move || {
+        let writer = Writer::spawn(backend, options.write_queue_timeout, move || {
             let options = connect_options.clone();
             Box::pin(async move {
                 let mut conn = AnyConnection::connect_with(&options).await?;

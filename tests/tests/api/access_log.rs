@@ -22,8 +22,10 @@ use crate::support::*;
 /// The route of the responses list, as logged.
 const LIST_ACTION: &str = "GET /api/v1/dossiers/{dossier_id}/responses";
 
-/// The rows of one dossier, oldest first.
+/// The rows of one dossier, oldest first, once the counted refusals
+/// (docs/api/rights.md#access-log) are written.
 async fn log_of(app: &TestApp, dossier: &str) -> Vec<AccessEntry> {
+    app.state.flush_refusals().await;
     app.state
         .store()
         .access_log(Some(dossier), None)
@@ -31,8 +33,9 @@ async fn log_of(app: &TestApp, dossier: &str) -> Vec<AccessEntry> {
         .expect("access log")
 }
 
-/// Every row, oldest first.
+/// Every row, oldest first, once the counted refusals are written.
 async fn whole_log(app: &TestApp) -> Vec<AccessEntry> {
+    app.state.flush_refusals().await;
     app.state
         .store()
         .access_log(None, None)
@@ -67,6 +70,15 @@ fn row(
         status: answer.status.as_u16(),
         client: "127.0.0.1".to_owned(),
         request_id: request_id(answer),
+        refusals: None,
+    }
+}
+
+/// `row` as the count of `n` refusals without valid credentials.
+fn counted(n: u32, row: AccessEntry) -> AccessEntry {
+    AccessEntry {
+        refusals: Some(n),
+        ..row
     }
 }
 
@@ -118,6 +130,7 @@ db_test!(async fn a_read_appends_one_row_with_every_field(app) {
         status: 200,
         client: "127.0.0.1".to_owned(),
         request_id: request_id(&answer),
+        refusals: None,
     };
     assert_eq!(log_of(&app, "d1").await, vec![expected]);
     assert_eq!(whole_log(&app).await.len(), 1);
@@ -270,7 +283,10 @@ db_test!(async fn a_refused_basic_call_records_the_claimed_consumer_key(app) {
     assert_unauthorized(&unknown_key, BASIC_CHALLENGE);
     assert_eq!(
         log_of(&app, "d1").await,
-        vec![row(&app, &wrong_secret, Some(tests::TEST_KEY), "d1", LIST_ACTION), row(&app, &unknown_key, Some("ghost"), "d1", LIST_ACTION)]
+        vec![
+            counted(1, row(&app, &wrong_secret, Some(tests::TEST_KEY), "d1", LIST_ACTION)),
+            counted(1, row(&app, &unknown_key, Some("ghost"), "d1", LIST_ACTION)),
+        ]
     );
 });
 
@@ -279,7 +295,8 @@ db_test!(async fn a_call_without_credentials_is_recorded_without_a_consumer_key(
     assert_unauthorized(&none, BASIC_CHALLENGE);
     let garbled = get_as(&app, D1_RESPONSES, "Basic !!!").await;
     assert_unauthorized(&garbled, BASIC_CHALLENGE);
-    assert_eq!(log_of(&app, "d1").await, vec![row(&app, &none, None, "d1", LIST_ACTION), row(&app, &garbled, None, "d1", LIST_ACTION)]);
+    // Counted together: the first one's request id, the count of both.
+    assert_eq!(log_of(&app, "d1").await, vec![counted(2, row(&app, &none, None, "d1", LIST_ACTION))]);
 });
 
 db_test!(
@@ -306,8 +323,8 @@ db_test!(
         assert_eq!(
             log_of(&app, "d1").await,
             vec![
-                row(&app, &answer, Some(JWT_KEY), "d1", LIST_ACTION),
-                row(&app, &anonymous, None, "d1", LIST_ACTION)
+                counted(1, row(&app, &answer, Some(JWT_KEY), "d1", LIST_ACTION)),
+                counted(1, row(&app, &anonymous, None, "d1", LIST_ACTION))
             ]
         );
     }
@@ -437,6 +454,7 @@ db_test!(
         assert_eq!(log[0].status, 403);
         assert_eq!(log[0].action, LIST_ACTION);
         assert_eq!(log[0].at, start_time());
+        assert_eq!(log[0].refusals, Some(1));
     }
 );
 

@@ -921,6 +921,8 @@ db_test!(
             .get(&format!("{link}0"))
             .await
             .assert_message(403, "This link does not work");
+        // A link that does not work is counted, written within the minute.
+        app.state.flush_refusals().await;
         let log = app
             .state
             .store()

@@ -7,6 +7,11 @@
 //!   dossiers' ids.
 //! - `access_log`: one row per dossier access (reads, writes, refusals), none
 //!   outside dossiers; append-only at the database level.
+//! - `rate_limits`: 429 with `Retry-After` past the burst of requests
+//!   without valid credentials per address and of requests per token; a
+//!   valid token's bulk upload never refused; refusals without valid
+//!   credentials (bad fill-out links too) counted a row per client and
+//!   minute, written when the minute ends and at shutdown.
 //! - `tls`: HTTPS served by the host with a certificate made in the test.
 //! - `plugins_hostile`: scorers and calculators that loop, bomb memory,
 //!   recurse, trap, answer garbage or too much, declare another ABI or
@@ -85,6 +90,7 @@ mod openapi;
 mod paths;
 mod plugins;
 mod plugins_hostile;
+mod rate_limits;
 mod reports;
 mod rescore;
 mod responses_create;

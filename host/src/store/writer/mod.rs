@@ -28,6 +28,7 @@ mod tests;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::time::Duration;
 
 use sqlx::AnyConnection;
 use tokio::sync::{mpsc, oneshot};
@@ -52,6 +53,10 @@ const QUEUE: usize = 8192;
 #[derive(Debug, Clone)]
 pub struct Writer {
     jobs: mpsc::Sender<Work>,
+    /// How long a write may wait for room in the queue before it is given
+    /// up as [`StoreError::Busy`] (503): a caller is told the service is
+    /// overloaded rather than kept waiting without end.
+    deadline: Duration,
 }
 
 impl Writer {
@@ -65,12 +70,26 @@ impl Writer {
     /// for, would spend most of its time waiting to be polled.
     pub fn spawn(
         backend: Backend,
+        deadline: Duration,
         connect: impl Fn() -> BoxFuture<'static, Result<AnyConnection, sqlx::Error>>
         + Send
         + Sync
         + 'static,
     ) -> Writer {
-        let (jobs, rx) = mpsc::channel(QUEUE);
+        Writer::spawn_with_queue(backend, QUEUE, deadline, connect)
+    }
+
+    /// [`Writer::spawn`] with a queue of `capacity` writes.
+    fn spawn_with_queue(
+        backend: Backend,
+        capacity: usize,
+        deadline: Duration,
+        connect: impl Fn() -> BoxFuture<'static, Result<AnyConnection, sqlx::Error>>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Writer {
+        let (jobs, rx) = mpsc::channel(capacity);
         let task = commit::run(rx, Box::new(connect), backend);
         let thread = std::thread::Builder::new()
             .name("db-writer".into())
@@ -89,7 +108,16 @@ impl Writer {
         if let Err(e) = thread {
             tracing::error!(error = %e, "the database writer cannot start its thread");
         }
-        Writer { jobs }
+        Writer { jobs, deadline }
+    }
+
+    /// Queues `work`, waiting at most the deadline for room.
+    async fn queue(&self, work: Work) -> Result<(), StoreError> {
+        match tokio::time::timeout(self.deadline, self.jobs.send(work)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => Err(StoreError::WriterGone),
+            Err(_) => Err(StoreError::Busy(self.deadline)),
+        }
     }
 
     /// Runs `f` in the next batch and returns its result once the batch is
@@ -108,10 +136,7 @@ impl Writer {
             result: None,
             reply,
         };
-        self.jobs
-            .send(Work::Write(Box::new(job)))
-            .await
-            .map_err(|_| StoreError::WriterGone)?;
+        self.queue(Work::Write(Box::new(job))).await?;
         answer.await.map_err(|_| StoreError::WriterGone)?
     }
 
@@ -119,13 +144,11 @@ impl Writer {
     /// batch is committed, as with [`Writer::write`].
     pub async fn create(&self, item: NewResponse) -> Result<CreateResult, StoreError> {
         let (reply, answer) = oneshot::channel();
-        self.jobs
-            .send(Work::Create(Pending {
-                item: Box::new(item),
-                reply,
-            }))
-            .await
-            .map_err(|_| StoreError::WriterGone)?;
+        self.queue(Work::Create(Pending {
+            item: Box::new(item),
+            reply,
+        }))
+        .await?;
         answer.await.map_err(|_| StoreError::WriterGone)?
     }
 
@@ -133,10 +156,7 @@ impl Writer {
     /// committed, as with [`Writer::write`].
     pub async fn append_access(&self, item: AccessEntry) -> Result<(), StoreError> {
         let (reply, answer) = oneshot::channel();
-        self.jobs
-            .send(Work::Access(Pending { item, reply }))
-            .await
-            .map_err(|_| StoreError::WriterGone)?;
+        self.queue(Work::Access(Pending { item, reply })).await?;
         answer.await.map_err(|_| StoreError::WriterGone)?
     }
 }

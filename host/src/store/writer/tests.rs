@@ -5,9 +5,9 @@ use chrono::{DateTime, Utc};
 use sqlx::{AnyConnection, Connection, Executor};
 use tokio::sync::oneshot;
 
-use super::BoxFuture;
 use super::commit::{Batch, Op, Pending, run_batch};
 use super::items::Results;
+use super::{BoxFuture, Writer};
 use crate::domain::answers::Answers;
 use crate::domain::ids::{DossierId, QuestionnaireId, RespondentId};
 use crate::domain::outcome::{Outcome, Provenance};
@@ -73,6 +73,7 @@ fn access(dossier: &str) -> AccessEntry {
         status: 201,
         client: "127.0.0.1".into(),
         request_id: None,
+        refusals: None,
     }
 }
 
@@ -363,4 +364,57 @@ async fn a_post_stores_its_access_row_with_the_status_it_is_answered() {
         .collect();
         assert_eq!(rows, expected, "closure: {closure}");
     }
+}
+
+#[tokio::test]
+async fn a_write_that_finds_no_room_in_the_queue_in_time_is_answered_busy() {
+    let (_dir, url) = sqlite().await;
+    let deadline = std::time::Duration::from_millis(100);
+    let writer = Writer::spawn_with_queue(Backend::Sqlite, 1, deadline, move || {
+        let url = url.clone();
+        Box::pin(async move { AnyConnection::connect(&url).await })
+    });
+    // The first write holds the writer inside its transaction until released.
+    let (started, running) = oneshot::channel::<()>();
+    let (release, released) = oneshot::channel::<()>();
+    let held = tokio::spawn({
+        let writer = writer.clone();
+        async move {
+            writer
+                .write(move |_| {
+                    Box::pin(async move {
+                        let _ = started.send(());
+                        let _ = released.await;
+                        Ok(())
+                    })
+                })
+                .await
+        }
+    });
+    running.await.expect("the writer runs the first write");
+    // The second waits in the queue and fills it.
+    let queued = tokio::spawn({
+        let writer = writer.clone();
+        async move { writer.append_access(access("d1")).await }
+    });
+    while writer.jobs.capacity() > 0 {
+        tokio::task::yield_now().await;
+    }
+    // The third finds no room before its deadline.
+    let refused = writer.append_access(access("d2")).await;
+    assert!(
+        matches!(refused, Err(StoreError::Busy(d)) if d == deadline),
+        "{refused:?}"
+    );
+    // Once the writer moves on, the waiting ones are stored.
+    release.send(()).expect("the first write waits");
+    held.await.expect("joins").expect("the first write commits");
+    queued
+        .await
+        .expect("joins")
+        .expect("the second write commits");
+    writer
+        .append_access(access("d3"))
+        .await
+        .expect("room again");
 }

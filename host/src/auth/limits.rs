@@ -1,0 +1,235 @@
+//! Rate limits (docs/operations.md#rate-limits): requests without valid
+//! credentials per client address, tight; requests per API token, high.
+//! Token buckets from `governor`, keyed; over the limit is 429 with
+//! `Retry-After`.
+//!
+//! The buckets run on governor's own monotonic clock, not the app's
+//! settable one: a limit is about real time, and tests configure a burst
+//! that does not refill while they run instead of moving time.
+
+use std::net::{IpAddr, Ipv6Addr};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+
+use super::ip;
+use crate::config::RateLimit;
+
+/// Client addresses tracked at most; past it the buckets that are full
+/// again are dropped, and if that is not enough, all of them. A flood from
+/// ever new addresses then gets fresh bursts, which it had anyway, while
+/// memory stays bounded.
+const MAX_ADDRESSES: usize = 100_000;
+
+/// Who a limit on requests without credentials applies to: an IPv4
+/// address, or the /64 an IPv6 address is in (one subscriber's usual
+/// allocation, so its 2^64 addresses are one client, not 2^64).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ClientKey {
+    Address(IpAddr),
+    Prefix64(Ipv6Addr),
+}
+
+impl ClientKey {
+    pub fn of(addr: IpAddr) -> ClientKey {
+        match ip::canonical(addr) {
+            IpAddr::V6(v6) if !v6.is_loopback() => {
+                ClientKey::Prefix64(Ipv6Addr::from(u128::from(v6) & !(u128::MAX >> 64)))
+            }
+            other => ClientKey::Address(other),
+        }
+    }
+}
+
+impl std::fmt::Display for ClientKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientKey::Address(addr) => write!(f, "{addr}"),
+            ClientKey::Prefix64(net) => write!(f, "{net}/64"),
+        }
+    }
+}
+
+/// Over a limit: retry after this many seconds (at least 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryAfter(pub u64);
+
+/// The limiters of one process.
+#[derive(Debug)]
+pub struct RateLimits {
+    anonymous: Option<Limiter<ClientKey>>,
+    tokens: Option<Limiter<String>>,
+}
+
+struct Limiter<K: std::hash::Hash + Eq + Clone> {
+    quota: Quota,
+    buckets: ArcSwap<DefaultKeyedRateLimiter<K>>,
+}
+
+impl<K: std::hash::Hash + Eq + Clone> std::fmt::Debug for Limiter<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Limiter")
+            .field("quota", &self.quota)
+            .field("tracked", &self.buckets.load().len())
+            .finish()
+    }
+}
+
+impl<K: std::hash::Hash + Eq + Clone> Limiter<K> {
+    fn new(limit: RateLimit) -> Option<Limiter<K>> {
+        let quota = Quota::with_period(limit.every)?.allow_burst(limit.burst);
+        Some(Limiter {
+            quota,
+            buckets: ArcSwap::from_pointee(RateLimiter::keyed(quota)),
+        })
+    }
+
+    fn admit(&self, key: &K) -> Result<(), RetryAfter> {
+        self.buckets.load().check_key(key).map_err(|not_until| {
+            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            RetryAfter(seconds_up(wait))
+        })
+    }
+
+    /// Drops the buckets that are full again (they hold nothing a new one
+    /// would not); if more than `max` remain, every bucket.
+    fn prune(&self, max: usize) {
+        let buckets = self.buckets.load();
+        buckets.retain_recent();
+        if buckets.len() > max {
+            tracing::warn!(
+                tracked = buckets.len(),
+                "rate limits: too many clients to track; starting over"
+            );
+            self.buckets
+                .store(std::sync::Arc::new(RateLimiter::keyed(self.quota)));
+        } else {
+            buckets.shrink_to_fit();
+        }
+    }
+}
+
+impl RateLimits {
+    /// The limiters `anonymous` and `tokens` describe; None: no limit.
+    pub fn new(anonymous: Option<RateLimit>, tokens: Option<RateLimit>) -> RateLimits {
+        RateLimits {
+            anonymous: anonymous.and_then(Limiter::new),
+            tokens: tokens.and_then(Limiter::new),
+        }
+    }
+
+    /// Counts a request without valid credentials from `client`.
+    pub fn admit_anonymous(&self, client: IpAddr) -> Result<(), RetryAfter> {
+        let Some(limiter) = &self.anonymous else {
+            return Ok(());
+        };
+        let answer = limiter.admit(&ClientKey::of(client));
+        if limiter.buckets.load().len() > MAX_ADDRESSES {
+            limiter.prune(MAX_ADDRESSES / 2);
+        }
+        answer
+    }
+
+    /// Counts a request with the valid credentials of `consumer_key`.
+    /// Tokens are few (the token table), so their buckets need no pruning.
+    pub fn admit_token(&self, consumer_key: &str) -> Result<(), RetryAfter> {
+        match &self.tokens {
+            Some(limiter) => limiter.admit(&consumer_key.to_owned()),
+            None => Ok(()),
+        }
+    }
+
+    /// Drops buckets that are full again, so memory follows the clients
+    /// of the last little while; run every few seconds.
+    pub fn prune(&self) {
+        if let Some(limiter) = &self.anonymous {
+            limiter.prune(MAX_ADDRESSES / 2);
+        }
+        if let Some(limiter) = &self.tokens {
+            limiter.prune(usize::MAX);
+        }
+    }
+}
+
+/// Whole seconds, rounded up, at least 1 (`Retry-After` takes seconds,
+/// RFC 9110 section 10.2.3).
+fn seconds_up(wait: Duration) -> u64 {
+    (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limit(burst: u32, every: Duration) -> Option<RateLimit> {
+        Some(RateLimit {
+            burst: std::num::NonZeroU32::new(burst).expect("not zero"),
+            every,
+        })
+    }
+
+    #[test]
+    fn ipv6_clients_count_per_64_and_mapped_ipv4_as_ipv4() {
+        let key = |s: &str| ClientKey::of(s.parse().expect("address"));
+        assert_eq!(key("2001:db8:1:2::1"), key("2001:db8:1:2:ffff::9"));
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+        assert_eq!(key("2001:db8:1:2::1").to_string(), "2001:db8:1:2::/64");
+        assert_eq!(key("::ffff:192.0.2.7"), key("192.0.2.7"));
+        assert_eq!(key("192.0.2.7").to_string(), "192.0.2.7");
+        assert_eq!(key("::1").to_string(), "::1");
+    }
+
+    #[test]
+    fn a_burst_is_admitted_then_refused_with_a_wait() {
+        let hour = Duration::from_secs(3600);
+        let limits = RateLimits::new(limit(3, hour), limit(2, hour));
+        let a: IpAddr = "192.0.2.7".parse().expect("address");
+        let b: IpAddr = "192.0.2.8".parse().expect("address");
+        for _ in 0..3 {
+            assert_eq!(limits.admit_anonymous(a), Ok(()));
+        }
+        let Err(RetryAfter(wait)) = limits.admit_anonymous(a) else {
+            panic!("the fourth is over the burst")
+        };
+        assert!((3500..=3600).contains(&wait), "{wait}");
+        // Another address, and tokens, have buckets of their own.
+        assert_eq!(limits.admit_anonymous(b), Ok(()));
+        assert_eq!(limits.admit_token("epd"), Ok(()));
+        assert_eq!(limits.admit_token("epd"), Ok(()));
+        assert!(limits.admit_token("epd").is_err());
+        assert_eq!(limits.admit_token("other"), Ok(()));
+    }
+
+    #[test]
+    fn without_limits_everything_is_admitted() {
+        let limits = RateLimits::new(None, None);
+        let a: IpAddr = "192.0.2.7".parse().expect("address");
+        for _ in 0..1000 {
+            assert_eq!(limits.admit_anonymous(a), Ok(()));
+            assert_eq!(limits.admit_token("epd"), Ok(()));
+        }
+    }
+
+    #[test]
+    fn memory_stays_bounded_under_ever_new_addresses() {
+        let limits = RateLimits::new(limit(5, Duration::from_secs(3600)), None);
+        for n in 0..(MAX_ADDRESSES as u32 + 10) {
+            let addr = IpAddr::V4(std::net::Ipv4Addr::from(0x0a00_0000 + n));
+            let _ = limits.admit_anonymous(addr);
+        }
+        let Some(anonymous) = &limits.anonymous else {
+            panic!("limited")
+        };
+        assert!(anonymous.buckets.load().len() <= MAX_ADDRESSES);
+    }
+
+    #[test]
+    fn waits_are_whole_seconds_rounded_up() {
+        assert_eq!(seconds_up(Duration::ZERO), 1);
+        assert_eq!(seconds_up(Duration::from_millis(1)), 1);
+        assert_eq!(seconds_up(Duration::from_millis(1001)), 2);
+        assert_eq!(seconds_up(Duration::from_secs(60)), 60);
+    }
+}

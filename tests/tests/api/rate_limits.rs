@@ -1,0 +1,310 @@
+//! Rate limits and counted refusals (docs/operations.md#rate-limits,
+//! docs/api/rights.md#access-log): requests without valid credentials meet
+//! 429 past a burst per client address, a token past its own limit, and
+//! refusals without valid credentials are counted a row per client and
+//! minute instead of written one by one. Limits here never refill while a
+//! test runs (one request an hour), so the tests count, never wait.
+
+use std::time::Duration;
+
+use chrono::Duration as Minutes;
+use host::config::{Config, RateLimit};
+use host::store::AccessEntry;
+use tests::reqwest::Method;
+use tests::{Answer, Db, TestApp, basic, db_test, start_time};
+
+use crate::auth::{BASIC_CHALLENGE, D1_RESPONSES, assert_unauthorized, get_as};
+use crate::support::*;
+use crate::visitor::{Visitor, start_blank};
+
+/// The route of the responses list, as logged.
+const LIST_ACTION: &str = "GET /api/v1/dossiers/{dossier_id}/responses";
+const LOGIN_ACTION: &str = "GET /fill_out/session/login";
+
+/// `burst` requests, then one an hour: no refill while a test runs.
+fn burst_of(burst: u32) -> Option<RateLimit> {
+    Some(RateLimit {
+        burst: std::num::NonZeroU32::new(burst).expect("not zero"),
+        every: Duration::from_secs(3600),
+    })
+}
+
+/// Three requests without valid credentials per address.
+async fn spawn_with_three_refusals(db: Db) -> TestApp {
+    TestApp::spawn_with(db, |config: &mut Config| {
+        config.anonymous_limit = burst_of(3);
+    })
+    .await
+}
+
+/// Five requests per token.
+async fn spawn_with_five_per_token(db: Db) -> TestApp {
+    TestApp::spawn_with(db, |config: &mut Config| {
+        config.token_limit = burst_of(5);
+    })
+    .await
+}
+
+/// The fill-out pages' app, with three refusals per address.
+async fn spawn_pages_with_three_refusals(db: Db) -> TestApp {
+    TestApp::spawn_with(db, |config: &mut Config| {
+        config.allowed_origins = vec![crate::fill_out_sessions::EPD.to_owned()];
+        config.anonymous_limit = burst_of(3);
+    })
+    .await
+}
+
+async fn anonymous(app: &TestApp) -> Answer {
+    app.send_as(Method::GET, D1_RESPONSES, None, None).await
+}
+
+/// Every row, once the counted refusals are written.
+async fn whole_log(app: &TestApp) -> Vec<AccessEntry> {
+    app.state.flush_refusals().await;
+    app.state
+        .store()
+        .access_log(None, None)
+        .await
+        .expect("access log")
+}
+
+/// The `Retry-After` of a 429, in seconds.
+fn retry_after(answer_headers: &tests::reqwest::header::HeaderMap) -> u64 {
+    answer_headers
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("a 429 says when to retry: {answer_headers:?}"))
+}
+
+fn assert_too_many(answer: &Answer) {
+    assert_error(answer, 429, error("base", "too_many_requests"));
+    let wait = retry_after(&answer.headers);
+    assert!((1..=3600).contains(&wait), "Retry-After: {wait}");
+}
+
+// ---------------------------------------------------------------------------
+// Requests without valid credentials
+// ---------------------------------------------------------------------------
+
+db_test!(async fn a_thousand_refusals_are_written_as_a_handful_of_rows(app) {
+    // The default limits: a burst of 200 per address, then 10 a second.
+    let mut statuses = Vec::new();
+    for _ in 0..20 {
+        let batch = (0..50).map(|_| anonymous(&app));
+        for answer in futures_util::future::join_all(batch).await {
+            if answer.status == 429 {
+                assert_too_many(&answer);
+            } else {
+                assert_unauthorized(&answer, BASIC_CHALLENGE);
+            }
+            statuses.push(answer.status.as_u16());
+        }
+    }
+    let refused = statuses.iter().filter(|s| **s == 401).count();
+    let limited = statuses.iter().filter(|s| **s == 429).count();
+    assert_eq!(refused + limited, 1000);
+    assert!(refused >= 200, "the burst is answered 401: {refused}");
+    assert!(limited >= 500, "past the burst, 429: {limited}");
+    // Nothing is written per request: the counts wait for their minute.
+    assert_eq!(app.state.store().access_log(None, None).await.expect("log"), vec![]);
+    let log = whole_log(&app).await;
+    let rows: Vec<(u16, Option<u32>)> = log.iter().map(|e| (e.status, e.refusals)).collect();
+    assert_eq!(rows, vec![(401, Some(refused as u32)), (429, Some(limited as u32))]);
+    for row in &log {
+        assert_eq!(row.client, "127.0.0.1");
+        assert_eq!(row.action, LIST_ACTION);
+        assert_eq!(row.dossier.as_deref(), Some("d1"));
+        assert_eq!(row.consumer_key, None);
+        assert_eq!(row.at, start_time());
+    }
+});
+
+db_test!(
+    async fn past_the_burst_refusals_meet_429_with_retry_after_and_the_error_body(
+        app: spawn_with_three_refusals,
+    ) {
+        for _ in 0..3 {
+            assert_unauthorized(&anonymous(&app).await, BASIC_CHALLENGE);
+        }
+        let limited = anonymous(&app).await;
+        assert_too_many(&limited);
+        assert_eq!(
+            limited.headers["content-type"],
+            "application/json; charset=utf-8"
+        );
+        // Guessing a secret is no way around it, on any endpoint.
+        assert_too_many(&get_as(&app, D1_RESPONSES, &basic(tests::TEST_KEY, "guess")).await);
+        assert_too_many(
+            &app.send_as(Method::GET, "/api/v1/protocols", None, None)
+                .await,
+        );
+        // A valid token from the same address is not held back.
+        assert_eq!(app.get(D1_RESPONSES).await.status, 200);
+        // The document says so on every operation that needs credentials.
+        let doc = app.get("/api/v1/openapi.json").await.body;
+        let operation = &doc["paths"]["/api/v1/dossiers/{dossier_id}/responses"]["get"];
+        assert!(
+            operation["responses"]["429"]["headers"]["Retry-After"].is_object(),
+            "{operation}"
+        );
+    }
+);
+
+db_test!(async fn refusals_of_a_minute_are_written_when_the_next_begins(app) {
+    for _ in 0..3 {
+        assert_eq!(anonymous(&app).await.status, 401);
+    }
+    assert_eq!(app.state.store().access_log(None, None).await.expect("log"), vec![]);
+    app.clock.advance(Minutes::seconds(60));
+    assert_eq!(anonymous(&app).await.status, 401);
+    // The next minute's first refusal wrote the last minute's count.
+    let written = app.state.store().access_log(None, None).await.expect("log");
+    let rows: Vec<_> = written.iter().map(|e| (e.at, e.refusals)).collect();
+    assert_eq!(rows, vec![(start_time(), Some(3))]);
+    let rows: Vec<_> = whole_log(&app).await.iter().map(|e| (e.at, e.refusals)).collect();
+    assert_eq!(
+        rows,
+        vec![(start_time(), Some(3)), (start_time() + Minutes::seconds(60), Some(1))]
+    );
+});
+
+db_test!(async fn refusals_counted_at_shutdown_are_written(app) {
+    let mut app = app;
+    assert_eq!(anonymous(&app).await.status, 401);
+    assert_eq!(anonymous(&app).await.status, 401);
+    app.shut_down().await;
+    assert_eq!(app.sql("SELECT refusals FROM access_log").await, Some(2));
+});
+
+db_test!(async fn refusals_with_valid_credentials_stay_one_row_each(app) {
+    let secret = tests::create_token(&app.state, "protocols-only", "protocols").await;
+    for _ in 0..3 {
+        let answer = get_as(&app, D1_RESPONSES, &basic("protocols-only", &secret)).await;
+        assert_error(&answer, 403, error("base", "right_missing"));
+    }
+    let log = app.state.store().access_log(None, None).await.expect("log");
+    assert_eq!(log.len(), 3);
+    assert!(log.iter().all(|e| e.refusals.is_none() && e.consumer_key.as_deref() == Some("protocols-only")));
+});
+
+// ---------------------------------------------------------------------------
+// Tokens
+// ---------------------------------------------------------------------------
+
+db_test!(
+    async fn a_valid_tokens_bulk_upload_is_never_refused(app: spawn_with_three_refusals) {
+        // The address is over its limit for requests without credentials...
+        for _ in 0..3 {
+            anonymous(&app).await;
+        }
+        assert_too_many(&anonymous(&app).await);
+        // ...and an EPD on it uploads as fast as the service takes it, under
+        // the default limit per token.
+        let mut created = 0;
+        for batch in 0..10 {
+            let posts = (0..100).map(|n| {
+                let app = &app;
+                async move {
+                    post_phq9(
+                        app,
+                        "bulk",
+                        &format!("ext-{batch}-{n}"),
+                        phq9_all_answered(),
+                    )
+                    .await
+                }
+            });
+            for answer in futures_util::future::join_all(posts).await {
+                assert_eq!(answer.status, 201, "{}", answer.text);
+                created += 1;
+            }
+        }
+        assert_eq!(created, 1000);
+        let listed = app.get(&responses("bulk")).await;
+        assert_eq!(listed.body.as_array().map(Vec::len), Some(1000));
+    }
+);
+
+db_test!(
+    async fn a_token_over_its_limit_is_answered_429_and_logged_by_name(
+        app: spawn_with_five_per_token,
+    ) {
+        for _ in 0..5 {
+            assert_eq!(app.get(D1_RESPONSES).await.status, 200);
+        }
+        let limited = app.get(D1_RESPONSES).await;
+        assert_too_many(&limited);
+        // Another token has its own.
+        let secret = tests::create_token(&app.state, "other", "all").await;
+        assert_eq!(
+            get_as(&app, D1_RESPONSES, &basic("other", &secret))
+                .await
+                .status,
+            200
+        );
+        // An identified caller's refusal is a row of its own, by name.
+        let log = app
+            .state
+            .store()
+            .access_log(Some("d1"), None)
+            .await
+            .expect("log");
+        let rows: Vec<(Option<&str>, u16, Option<u32>)> = log
+            .iter()
+            .map(|e| (e.consumer_key.as_deref(), e.status, e.refusals))
+            .collect();
+        let test = Some(tests::TEST_KEY);
+        assert_eq!(
+            rows,
+            vec![
+                (test, 200, None),
+                (test, 200, None),
+                (test, 200, None),
+                (test, 200, None),
+                (test, 200, None),
+                (test, 429, None),
+                (Some("other"), 200, None),
+            ]
+        );
+    }
+);
+
+// ---------------------------------------------------------------------------
+// Fill-out links
+// ---------------------------------------------------------------------------
+
+db_test!(
+    async fn bad_fill_out_links_count_as_refusals(app: spawn_pages_with_three_refusals) {
+        let link = start_blank(&app, "d1", &["phq9"]).await;
+        let tampered = format!("{link}0");
+        for _ in 0..3 {
+            Visitor::new(&app)
+                .get(&tampered)
+                .await
+                .assert_message(403, "This link does not work");
+        }
+        let limited = Visitor::new(&app).get(&tampered).await;
+        limited.assert_message(429, "Too many attempts");
+        assert!((1..=3600).contains(&retry_after(&limited.headers)));
+        // API refusals count against the same address.
+        assert_too_many(&anonymous(&app).await);
+        // A link that works still does: the respondent is not locked out.
+        let page = Visitor::new(&app).get(&link).await;
+        assert_eq!(page.status, 303, "{}", page.text);
+        let rows: Vec<(String, u16, Option<u32>, Option<String>)> = whole_log(&app)
+            .await
+            .into_iter()
+            .filter(|e| e.action == LOGIN_ACTION)
+            .map(|e| (e.action, e.status, e.refusals, e.dossier))
+            .collect();
+        assert_eq!(
+            rows,
+            vec![
+                (LOGIN_ACTION.to_owned(), 303, None, Some("d1".to_owned())),
+                (LOGIN_ACTION.to_owned(), 403, Some(3), None),
+                (LOGIN_ACTION.to_owned(), 429, Some(1), None),
+            ]
+        );
+    }
+);
