@@ -182,6 +182,9 @@ mod tests {
         assert_eq!(refusals.take_all(), vec![]);
     }
 
+    /// What tells rows apart: client, consumer key, status, count, dossier.
+    type Summary = (String, Option<String>, u16, Option<u32>, Option<String>);
+
     #[test]
     fn clients_statuses_and_real_tokens_have_rows_of_their_own() {
         let refusals = Refusals::default();
@@ -191,7 +194,7 @@ mod tests {
         refusals.count(refusal("192.0.2.7", None, "d1", 429), false);
         refusals.count(refusal("192.0.2.8", None, "d1", 401), false);
         refusals.count(refusal("192.0.2.7", Some("epd"), "d1", 401), true);
-        let rows: Vec<(String, Option<String>, u16, Option<u32>, Option<String>)> = refusals
+        let rows: Vec<Summary> = refusals
             .take_all()
             .into_iter()
             .map(|r| (r.client, r.consumer_key, r.status, r.refusals, r.dossier))

@@ -262,7 +262,7 @@ pub async fn access_log(
             // A counted row: refusals without valid credentials that minute.
             let count = e
                 .refusals
-                .map(|n| format!("  ({n} refusals)"))
+                .map(|n| format!("  (refusals: {n})"))
                 .unwrap_or_default();
             println!(
                 "{}  {}  {:<48} {:<28} {}{count}",
