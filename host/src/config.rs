@@ -149,6 +149,58 @@ pub struct Settings {
     )]
     pub trusted_proxies: Option<String>,
 
+    /// Seconds a client has to send a request's headers, counted from the
+    /// connection's start or the previous answer; slower connections are
+    /// closed without an answer [default: 10]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_HEADER_READ_TIMEOUT",
+        value_name = "SECONDS"
+    )]
+    pub header_read_timeout: Option<u64>,
+
+    /// Seconds a client has to send a request's whole body once its headers
+    /// are in; a later body is answered 408 and the connection closed
+    /// [default: 30]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_REQUEST_BODY_TIMEOUT",
+        value_name = "SECONDS"
+    )]
+    pub request_body_timeout: Option<u64>,
+
+    /// Seconds a connection may stay open without a request after its last
+    /// answer (or after it opened) before it is closed [default: 5]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_KEEP_ALIVE_TIMEOUT",
+        value_name = "SECONDS"
+    )]
+    pub keep_alive_timeout: Option<u64>,
+
+    /// Seconds a client has to finish the TLS handshake when the service
+    /// serves HTTPS itself [default: 10]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_TLS_HANDSHAKE_TIMEOUT",
+        value_name = "SECONDS"
+    )]
+    pub tls_handshake_timeout: Option<u64>,
+
+    /// Client connections open at once; more wait in the operating
+    /// system's queue until one closes [default: 512]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_CONNECTION_LIMIT",
+        value_name = "N"
+    )]
+    pub connection_limit: Option<usize>,
+
     /// Origins (https://host[:port]) every token may name in return_to,
     /// progress_url and stylesheet, besides its own, comma-separated
     /// [default: none]
@@ -264,6 +316,11 @@ pub struct FileSettings {
     pub log_format: Option<LogFormat>,
     pub log: Option<String>,
     pub trusted_proxies: Option<String>,
+    pub header_read_timeout: Option<u64>,
+    pub request_body_timeout: Option<u64>,
+    pub keep_alive_timeout: Option<u64>,
+    pub tls_handshake_timeout: Option<u64>,
+    pub connection_limit: Option<usize>,
     pub allowed_origins: Option<String>,
     pub public_url: Option<String>,
     pub fill_out_secret: Option<String>,
@@ -298,6 +355,8 @@ pub struct Config {
     pub log: String,
     /// Proxies whose X-Forwarded-For is believed and that may terminate TLS.
     pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// Timeouts and the cap on open connections of the listener.
+    pub connections: ConnectionLimits,
     /// Origins allowed for every token.
     pub allowed_origins: Vec<String>,
     /// The origin respondents reach the service at; None: the listen
@@ -342,6 +401,22 @@ impl RateLimit {
 pub struct TlsFiles {
     pub cert: PathBuf,
     pub key: PathBuf,
+}
+
+/// What the listener allows a client connection (docs/operations.md#connections).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// From the connection's start or the previous answer to the end of a
+    /// request's headers.
+    pub header_read: std::time::Duration,
+    /// From the end of a request's headers to the end of its body.
+    pub request_body: std::time::Duration,
+    /// Without a request, after the connection opened or its last answer.
+    pub keep_alive: std::time::Duration,
+    /// From accepting the connection to the end of the TLS handshake.
+    pub tls_handshake: std::time::Duration,
+    /// Connections open at once.
+    pub max_open: usize,
 }
 
 /// A setting that cannot be used.
@@ -435,6 +510,50 @@ impl Config {
                 setting: "trusted_proxies",
                 problem,
             })?;
+        let seconds = |setting: &'static str, value: Option<u64>, default: u64| {
+            let value = value.unwrap_or(default);
+            if (1..=3600).contains(&value) {
+                Ok(std::time::Duration::from_secs(value))
+            } else {
+                Err(ConfigError {
+                    setting,
+                    problem: format!("{value} seconds: give 1 to 3600"),
+                })
+            }
+        };
+        let connection_limit = cli
+            .connection_limit
+            .or(file.connection_limit)
+            .unwrap_or(512);
+        if connection_limit == 0 {
+            return Err(ConfigError {
+                setting: "connection_limit",
+                problem: "must be at least 1".into(),
+            });
+        }
+        let connections = ConnectionLimits {
+            header_read: seconds(
+                "header_read_timeout",
+                cli.header_read_timeout.or(file.header_read_timeout),
+                10,
+            )?,
+            request_body: seconds(
+                "request_body_timeout",
+                cli.request_body_timeout.or(file.request_body_timeout),
+                30,
+            )?,
+            keep_alive: seconds(
+                "keep_alive_timeout",
+                cli.keep_alive_timeout.or(file.keep_alive_timeout),
+                5,
+            )?,
+            tls_handshake: seconds(
+                "tls_handshake_timeout",
+                cli.tls_handshake_timeout.or(file.tls_handshake_timeout),
+                10,
+            )?,
+            max_open: connection_limit,
+        };
         let origins = cli
             .allowed_origins
             .or(file.allowed_origins)
@@ -515,6 +634,7 @@ impl Config {
             watch: cli.watch.or(file.watch).unwrap_or(true),
             tls,
             trusted_proxies,
+            connections,
             allowed_origins,
             public_url,
             fill_out_secret,
@@ -602,6 +722,67 @@ mod tests {
         };
         let err = Config::resolve(cli, FileSettings::default()).expect_err("invalid");
         assert_eq!(err.setting, "write_queue_timeout");
+    }
+
+    #[test]
+    fn connection_limits_have_safe_defaults_and_refuse_zero() {
+        let c = Config::resolve(Settings::default(), FileSettings::default()).expect("valid");
+        let secs = std::time::Duration::from_secs;
+        assert_eq!(
+            c.connections,
+            ConnectionLimits {
+                header_read: secs(10),
+                request_body: secs(30),
+                keep_alive: secs(5),
+                tls_handshake: secs(10),
+                max_open: 512,
+            }
+        );
+        let file: FileSettings =
+            toml::from_str("keep_alive_timeout = 2\nconnection_limit = 3\n").expect("valid");
+        let c = Config::resolve(Settings::default(), file).expect("valid");
+        assert_eq!(c.connections.keep_alive, secs(2));
+        assert_eq!(c.connections.max_open, 3);
+        for (cli, setting) in [
+            (
+                Settings {
+                    header_read_timeout: Some(0),
+                    ..Default::default()
+                },
+                "header_read_timeout",
+            ),
+            (
+                Settings {
+                    request_body_timeout: Some(3601),
+                    ..Default::default()
+                },
+                "request_body_timeout",
+            ),
+            (
+                Settings {
+                    keep_alive_timeout: Some(0),
+                    ..Default::default()
+                },
+                "keep_alive_timeout",
+            ),
+            (
+                Settings {
+                    tls_handshake_timeout: Some(0),
+                    ..Default::default()
+                },
+                "tls_handshake_timeout",
+            ),
+            (
+                Settings {
+                    connection_limit: Some(0),
+                    ..Default::default()
+                },
+                "connection_limit",
+            ),
+        ] {
+            let err = Config::resolve(cli, FileSettings::default()).expect_err("invalid");
+            assert_eq!(err.setting, setting);
+        }
     }
 
     #[test]

@@ -88,7 +88,7 @@ impl Errors {
 /// `filters`), or, for fill-out sessions only, to a bare string. Codes in
 /// use: blank, invalid, missing, in_past, too_early, taken, not_found,
 /// unknown_question, invalid_option, already_completed, malformed_json,
-/// too_large, unsupported_media_type, method_not_allowed,
+/// too_large, request_timeout, unsupported_media_type, method_not_allowed,
 /// too_many_requests, internal_error, unavailable.
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(example = json!({"errors": {"external_id": ["taken"]}}))]
@@ -119,6 +119,10 @@ pub enum ApiError {
     /// 413: the body is larger than the configured limit.
     #[error("body too large")]
     TooLarge,
+    /// 408: the body did not arrive within the request body timeout; the
+    /// connection is closed after the answer.
+    #[error("request body timed out")]
+    RequestTimeout,
     /// 415: the body is declared as something other than JSON.
     #[error("unsupported media type")]
     UnsupportedMediaType,
@@ -159,6 +163,7 @@ impl ApiError {
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::MalformedJson => StatusCode::BAD_REQUEST,
             ApiError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
@@ -175,6 +180,7 @@ impl ApiError {
             ApiError::Forbidden(reason) => Errors::one("base", reason),
             ApiError::MalformedJson => Errors::one("base", "malformed_json"),
             ApiError::TooLarge => Errors::one("base", "too_large"),
+            ApiError::RequestTimeout => Errors::one("base", "request_timeout"),
             ApiError::UnsupportedMediaType => Errors::one("base", "unsupported_media_type"),
             ApiError::MethodNotAllowed => Errors::one("base", "method_not_allowed"),
             ApiError::TooManyRequests(_) => Errors::one("base", "too_many_requests"),
@@ -205,6 +211,14 @@ impl IntoResponse for ApiError {
                     .insert(header::RETRY_AFTER, axum::http::HeaderValue::from(seconds));
             }
             _ => {}
+        }
+        if let ApiError::RequestTimeout = self {
+            // The rest of the body may still come; the connection cannot
+            // carry another request (RFC 9110 §15.5.9).
+            response.headers_mut().insert(
+                header::CONNECTION,
+                axum::http::HeaderValue::from_static("close"),
+            );
         }
         response
     }

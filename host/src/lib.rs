@@ -18,6 +18,7 @@ pub mod plugins;
 pub mod reload;
 pub mod scheduler;
 pub mod scoring;
+pub mod server;
 pub mod store;
 pub mod telemetry;
 pub mod tls;
@@ -28,8 +29,6 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use arc_swap::ArcSwap;
-use axum::ServiceExt;
-use axum::extract::Request;
 use chrono::{DateTime, Utc};
 use tokio::net::TcpListener;
 use tower::Layer;
@@ -113,7 +112,9 @@ impl AppState {
         Ok(())
     }
 
-    /// Whether this process terminates TLS itself.
+    /// Whether this process terminates TLS itself. Behind a proxy, whether
+    /// a request came over HTTPS is the proxy's to say
+    /// (`auth::forwarded::Remote`).
     pub fn is_secure(&self) -> bool {
         self.0.secure
     }
@@ -292,6 +293,11 @@ impl App {
             Some(files) => Some(tls::server_config(&files.cert, &files.key)?),
             None => None,
         };
+        for warning in
+            auth::forwarded::unsafe_settings(config.listen, tls.is_some(), &config.trusted_proxies)
+        {
+            tracing::warn!("unsafe settings: {warning}");
+        }
         let listener = TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("listening on {}", config.listen))?;
@@ -394,7 +400,7 @@ impl App {
                 let _ = scheduler_stopped.await;
             }))
         });
-        let mut router = api::router(self.state.clone()).merge(fillout::router(self.state));
+        let mut router = api::router(self.state.clone()).merge(fillout::router(self.state.clone()));
         if self.tls.is_some() {
             router = router.layer(axum::middleware::map_response(
                 tls::strict_transport_security,
@@ -402,16 +408,8 @@ impl App {
         }
         let router = telemetry::layer(router);
         let service = tower::util::MapRequestLayer::new(api::normalize).layer(router);
-        match self.tls {
-            Some(config) => tls::serve(self.listener, config, service, shutdown).await?,
-            None => axum::serve(
-                self.listener,
-                ServiceExt::<Request>::into_make_service_with_connect_info::<SocketAddr>(service),
-            )
-            .with_graceful_shutdown(shutdown)
-            .await
-            .context("serving")?,
-        }
+        let limits = self.state.config().connections;
+        server::serve(self.listener, self.tls, limits, service, shutdown).await?;
         reload.abort();
         drop(watch);
         let _ = stop_scheduler.send(());

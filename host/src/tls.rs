@@ -1,29 +1,16 @@
 //! HTTPS served by the host itself (docs/api/rights.md#https): rustls with
-//! the ring provider, certificate chain and key from PEM files. Every
-//! connection accepted here is TLS, so the auth guard treats its requests
-//! as secure.
+//! the ring provider, certificate chain and key from PEM files, and HSTS on
+//! every answer. The listener (`server.rs`) does the handshakes; every
+//! connection it accepts with this config is TLS, so the auth guard treats
+//! its requests as secure.
 
-use std::convert::Infallible;
-use std::future::Future;
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
-use axum::body::Body;
-use axum::extract::ConnectInfo;
-use axum::http::{Request, Response};
-use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
 use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use tokio::net::TcpListener;
-use tokio_rustls::TlsAcceptor;
-use tower::{Service, ServiceExt};
 
 /// How long a browser keeps to HTTPS for this host after an answer over
 /// TLS: one year, the value RFC 6797's deployment advice and browsers'
@@ -66,60 +53,4 @@ pub fn server_config(cert: &Path, key: &Path) -> anyhow::Result<Arc<ServerConfig
         .context("the TLS key does not match the certificate")?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
-}
-
-/// Serves `service` over TLS on `listener` until `shutdown` completes, then
-/// lets open connections finish their requests.
-pub async fn serve<S, B>(
-    listener: TcpListener,
-    config: Arc<ServerConfig>,
-    service: S,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()>
-where
-    S: Service<Request<Body>, Response = Response<B>, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    let acceptor = TlsAcceptor::from(config);
-    let graceful = GracefulShutdown::new();
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        let (tcp, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(conn) => conn,
-                Err(e) => {
-                    // Out of file descriptors and the like: keep serving.
-                    tracing::warn!(error = %e, "accepting a connection failed");
-                    continue;
-                }
-            },
-            () = &mut shutdown => break,
-        };
-        let acceptor = acceptor.clone();
-        let service = service.clone().map_request(move |req: Request<Incoming>| {
-            let mut req = req.map(Body::new);
-            req.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
-            req
-        });
-        let watcher = graceful.watcher();
-        tokio::spawn(async move {
-            let stream = match acceptor.accept(tcp).await {
-                Ok(stream) => stream,
-                Err(e) => {
-                    tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                    return;
-                }
-            };
-            let builder = auto::Builder::new(TokioExecutor::new());
-            let connection =
-                builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
-            if let Err(e) = watcher.watch(connection.into_owned()).await {
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
-            }
-        });
-    }
-    graceful.shutdown().await;
-    Ok(())
 }

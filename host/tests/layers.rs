@@ -37,6 +37,7 @@ const RULES: &[Rule] = &[
             "auth/",
             "error.rs",
             "lib.rs",
+            "server.rs",
             "telemetry.rs",
             "tls.rs",
         ],

@@ -14,7 +14,8 @@ use crate::error::{ApiError, Errors};
 pub const MAX_ID_LEN: usize = 255;
 
 /// A request body that is a JSON object (docs/api/conventions.md#request-bodies:
-/// 400 when it is not JSON or not an object, 413 beyond the configured size).
+/// 400 when it is not JSON or not an object, 413 beyond the configured size,
+/// 408 when it does not arrive in time).
 #[derive(Debug)]
 pub struct JsonObject(pub Map<String, Value>);
 
@@ -35,11 +36,14 @@ impl FromRequest<AppState> for JsonObject {
         let bytes = axum::body::to_bytes(req.into_body(), limit)
             .await
             .map_err(|e| {
-                if e.into_inner()
+                let cause = e.into_inner();
+                if cause
                     .downcast_ref::<http_body_util::LengthLimitError>()
                     .is_some()
                 {
                     ApiError::TooLarge
+                } else if crate::server::is_body_timeout(&*cause) {
+                    ApiError::RequestTimeout
                 } else {
                     // The client's connection failed mid-body.
                     ApiError::MalformedJson

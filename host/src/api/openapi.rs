@@ -154,7 +154,8 @@ impl Modify for Authentication {
 
 /// Documents the answers of [`crate::api::extract::JsonObject`], the
 /// extractor of every request body, on each operation that takes one: 400
-/// `malformed_json`, 413 `too_large` and 415 `unsupported_media_type`.
+/// `malformed_json`, 408 `request_timeout`, 413 `too_large` and 415
+/// `unsupported_media_type`.
 #[derive(Debug)]
 struct BodyErrors;
 
@@ -164,6 +165,10 @@ impl Modify for BodyErrors {
             (
                 "400",
                 "`{\"errors\":{\"base\":[\"malformed_json\"]}}`: the body is not a JSON object",
+            ),
+            (
+                "408",
+                "`{\"errors\":{\"base\":[\"request_timeout\"]}}`: the body did not arrive within the request body timeout; the connection is closed",
             ),
             (
                 "413",
@@ -217,7 +222,7 @@ mod tests {
                 let responses = &operation.responses.responses;
                 let has_body = operation.request_body.is_some();
                 bodies += usize::from(has_body);
-                for status in ["400", "413", "415"] {
+                for status in ["400", "408", "413", "415"] {
                     assert_eq!(responses.contains_key(status), has_body, "{path} {status}");
                 }
             }

@@ -7,7 +7,7 @@
 //! counted in the log, a row per client and minute, not written one by one
 //! (docs/operations.md#rate-limits).
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::{ConnectInfo, MatchedPath, Request};
@@ -15,6 +15,7 @@ use axum::http::{Extensions, HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use super::forwarded::{ProxyHeaders, Remote};
 use super::ip;
 use super::jwt::VerifiedJwt;
 use super::rights::Right;
@@ -54,7 +55,7 @@ const BEARER_CHALLENGE: &str = "Bearer error=\"invalid_token\"";
 
 /// Runs the checks for an endpoint of group `right`, then the handler.
 pub async fn guard(app: AppState, right: Right, mut req: Request, next: Next) -> Response {
-    let (peer, client) = client_of(&app, req.extensions(), req.headers());
+    let remote = client_of(&app, req.extensions(), req.headers());
     let dossier = right
         .is_dossier_group()
         .then(|| dossier_of(req.uri().path()))
@@ -73,20 +74,12 @@ pub async fn guard(app: AppState, right: Right, mut req: Request, next: Next) ->
         .map(truncate);
 
     let mut identity = Identity::default();
-    let checked = check(
-        &app,
-        right,
-        &req,
-        peer,
-        client,
-        dossier.as_deref(),
-        &mut identity,
-    );
+    let checked = check(&app, right, &req, remote, dossier.as_deref(), &mut identity);
     // Credentials decide which limit a request counts against: a valid
     // token its own (in `check`), anything else the client address's.
     let anonymous = matches!(&checked, Err(refusal) if without_credentials(refusal));
     let checked = match checked {
-        Err(refusal) if anonymous => Err(match app.limits().admit_anonymous(client) {
+        Err(refusal) if anonymous => Err(match app.limits().admit_anonymous(remote.rate_key()) {
             Ok(()) => refusal,
             Err(over) => ApiError::TooManyRequests(over.0),
         }),
@@ -100,7 +93,7 @@ pub async fn guard(app: AppState, right: Right, mut req: Request, next: Next) ->
         dossier,
         action,
         status: 0,
-        client: client.to_string(),
+        client: client_text(remote),
         request_id,
         refusals: None,
     });
@@ -124,7 +117,7 @@ pub async fn guard(app: AppState, right: Right, mut req: Request, next: Next) ->
     entry.status = response.status().as_u16();
     if anonymous {
         // Nothing was handed out: counted, written within the minute.
-        app.count_refusal(entry, client).await;
+        app.count_refusal(entry, remote.rate_key()).await;
         return response;
     }
     // No access to dossier data goes unrecorded: if the row cannot be
@@ -139,8 +132,7 @@ fn check(
     app: &AppState,
     right: Right,
     req: &Request,
-    peer: IpAddr,
-    client: IpAddr,
+    remote: Remote,
     dossier: Option<&str>,
     identity: &mut Identity,
 ) -> Result<Caller, ApiError> {
@@ -156,10 +148,7 @@ fn check(
     if let Some(Credentials::Basic { key, .. }) = &credentials {
         identity.consumer_key = Some(truncate(key));
     }
-    if header.is_some()
-        && !app.is_secure()
-        && !transport_trusted(peer, &app.config().trusted_proxies)
-    {
+    if header.is_some() && !app.is_secure() && !remote.proxied_https {
         if let Some(Credentials::Bearer(jwt)) = &credentials {
             identity.consumer_key = claimed_kid(jwt);
         }
@@ -200,7 +189,7 @@ fn check(
     app.limits()
         .admit_token(&token.consumer_key)
         .map_err(|over| ApiError::TooManyRequests(over.0))?;
-    if !ip::allowed(&token.ip_allow, client) {
+    if !ip::allowed(&token.ip_allow, remote.client) {
         return Err(ApiError::Forbidden("ip_not_allowed"));
     }
     if !token.has_right(right) {
@@ -225,22 +214,25 @@ fn without_credentials(refusal: &ApiError) -> bool {
     )
 }
 
-/// The connection's peer and the client as far as the service can tell
-/// (X-Forwarded-For only from a trusted proxy).
-pub fn client_of(app: &AppState, extensions: &Extensions, headers: &HeaderMap) -> (IpAddr, IpAddr) {
+/// Who sent the request, as far as the service can tell: the peer, and
+/// what trusted proxies say (docs/operations.md#behind-a-reverse-proxy). A
+/// request without connection info is trusted with nothing.
+pub fn client_of(app: &AppState, extensions: &Extensions, headers: &HeaderMap) -> Remote {
     let peer = extensions
         .get::<ConnectInfo<SocketAddr>>()
-        .map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |c| c.0.ip());
-    let forwarded = headers.get("x-forwarded-for").and_then(|v| v.to_str().ok());
-    let client = ip::client_address(peer, forwarded, &app.config().trusted_proxies);
-    (peer, client)
+        .map(|c| c.0.ip());
+    Remote::of(
+        peer,
+        &ProxyHeaders::of(headers),
+        &app.config().trusted_proxies,
+    )
 }
 
-/// Plain HTTP may carry credentials only from loopback, or from a
-/// configured proxy that terminated TLS.
-fn transport_trusted(peer: IpAddr, trusted_proxies: &[ipnet::IpNet]) -> bool {
-    let peer = ip::canonical(peer);
-    peer.is_loopback() || trusted_proxies.iter().any(|p| p.contains(&peer))
+/// The client as the access log records it: the address, or `unknown`.
+pub fn client_text(remote: Remote) -> String {
+    remote
+        .client
+        .map_or_else(|| "unknown".to_owned(), |c| c.to_string())
 }
 
 /// The dossier segment of a normalized `/api/v1/dossiers/{id}/...` path,
@@ -320,20 +312,5 @@ mod tests {
             dossier_of("/dossiers/a%00b/responses").as_deref(),
             Some("a\u{fffd}b")
         );
-    }
-
-    #[test]
-    fn only_loopback_and_trusted_proxies_may_send_credentials_in_the_clear() {
-        let proxies = ip::parse_list("10.0.0.1").expect("valid");
-        assert!(transport_trusted(
-            "127.0.0.1".parse().expect("ip"),
-            &proxies
-        ));
-        assert!(transport_trusted("::1".parse().expect("ip"), &proxies));
-        assert!(transport_trusted("10.0.0.1".parse().expect("ip"), &proxies));
-        assert!(!transport_trusted(
-            "192.0.2.7".parse().expect("ip"),
-            &proxies
-        ));
     }
 }

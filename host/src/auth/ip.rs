@@ -1,6 +1,6 @@
-//! Client addresses: who is calling, as far as the service can tell, and
-//! whether a token's IP allow-list admits them
-//! (docs/api/rights.md#ip-allow-lists).
+//! IP allow-lists: their entries, and whether one admits a client
+//! (docs/api/rights.md#ip-allow-lists). Who the client is, is
+//! `forwarded.rs`'s to say.
 
 use std::net::IpAddr;
 
@@ -50,10 +50,13 @@ pub fn to_list(nets: &[IpNet]) -> String {
         .join(",")
 }
 
-/// Whether `addr` may use a token with this allow-list.
-pub fn allowed(list: &[IpNet], addr: IpAddr) -> bool {
-    let addr = canonical(addr);
-    list.is_empty() || list.iter().any(|net| net.contains(&addr))
+/// Whether a client at `addr` may use a token with this allow-list. An
+/// unknown client (None) passes only an empty list.
+pub fn allowed(list: &[IpNet], addr: Option<IpAddr>) -> bool {
+    list.is_empty()
+        || addr
+            .map(canonical)
+            .is_some_and(|addr| list.iter().any(|net| net.contains(&addr)))
 }
 
 /// IPv4-mapped IPv6 addresses (`::ffff:10.0.0.1`) as IPv4.
@@ -64,43 +67,12 @@ pub fn canonical(addr: IpAddr) -> IpAddr {
     }
 }
 
-/// The client's address. The socket peer, unless the peer is a trusted
-/// proxy: then the rightmost `X-Forwarded-For` entry that is not itself a
-/// trusted proxy (entries left of it could be written by the client).
-pub fn client_address(
-    peer: IpAddr,
-    forwarded_for: Option<&str>,
-    trusted_proxies: &[IpNet],
-) -> IpAddr {
-    let peer = canonical(peer);
-    if !trusted_proxies.iter().any(|p| p.contains(&peer)) {
-        return peer;
-    }
-    let Some(header) = forwarded_for else {
-        return peer;
-    };
-    let mut client = peer;
-    for entry in header.rsplit(',') {
-        match entry.trim().parse::<IpAddr>().map(canonical) {
-            Ok(addr) => {
-                client = addr;
-                if !trusted_proxies.iter().any(|p| p.contains(&addr)) {
-                    break;
-                }
-            }
-            // A garbled entry: trust nothing further left.
-            Err(_) => break,
-        }
-    }
-    client
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn ip(s: &str) -> IpAddr {
-        s.parse().expect("address")
+    fn ip(s: &str) -> Option<IpAddr> {
+        Some(s.parse().expect("address"))
     }
 
     #[test]
@@ -111,6 +83,9 @@ mod tests {
         assert!(allowed(&list, ip("::ffff:192.0.2.7")));
         assert!(!allowed(&list, ip("192.0.2.8")));
         assert!(allowed(&[], ip("203.0.113.1")));
+        // An unknown client passes only an empty list.
+        assert!(allowed(&[], None));
+        assert!(!allowed(&parse_list("0.0.0.0/0").expect("valid"), None));
         assert!(parse_list("10.0.0.0/33").is_err());
         assert!(parse_list("example.org").is_err());
         assert_eq!(to_list(&list), "10.0.0.0/8,192.0.2.7/32");
@@ -123,34 +98,6 @@ mod tests {
         assert_eq!(
             to_list(&parse_list("::ffff:0:0/64").expect("valid")),
             "::/64"
-        );
-    }
-
-    #[test]
-    fn forwarded_for_counts_only_behind_a_trusted_proxy() {
-        let proxies = parse_list("10.0.0.1").expect("valid");
-        // Not from the proxy: the header is the client's own claim.
-        assert_eq!(
-            client_address(ip("203.0.113.9"), Some("192.0.2.7"), &proxies),
-            ip("203.0.113.9")
-        );
-        // From the proxy: the address it saw.
-        assert_eq!(
-            client_address(ip("10.0.0.1"), Some("192.0.2.7"), &proxies),
-            ip("192.0.2.7")
-        );
-        // A client prepending a fake entry gains nothing.
-        assert_eq!(
-            client_address(ip("10.0.0.1"), Some("192.0.2.7, 198.51.100.3"), &proxies),
-            ip("198.51.100.3")
-        );
-        assert_eq!(
-            client_address(ip("10.0.0.1"), Some("garbage"), &proxies),
-            ip("10.0.0.1")
-        );
-        assert_eq!(
-            client_address(ip("10.0.0.1"), None, &proxies),
-            ip("10.0.0.1")
         );
     }
 }

@@ -85,14 +85,28 @@ pub async fn submit(
 ) -> Response {
     let (parts, body) = req.into_parts();
     let browser = Lang::for_browser(accept_language(&parts.headers));
-    let Ok(bytes) = to_bytes(body, FORM_LIMIT).await else {
-        return page(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            browser,
-            Msg::TooLargeTitle,
-            Msg::TooLargeText,
-            Some(&live.session),
-        );
+    let bytes = match to_bytes(body, FORM_LIMIT).await {
+        Ok(bytes) => bytes,
+        // The form did not arrive within the request body timeout
+        // (docs/operations.md#connections): the answers were not saved.
+        Err(e) if crate::server::is_body_timeout(&e) => {
+            return page(
+                StatusCode::REQUEST_TIMEOUT,
+                browser,
+                Msg::FailedTitle,
+                Msg::FailedText,
+                Some(&live.session),
+            );
+        }
+        Err(_) => {
+            return page(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                browser,
+                Msg::TooLargeTitle,
+                Msg::TooLargeText,
+                Some(&live.session),
+            );
+        }
     };
     let form = Submitted::parse(&bytes);
     if !app.links().check_csrf(&live.cookie, &form.csrf) {

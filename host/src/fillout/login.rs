@@ -130,7 +130,7 @@ async fn refused_link(
             Msg::LinkExpiredText,
         ),
     };
-    let (_, client) = client_of(app, &parts.extensions, &parts.headers);
+    let client = client_of(app, &parts.extensions, &parts.headers).rate_key();
     let over = app.limits().admit_anonymous(client).err();
     let (status, title, text) = match over {
         Some(_) => (

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use super::i18n::{Lang, Msg};
 use super::pages;
 use crate::AppState;
-use crate::auth::guard::{client_of, truncate};
+use crate::auth::guard::{client_of, client_text, truncate};
 use crate::auth::origin;
 use crate::domain::fill_out::FillOutSession;
 use crate::store::{AccessEntry, StoreError};
@@ -263,7 +263,7 @@ pub fn redirect_clearing_cookie(location: &str) -> Response {
 /// The access-log row of a respondent's request: no token, the route, the
 /// client address.
 pub fn access(app: &AppState, parts: &Parts, action: &str, status: u16) -> AccessEntry {
-    let (_, client) = client_of(app, &parts.extensions, &parts.headers);
+    let remote = client_of(app, &parts.extensions, &parts.headers);
     AccessEntry {
         at: app.now(),
         consumer_key: None,
@@ -271,7 +271,7 @@ pub fn access(app: &AppState, parts: &Parts, action: &str, status: u16) -> Acces
         dossier: None,
         action: action.to_owned(),
         status,
-        client: client.to_string(),
+        client: client_text(remote),
         request_id: parts
             .headers
             .get("x-request-id")

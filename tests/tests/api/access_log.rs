@@ -416,11 +416,17 @@ db_test!(
             &[
                 ("authorization", &auth),
                 ("x-forwarded-for", "198.51.100.1, 192.0.2.7"),
+                ("x-forwarded-proto", "https"),
             ],
         )
         .await;
         assert_eq!(answer.status, 200);
-        let direct = app.get(D1_RESPONSES).await;
+        let direct = get_with(
+            &app,
+            D1_RESPONSES,
+            &[("authorization", &auth), ("x-forwarded-proto", "https")],
+        )
+        .await;
         let mut forwarded = row(&app, &answer, Some(tests::TEST_KEY), "d1", LIST_ACTION);
         forwarded.client = "192.0.2.7".to_owned();
         assert_eq!(

@@ -746,39 +746,23 @@ db_test!(
     async fn x_forwarded_for_is_honoured_behind_a_trusted_proxy(app: spawn_behind_proxy) {
         let secret = create_token_with(&app.state, "proxied", "all", "192.0.2.7", "").await;
         let auth = basic("proxied", &secret);
-        let answer = get_with(
-            &app,
-            D1_RESPONSES,
-            &[("authorization", &auth), ("x-forwarded-for", "192.0.2.7")],
-        )
-        .await;
+        // The proxy terminated TLS and says so.
+        async fn via_proxy(app: &TestApp, auth: &str, forwarded: Option<&str>) -> Answer {
+            let mut headers = vec![("authorization", auth), ("x-forwarded-proto", "https")];
+            headers.extend(forwarded.map(|f| ("x-forwarded-for", f)));
+            get_with(app, D1_RESPONSES, &headers).await
+        }
+        let answer = via_proxy(&app, &auth, Some("192.0.2.7")).await;
         assert_eq!(answer.status, 200, "{}", answer.text);
         // The proxy itself is not the allowed client.
-        assert_forbidden(
-            &get_with(&app, D1_RESPONSES, &[("authorization", &auth)]).await,
-            "ip_not_allowed",
-        );
+        assert_forbidden(&via_proxy(&app, &auth, None).await, "ip_not_allowed");
         // The client may prepend anything; the proxy appends what it saw.
-        let prepended = get_with(
-            &app,
-            D1_RESPONSES,
-            &[
-                ("authorization", &auth),
-                ("x-forwarded-for", "192.0.2.7, 198.51.100.3"),
-            ],
-        )
-        .await;
-        assert_forbidden(&prepended, "ip_not_allowed");
-        let garbled = get_with(
-            &app,
-            D1_RESPONSES,
-            &[
-                ("authorization", &auth),
-                ("x-forwarded-for", "192.0.2.7, garbage"),
-            ],
-        )
-        .await;
-        assert_forbidden(&garbled, "ip_not_allowed");
+        for forwarded in ["192.0.2.7, 198.51.100.3", "192.0.2.7, garbage"] {
+            assert_forbidden(
+                &via_proxy(&app, &auth, Some(forwarded)).await,
+                "ip_not_allowed",
+            );
+        }
     }
 );
 
@@ -914,16 +898,27 @@ db_test!(
     ) {
         let ip = non_loopback_ipv4();
         let url = format!("http://{ip}:{}{D1_RESPONSES}", port_of(&app));
+        let basic_header = app.basic_header();
         let answer = send_raw(
             &client_from(ip),
             Method::GET,
             &url,
-            &[("authorization", &app.basic_header())],
+            &[
+                ("authorization", &basic_header),
+                ("x-forwarded-proto", "https"),
+            ],
             None,
         )
         .await;
         assert_eq!(answer.status, 200, "{}", answer.text);
         assert_eq!(answer.body, json!([]));
+        // A proxy that does not say https may have taken the request in clear.
+        for proto in [None, Some("http")] {
+            let mut headers = vec![("authorization", basic_header.as_str())];
+            headers.extend(proto.map(|p| ("x-forwarded-proto", p)));
+            let answer = send_raw(&client_from(ip), Method::GET, &url, &headers, None).await;
+            assert_forbidden(&answer, "https_required");
+        }
     }
 );
 

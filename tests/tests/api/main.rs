@@ -13,6 +13,12 @@
 //!   credentials (bad fill-out links too) counted a row per client and
 //!   minute, written when the minute ends and at shutdown.
 //! - `tls`: HTTPS served by the host with a certificate made in the test.
+//! - `connections`: the listener's limits on raw sockets: silent and
+//!   byte-by-byte clients, stalled TLS handshakes and bodies (408), idle
+//!   keep-alive connections, the cap on open connections.
+//! - `forwarded`: behind a reverse proxy: every X-Forwarded-For line,
+//!   RFC 7239 Forwarded, the client in allow-lists and the access log, and
+//!   X-Forwarded-Proto before credentials count as HTTPS.
 //! - `plugins_hostile`: scorers and calculators that loop, bomb memory,
 //!   recurse, trap, answer garbage or too much, declare another ABI or
 //!   import what is not offered: responses stored with the failure, clear
@@ -77,10 +83,12 @@
 mod access_log;
 mod auth;
 mod catalog;
+mod connections;
 mod fill_out_browser;
 mod fill_out_pages;
 mod fill_out_requests;
 mod fill_out_sessions;
+mod forwarded;
 mod golden;
 mod hostile;
 mod hot_reload;

@@ -20,12 +20,12 @@ const ROUTES: &[(&str, &str, &[u16])] = &[
     (
         "post",
         "/api/v1/dossiers/{dossier_id}/responses",
-        &[200, 201, 400, 401, 403, 404, 413, 415, 422],
+        &[200, 201, 400, 401, 403, 404, 408, 413, 415, 422],
     ),
     (
         "put",
         "/api/v1/dossiers/{dossier_id}/responses/{external_id}",
-        &[200, 400, 401, 403, 404, 413, 415, 422],
+        &[200, 400, 401, 403, 404, 408, 413, 415, 422],
     ),
     (
         "delete",
@@ -50,7 +50,7 @@ const ROUTES: &[(&str, &str, &[u16])] = &[
     (
         "post",
         "/api/v1/dossiers/{dossier_id}/protocol_subscriptions",
-        &[200, 400, 401, 403, 404, 413, 415, 422],
+        &[200, 400, 401, 403, 404, 408, 413, 415, 422],
     ),
     (
         "delete",
@@ -66,12 +66,12 @@ const ROUTES: &[(&str, &str, &[u16])] = &[
     (
         "post",
         "/api/v1/dossiers/{dossier_id}/fill_out_requests",
-        &[200, 400, 401, 403, 404, 413, 415, 422],
+        &[200, 400, 401, 403, 404, 408, 413, 415, 422],
     ),
     (
         "post",
         "/api/v1/dossiers/{dossier_id}/fill_out_sessions",
-        &[200, 400, 401, 403, 404, 413, 415, 422],
+        &[200, 400, 401, 403, 404, 408, 413, 415, 422],
     ),
     (
         "delete",
@@ -86,7 +86,7 @@ const ROUTES: &[(&str, &str, &[u16])] = &[
     (
         "post",
         "/api/v1/dossiers/{dossier_id}/non_responses",
-        &[201, 400, 401, 403, 404, 413, 415, 422],
+        &[201, 400, 401, 403, 404, 408, 413, 415, 422],
     ),
     (
         "get",

@@ -4,7 +4,7 @@ use host::config::TlsFiles;
 use tests::{Db, TEST_KEY, TestApp, basic};
 
 /// A self-signed certificate for localhost, written to `dir`.
-fn certificate(dir: &std::path::Path) -> (TlsFiles, reqwest::Certificate) {
+pub fn certificate(dir: &std::path::Path) -> (TlsFiles, reqwest::Certificate) {
     let made =
         rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).expect("certificate");
     let files = TlsFiles {
