@@ -6,7 +6,14 @@
 //!   rights, IP allow-lists, X-Forwarded-For, JWT subject, HTTPS, other
 //!   dossiers' ids.
 //! - `access_log`: one row per dossier access (reads, writes, refusals), none
-//!   outside dossiers; append-only at the database level.
+//!   outside dossiers; claimed identities apart from verified ones;
+//!   append-only at the database level.
+//! - `access_log_chain`: the hash chain over every row, whatever wrote it and
+//!   however many hosts; `verify` finds changed, removed and added rows; one
+//!   row per dossier of a multi-dossier read, 10,000 in one write.
+//! - `access_log_roles`: `deploy/`'s PostgreSQL roles: the owner migrates,
+//!   the service serves, and may append to the access log but never change
+//!   it (PostgreSQL only).
 //! - `tls`: HTTPS served by the host with a certificate made in the test.
 //! - `plugins_hostile`: scorers and calculators that loop, bomb memory,
 //!   recurse, trap, answer garbage or too much, declare another ABI or
@@ -70,6 +77,8 @@
 //!   `outcomes plugin test` passes good fixtures and fails a wrong one.
 
 mod access_log;
+mod access_log_chain;
+mod access_log_roles;
 mod auth;
 mod catalog;
 mod fill_out_browser;

@@ -73,6 +73,7 @@ fn access(dossier: &str) -> AccessEntry {
         status: 201,
         client: "127.0.0.1".into(),
         request_id: None,
+        ..AccessEntry::default()
     }
 }
 
@@ -98,7 +99,7 @@ async fn run(
     }
     for item in accesses {
         batch.accesses.push(Pending {
-            item,
+            item: vec![item],
             reply: oneshot::channel().0,
         });
     }
@@ -138,6 +139,20 @@ async fn count(url: &str, sql: &str) -> i64 {
         .fetch_one(&mut conn)
         .await
         .expect("counts")
+}
+
+/// Every path a batch takes (scripted, a savepoint, one by one) links its
+/// access-log rows into one chain.
+async fn assert_chained(url: &str, rows: u64) {
+    let store = crate::store::Store::connect(url, &Default::default())
+        .await
+        .expect("connects");
+    let verification = store.verify_access_log().await.expect("verifies");
+    store.close().await;
+    assert!(
+        matches!(verification, crate::store::Verification::Intact { chained, .. } if chained == rows),
+        "{verification:?}"
+    );
 }
 
 #[tokio::test]
@@ -303,6 +318,7 @@ async fn a_stale_cache_falls_back_to_one_by_one() {
             .collect();
         assert_eq!(ids, [1, 2, 3, 4]);
         assert_eq!(count(&url, "SELECT COUNT(*) FROM access_log").await, 1);
+        assert_chained(&url, 1).await;
     }
 }
 
@@ -362,5 +378,6 @@ async fn a_post_stores_its_access_row_with_the_status_it_is_answered() {
         .map(|(d, r, s)| (d.to_owned(), r.to_owned(), s))
         .collect();
         assert_eq!(rows, expected, "closure: {closure}");
+        assert_chained(&url, 8).await;
     }
 }
