@@ -19,13 +19,14 @@ use crate::support::*;
 async fn history(app: &TestApp) {
     assert_eq!(app.get(&responses("d1")).await.status, 200);
     posted(app, "d1", "ext-1").await;
-    let posts = (0..12).map(|n| {
+    let posts = (0..12).map(|n| async move {
         post_phq9(
             app,
             &format!("d{}", n % 3),
             &format!("many-{n}"),
             phq9_all_answered(),
         )
+        .await
     });
     for answer in futures_util::future::join_all(posts).await {
         assert_eq!(answer.status, 201, "{}", answer.text);
@@ -70,7 +71,7 @@ async fn tamper(app: &TestApp, statements: &[&str]) {
 
 /// The ids of the rows, oldest first.
 async fn ids(app: &TestApp) -> Vec<i64> {
-    app.sql_strings("SELECT CAST(id AS TEXT) FROM access_log ORDER BY id")
+    app.sql_strings("SELECT CAST(id AS TEXT) AS n FROM access_log ORDER BY id")
         .await
         .iter()
         .map(|id| id.parse().expect("an id"))
@@ -163,7 +164,8 @@ db_test!(async fn a_row_added_behind_the_services_back_is_noticed(app) {
     // through the head.
     tamper(&app, &["INSERT INTO access_log (at, dossier, action, status, client) VALUES (0, 'd1', 'GET x', 200, '10.0.0.1')"]).await;
     let forged = *ids(&app).await.last().expect("rows");
-    let (id, reason) = broken_at(&verify(&app).await);
+    let verification = verify(&app).await;
+    let (id, reason) = broken_at(&verification);
     assert_eq!(id, Some(forged));
     assert!(reason.contains("no hash"), "{reason}");
 });
@@ -192,7 +194,10 @@ db_test!(async fn two_hosts_appending_at_once_form_one_chain(app) {
     };
     let mine = (0..40).map(|n| app.state.store().append_access(entry(n, "one")));
     let theirs = (0..40).map(|n| other.append_accesses(vec![entry(n, "two"), entry(n + 100, "two")]));
-    let posts = (0..20).map(|n| post_phq9(&app, "d1", &format!("ext-{n}"), phq9_all_answered()));
+    let posts = (0..20).map(|n| {
+        let app = &app;
+        async move { post_phq9(app, "d1", &format!("ext-{n}"), phq9_all_answered()).await }
+    });
     let (mine, theirs, posts) = tokio::join!(
         futures_util::future::join_all(mine),
         futures_util::future::join_all(theirs),
