@@ -37,6 +37,9 @@ struct Cli {
     command: Command,
 }
 
+// `access-log verify` carries its own settings, so they can follow it on
+// the command line; the enum is parsed once.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve the REST API (applies migrations and loads definitions first).
@@ -177,7 +180,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let (store, _) = open_store(settings, file).await?;
             let result = commands::verify_access_log(&store).await;
             store.close().await;
-            println!("{}", result?);
+            commands::print_line(&result?);
             Ok(())
         }
         Command::AccessLog {

@@ -276,6 +276,11 @@ pub async fn access_log(
     Ok(())
 }
 
+/// Prints a command's answer on stdout.
+pub fn print_line(line: &str) {
+    println!("{line}");
+}
+
 /// `outcomes access-log verify`: walks the hash chain of the whole log.
 /// Intact: what was checked and the last hash (to keep elsewhere, so that a
 /// rewrite of the whole chain shows too). Broken: an error naming the first
