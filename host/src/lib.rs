@@ -209,7 +209,7 @@ impl AppState {
     pub async fn count_refusal(&self, mut entry: store::AccessEntry, client: std::net::IpAddr) {
         entry.client = auth::limits::ClientKey::of(client).to_string();
         let known = entry
-            .consumer_key
+            .claimed_key
             .as_deref()
             .is_some_and(|key| self.tokens().knows(key));
         let due = self.0.refusals.count(entry, known);

@@ -37,6 +37,9 @@ struct Cli {
     command: Command,
 }
 
+// `access-log verify` carries its own settings, so they can follow it on
+// the command line; the enum is parsed once.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve the REST API (applies migrations and loads definitions first).
@@ -77,17 +80,31 @@ enum Command {
         settings: Settings,
     },
     /// Print the access log of a dossier (NEN 7513): every request that
-    /// touched its data, refusals included.
+    /// touched its data, refusals included; `verify` checks its hash chain.
+    #[command(subcommand_negates_reqs = true, args_conflicts_with_subcommands = true)]
     AccessLog {
+        #[command(subcommand)]
+        command: Option<AccessLogCommand>,
         /// The dossier (the EPD's identifier)
-        #[arg(long)]
-        dossier: String,
+        #[arg(long, required = true)]
+        dossier: Option<String>,
         /// Only entries at or after this time (Unix seconds or ISO 8601)
         #[arg(long)]
         since: Option<String>,
         /// Print one JSON object per line
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        settings: Settings,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum AccessLogCommand {
+    /// Check the hash chain of the whole access log: prints the rows checked
+    /// and the last hash, or the first broken link (row id and what differs)
+    /// and exits non-zero.
+    Verify {
         #[command(flatten)]
         settings: Settings,
     },
@@ -157,12 +174,24 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::AccessLog {
+            command: Some(AccessLogCommand::Verify { settings }),
+            ..
+        } => {
+            let (store, _) = open_store(settings, file).await?;
+            let result = commands::verify_access_log(&store).await;
+            store.close().await;
+            commands::print_line(&result?);
+            Ok(())
+        }
+        Command::AccessLog {
+            command: None,
             dossier,
             since,
             json,
             settings,
         } => {
             let (store, config) = open_store(settings, file).await?;
+            let dossier = dossier.unwrap_or_default();
             let result =
                 commands::access_log(&store, &dossier, since.as_deref(), json, config.time_zone)
                     .await;

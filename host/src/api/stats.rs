@@ -14,9 +14,9 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::api::extract::{MAX_ID_LEN, PathParams, QueryParams};
-use crate::auth::guard::Caller;
+use crate::auth::guard::{AccessLogged, Caller, PendingAccess};
 use crate::error::{ApiError, ErrorBody, Errors, json};
-use crate::store::DossierStats;
+use crate::store::{AccessEntry, DossierStats};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -132,6 +132,7 @@ impl From<DossierStats> for StatsView {
 pub async fn dossier_stats(
     State(app): State<AppState>,
     Extension(caller): Extension<Caller>,
+    access: Option<Extension<PendingAccess>>,
     params: PathParams,
 ) -> Result<Response, ApiError> {
     // Named `dossier_id` like every dossier path, for the router.
@@ -141,7 +142,7 @@ pub async fn dossier_stats(
     } else {
         segment.split(',').map(str::to_owned).collect()
     };
-    answer(&app, &caller, Some(ids)).await
+    answer(&app, &caller, access, Some(ids)).await
 }
 
 /// Stats of every dossier, or of those in `epd_ids`
@@ -163,6 +164,7 @@ pub async fn dossier_stats(
 pub async fn all_stats(
     State(app): State<AppState>,
     Extension(caller): Extension<Caller>,
+    access: Option<Extension<PendingAccess>>,
     query: QueryParams,
 ) -> Result<Response, ApiError> {
     let ids = query.list("epd_ids").map(|values| {
@@ -172,7 +174,7 @@ pub async fn all_stats(
             .map(str::to_owned)
             .collect::<Vec<_>>()
     });
-    answer(&app, &caller, ids).await
+    answer(&app, &caller, access, ids).await
 }
 
 fn invalid() -> ApiError {
@@ -182,6 +184,7 @@ fn invalid() -> ApiError {
 async fn answer(
     app: &AppState,
     caller: &Caller,
+    access: Option<Extension<PendingAccess>>,
     ids: Option<Vec<String>>,
 ) -> Result<Response, ApiError> {
     if let Some(ids) = &ids {
@@ -210,6 +213,29 @@ async fn answer(
         ids.dedup();
     }
     let stats = app.store().stats(ids.as_deref(), app.now()).await?;
+    // One access-log row per dossier answered (NEN 7513 asks who saw which
+    // patient's data), stored before the data leaves and in one write
+    // whatever their number. An answer without dossiers is logged by the
+    // guard, as one row for the request.
+    let logged = match access {
+        Some(Extension(PendingAccess(entry))) if !stats.is_empty() => {
+            let rows = stats
+                .keys()
+                .map(|epd_id| AccessEntry {
+                    dossier: Some(epd_id.clone()),
+                    status: StatusCode::OK.as_u16(),
+                    ..entry.clone()
+                })
+                .collect();
+            app.store().append_accesses(rows).await?;
+            true
+        }
+        _ => false,
+    };
     let view: BTreeMap<String, StatsView> = stats.into_iter().map(|(k, v)| (k, v.into())).collect();
-    Ok(json(StatusCode::OK, &view))
+    let mut response = json(StatusCode::OK, &view);
+    if logged {
+        response.extensions_mut().insert(AccessLogged);
+    }
+    Ok(response)
 }

@@ -14,6 +14,9 @@ use axum::extract::{ConnectInfo, MatchedPath, Request};
 use axum::http::{Extensions, HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Map, Value};
 
 use super::forwarded::{ProxyHeaders, Remote};
 use super::ip;
@@ -43,11 +46,46 @@ pub struct PendingAccess(pub AccessEntry);
 #[derive(Debug, Clone, Copy)]
 pub struct AccessLogged;
 
-/// Who a request claimed to be, for the access log, even when refused.
+/// Who a request was, for the access log: verified (the token's key, a
+/// verified JWT's issuer), or, when refused before that, who it claimed to
+/// be, in columns of their own (docs/api/rights.md#access-log).
 #[derive(Debug, Default)]
 struct Identity {
     consumer_key: Option<String>,
     jwt_issuer: Option<String>,
+    claimed_key: Option<String>,
+    claimed_issuer: Option<String>,
+    claimed_subject: Option<String>,
+}
+
+impl Identity {
+    /// A JWT's claims as sent, unverified: its `kid`, and `iss` and `sub`
+    /// from the payload. A token whose header cannot be read names nobody.
+    fn claim_jwt(&mut self, jwt: &str) {
+        let Ok(kid) = super::jwt::kid(jwt) else {
+            return;
+        };
+        self.claimed_key = Some(truncate(&kid));
+        // kid() checked the size and the three parts.
+        let claims = jwt
+            .split('.')
+            .nth(1)
+            .and_then(|payload| URL_SAFE_NO_PAD.decode(payload).ok())
+            .and_then(|bytes| serde_json::from_slice::<Map<String, Value>>(&bytes).ok())
+            .unwrap_or_default();
+        let claim = |name: &str| claims.get(name).and_then(Value::as_str).map(truncate);
+        self.claimed_issuer = claim("iss");
+        self.claimed_subject = claim("sub");
+    }
+
+    /// The caller's identity checked out: only the verified one is kept.
+    fn verified(&mut self, consumer_key: &str, jwt_issuer: Option<&str>) {
+        *self = Identity {
+            consumer_key: Some(truncate(consumer_key)),
+            jwt_issuer: jwt_issuer.map(truncate),
+            ..Identity::default()
+        };
+    }
 }
 
 const BASIC_CHALLENGE: &str = "Basic realm=\"api\"";
@@ -90,6 +128,9 @@ pub async fn guard(app: AppState, right: Right, mut req: Request, next: Next) ->
         at: app.now(),
         consumer_key: identity.consumer_key,
         jwt_issuer: identity.jwt_issuer,
+        claimed_key: identity.claimed_key,
+        claimed_issuer: identity.claimed_issuer,
+        claimed_subject: identity.claimed_subject,
         dossier,
         action,
         status: 0,
@@ -142,15 +183,14 @@ fn check(
         .map(|v| v.to_str().unwrap_or("!"));
     let credentials = header.and_then(Credentials::parse);
     // Who the caller claims to be, for the access log, before any check. A
-    // JWT's kid is read here only when the request is refused before its
-    // verification (which reads it anyway), so a token is parsed once.
-    let claimed_kid = |jwt: &str| super::jwt::kid(jwt).ok().map(|kid| truncate(&kid));
+    // JWT's claims are read here only when the request is refused before its
+    // verification (which reads them anyway), so a token is parsed once.
     if let Some(Credentials::Basic { key, .. }) = &credentials {
-        identity.consumer_key = Some(truncate(key));
+        identity.claimed_key = Some(truncate(key));
     }
     if header.is_some() && !app.is_secure() && !remote.proxied_https {
         if let Some(Credentials::Bearer(jwt)) = &credentials {
-            identity.consumer_key = claimed_kid(jwt);
+            identity.claim_jwt(jwt);
         }
         return Err(ApiError::Forbidden("https_required"));
     }
@@ -172,17 +212,17 @@ fn check(
             let token = tokens
                 .basic(&key, &secret)
                 .ok_or(ApiError::Unauthorized(BASIC_CHALLENGE))?;
+            identity.verified(&token.consumer_key, None);
             (token, None)
         }
         Credentials::Bearer(jwt) => {
             let (token, verified) = tokens.bearer(jwt, app.now().timestamp()).map_err(|e| {
-                identity.consumer_key = claimed_kid(jwt);
+                identity.claim_jwt(jwt);
                 tracing::info!(reason = %e, "bearer token refused");
                 ApiError::Unauthorized(BEARER_CHALLENGE)
             })?;
             // The kid named this token.
-            identity.consumer_key = Some(truncate(&token.consumer_key));
-            identity.jwt_issuer = Some(truncate(&verified.iss));
+            identity.verified(&token.consumer_key, Some(&verified.iss));
             (token, Some(Arc::new(verified)))
         }
     };

@@ -73,7 +73,7 @@ impl Refusals {
             client: entry.client.clone(),
             action: entry.action.clone(),
             status: entry.status,
-            token: entry.consumer_key.clone().filter(|_| known),
+            token: entry.claimed_key.clone().filter(|_| known),
         };
         let seq = groups.next;
         match groups.by_key.get_mut(&key) {
@@ -81,11 +81,14 @@ impl Refusals {
                 let row = &mut group.row;
                 row.refusals = Some(row.refusals.unwrap_or(1).saturating_add(1));
                 // What the refusals do not share is not recorded.
-                if row.consumer_key != entry.consumer_key {
-                    row.consumer_key = None;
+                if row.claimed_key != entry.claimed_key {
+                    row.claimed_key = None;
                 }
-                if row.jwt_issuer != entry.jwt_issuer {
-                    row.jwt_issuer = None;
+                if row.claimed_issuer != entry.claimed_issuer {
+                    row.claimed_issuer = None;
+                }
+                if row.claimed_subject != entry.claimed_subject {
+                    row.claimed_subject = None;
                 }
                 if row.dossier != entry.dossier {
                     row.dossier = None;
@@ -155,14 +158,13 @@ mod tests {
     fn refusal(client: &str, key: Option<&str>, dossier: &str, status: u16) -> AccessEntry {
         AccessEntry {
             at: at(),
-            consumer_key: key.map(str::to_owned),
-            jwt_issuer: None,
+            claimed_key: key.map(str::to_owned),
             dossier: Some(dossier.to_owned()),
             action: "GET /api/v1/dossiers/{dossier_id}/responses".to_owned(),
             status,
             client: client.to_owned(),
             request_id: Some(format!("{client}-{dossier}")),
-            refusals: None,
+            ..AccessEntry::default()
         }
     }
 
@@ -197,7 +199,7 @@ mod tests {
         let rows: Vec<Summary> = refusals
             .take_all()
             .into_iter()
-            .map(|r| (r.client, r.consumer_key, r.status, r.refusals, r.dossier))
+            .map(|r| (r.client, r.claimed_key, r.status, r.refusals, r.dossier))
             .collect();
         let d1 = Some("d1".to_owned());
         assert_eq!(

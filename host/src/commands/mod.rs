@@ -22,7 +22,7 @@ use serde_json::json;
 use crate::auth::jwt::RsaPublicKey;
 use crate::auth::{ip, origin, rights, secret};
 use crate::domain::time;
-use crate::store::{NewToken, Store};
+use crate::store::{NewToken, Store, Verification};
 
 /// `outcomes token ...`
 #[derive(Debug, Subcommand)]
@@ -245,6 +245,9 @@ pub async fn access_log(
                 "at": time::format(e.at, zone),
                 "consumer_key": e.consumer_key,
                 "jwt_issuer": e.jwt_issuer,
+                "claimed_key": e.claimed_key,
+                "claimed_issuer": e.claimed_issuer,
+                "claimed_subject": e.claimed_subject,
                 "dossier": e.dossier,
                 "action": e.action,
                 "status": e.status,
@@ -254,10 +257,12 @@ pub async fn access_log(
             });
             println!("{line}");
         } else {
-            let who = match (&e.consumer_key, &e.jwt_issuer) {
-                (Some(k), Some(iss)) => format!("{k} (iss {iss})"),
-                (Some(k), None) => k.clone(),
-                (None, _) => "-".to_owned(),
+            // A claimed, unverified identity is marked as such.
+            let who = match (&e.consumer_key, &e.jwt_issuer, &e.claimed_key) {
+                (Some(k), Some(iss), _) => format!("{k} (iss {iss})"),
+                (Some(k), None, _) => k.clone(),
+                (None, _, Some(claimed)) => format!("claimed {claimed}?"),
+                (None, _, None) => "-".to_owned(),
             };
             // A counted row: refusals without valid credentials that minute.
             let count = e
@@ -275,6 +280,36 @@ pub async fn access_log(
         }
     }
     Ok(())
+}
+
+/// Prints a command's answer on stdout.
+pub fn print_line(line: &str) {
+    println!("{line}");
+}
+
+/// `outcomes access-log verify`: walks the hash chain of the whole log.
+/// Intact: what was checked and the last hash (to keep elsewhere, so that a
+/// rewrite of the whole chain shows too). Broken: an error naming the first
+/// broken link, which makes the command exit non-zero.
+pub async fn verify_access_log(store: &Store) -> anyhow::Result<String> {
+    match store.verify_access_log().await? {
+        Verification::Intact {
+            chained,
+            before_chain,
+            head,
+        } => Ok(format!(
+            "access log intact: {chained} rows chained, {before_chain} written before the chain started; last hash {head}"
+        )),
+        Verification::Broken {
+            id: Some(id),
+            reason,
+        } => {
+            bail!("access log broken at row {id}: {reason}")
+        }
+        Verification::Broken { id: None, reason } => {
+            bail!("access log broken at its end: {reason}")
+        }
+    }
 }
 
 #[cfg(test)]

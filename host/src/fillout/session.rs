@@ -266,9 +266,6 @@ pub fn access(app: &AppState, parts: &Parts, action: &str, status: u16) -> Acces
     let remote = client_of(app, &parts.extensions, &parts.headers);
     AccessEntry {
         at: app.now(),
-        consumer_key: None,
-        jwt_issuer: None,
-        dossier: None,
         action: action.to_owned(),
         status,
         client: client_text(remote),
@@ -277,7 +274,7 @@ pub fn access(app: &AppState, parts: &Parts, action: &str, status: u16) -> Acces
             .get("x-request-id")
             .and_then(|v| v.to_str().ok())
             .map(truncate),
-        refusals: None,
+        ..AccessEntry::default()
     }
 }
 

@@ -70,7 +70,7 @@ fn row(
         status: answer.status.as_u16(),
         client: "127.0.0.1".to_owned(),
         request_id: request_id(answer),
-        refusals: None,
+        ..AccessEntry::default()
     }
 }
 
@@ -80,6 +80,13 @@ fn counted(n: u32, row: AccessEntry) -> AccessEntry {
         refusals: Some(n),
         ..row
     }
+}
+
+/// `row` of a refused caller who claimed `key`: no verified key.
+fn claimed(mut row: AccessEntry, key: &str) -> AccessEntry {
+    row.consumer_key = None;
+    row.claimed_key = Some(key.to_owned());
+    row
 }
 
 /// Runs one statement on the test's database as an outside client would
@@ -130,7 +137,7 @@ db_test!(async fn a_read_appends_one_row_with_every_field(app) {
         status: 200,
         client: "127.0.0.1".to_owned(),
         request_id: request_id(&answer),
-        refusals: None,
+        ..AccessEntry::default()
     };
     assert_eq!(log_of(&app, "d1").await, vec![expected]);
     assert_eq!(whole_log(&app).await.len(), 1);
@@ -276,16 +283,22 @@ db_test!(async fn a_dossiers_log_holds_only_its_own_rows(app) {
 // Refusals
 // ---------------------------------------------------------------------------
 
-db_test!(async fn a_refused_basic_call_records_the_claimed_consumer_key(app) {
+db_test!(async fn a_refused_basic_call_records_the_claimed_consumer_key_apart(app) {
+    // The claimed key is kept, but never where verified callers are: a
+    // query for what the token "test" did finds only what it did.
     let wrong_secret = get_as(&app, D1_RESPONSES, &basic(tests::TEST_KEY, "guess")).await;
     assert_unauthorized(&wrong_secret, BASIC_CHALLENGE);
     let unknown_key = get_as(&app, D1_RESPONSES, &basic("ghost", "guess")).await;
     assert_unauthorized(&unknown_key, BASIC_CHALLENGE);
+    let verified = app.get(D1_RESPONSES).await;
+    assert_eq!(verified.status, 200);
     assert_eq!(
         log_of(&app, "d1").await,
         vec![
-            counted(1, row(&app, &wrong_secret, Some(tests::TEST_KEY), "d1", LIST_ACTION)),
-            counted(1, row(&app, &unknown_key, Some("ghost"), "d1", LIST_ACTION)),
+            // Written at once; the refusals are counted and written after.
+            row(&app, &verified, Some(tests::TEST_KEY), "d1", LIST_ACTION),
+            counted(1, claimed(row(&app, &wrong_secret, None, "d1", LIST_ACTION), tests::TEST_KEY)),
+            counted(1, claimed(row(&app, &unknown_key, None, "d1", LIST_ACTION), "ghost")),
         ]
     );
 });
@@ -300,7 +313,7 @@ db_test!(async fn a_call_without_credentials_is_recorded_without_a_consumer_key(
 });
 
 db_test!(
-    async fn a_refused_jwt_records_its_kid_and_no_issuer(app: spawn_jwt) {
+    async fn a_refused_jwt_records_its_claims_apart_from_verified_ones(app: spawn_jwt) {
         let other = tests::repo_root().join("tests/fixtures/keys/other2048.pem");
         let other =
             jsonwebtoken::EncodingKey::from_rsa_pem(&std::fs::read(other).expect("fixture"))
@@ -320,10 +333,15 @@ db_test!(
         );
         let anonymous = get_as(&app, D1_RESPONSES, &bearer(&none)).await;
         assert_eq!(anonymous.status, 401);
+        // The forged token's kid, iss and sub, as claimed: apart from the
+        // verified columns.
+        let mut forged_row = claimed(row(&app, &answer, None, "d1", LIST_ACTION), JWT_KEY);
+        forged_row.claimed_issuer = Some(ISSUER.to_owned());
+        forged_row.claimed_subject = Some("d1".to_owned());
         assert_eq!(
             log_of(&app, "d1").await,
             vec![
-                counted(1, row(&app, &answer, Some(JWT_KEY), "d1", LIST_ACTION)),
+                counted(1, forged_row),
                 counted(1, row(&app, &anonymous, None, "d1", LIST_ACTION))
             ]
         );
@@ -461,6 +479,9 @@ db_test!(
         assert_eq!(log[0].action, LIST_ACTION);
         assert_eq!(log[0].at, start_time());
         assert_eq!(log[0].refusals, Some(1));
+        // Credentials sent in the clear are never checked: claimed only.
+        assert_eq!(log[0].consumer_key, None);
+        assert_eq!(log[0].claimed_key.as_deref(), Some(tests::TEST_KEY));
     }
 );
 

@@ -6,12 +6,19 @@
 //!   rights, IP allow-lists, X-Forwarded-For, JWT subject, HTTPS, other
 //!   dossiers' ids.
 //! - `access_log`: one row per dossier access (reads, writes, refusals), none
-//!   outside dossiers; append-only at the database level.
+//!   outside dossiers; claimed identities apart from verified ones;
+//!   append-only at the database level.
 //! - `rate_limits`: 429 with `Retry-After` past the burst of requests
 //!   without valid credentials per address and of requests per token; a
 //!   valid token's bulk upload never refused; refusals without valid
 //!   credentials (bad fill-out links too) counted a row per client and
 //!   minute, written when the minute ends and at shutdown.
+//! - `access_log_chain`: the hash chain over every row, whatever wrote it and
+//!   however many hosts; `verify` finds changed, removed and added rows; one
+//!   row per dossier of a multi-dossier read, 10,000 in one write.
+//! - `access_log_roles`: `deploy/`'s PostgreSQL roles: the owner migrates,
+//!   the service serves, and may append to the access log but never change
+//!   it (PostgreSQL only).
 //! - `tls`: HTTPS served by the host with a certificate made in the test.
 //! - `connections`: the listener's limits on raw sockets: silent and
 //!   byte-by-byte clients, stalled TLS handshakes and bodies (408), idle
@@ -81,6 +88,8 @@
 //!   `outcomes plugin test` passes good fixtures and fails a wrong one.
 
 mod access_log;
+mod access_log_chain;
+mod access_log_roles;
 mod auth;
 mod catalog;
 mod connections;

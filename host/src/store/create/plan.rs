@@ -11,6 +11,7 @@ use super::{CreateResult, NewResponse};
 use crate::domain::ids::{DossierId, RespondentId};
 use crate::domain::response::{COMPLETER_PATIENT, COMPLETER_PROFESSIONAL, Response};
 use crate::domain::time::to_millis;
+use crate::store::access_log::Chain;
 use crate::store::responses::{ResponseRow, outcome_json};
 use crate::store::{Backend, Script, StoreError, dossiers};
 
@@ -51,6 +52,8 @@ pub(in crate::store) struct Plan<'a> {
     first_id: Option<i64>,
     /// Whether it made dossiers or respondents.
     made: bool,
+    /// SQLite: the access log's head, read in the same query.
+    access_head: Option<String>,
 }
 
 impl<'a> Plan<'a> {
@@ -133,7 +136,8 @@ impl<'a> Plan<'a> {
         // One query for: the external ids already used (normally none, so
         // few rows come back), the key and name of each questionnaire (as a
         // read back would join them), and on SQLite the largest response id
-        // ever handed out. With `find_taken` false the INSERT finds what is
+        // ever handed out, and the access log's head (for the POSTs'
+        // rows, linked in the same batch). With `find_taken` false the INSERT finds what is
         // taken: it skips those rows, and the caller, seeing fewer rows
         // inserted than planned, starts over.
         let mut script = opening.take().unwrap_or_else(|| Script::new(backend));
@@ -176,11 +180,13 @@ impl<'a> Plan<'a> {
                 " UNION ALL SELECT 'sequence', MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'responses'), 0), \
                  COALESCE((SELECT MAX(id) FROM responses), 0)), NULL, NULL",
             );
+            script.sql(" UNION ALL SELECT 'head', 0, hash, NULL FROM access_log_head WHERE id = 1");
         }
         let mut taken: HashSet<(i64, String)> = HashSet::new();
         let mut questionnaires: HashMap<i64, (String, String)> =
             HashMap::with_capacity(questionnaire_ids.len());
         let mut sequence = None;
+        let mut access_head = None;
         for found in script.fetch_all(conn).await? {
             let kind: String = found.try_get(0)?;
             let id: i64 = found.try_get(1)?;
@@ -191,6 +197,7 @@ impl<'a> Plan<'a> {
                 "questionnaire" => {
                     questionnaires.insert(id, (found.try_get(2)?, found.try_get(3)?));
                 }
+                "head" => access_head = Some(found.try_get(2)?),
                 _ => sequence = Some(id),
             }
         }
@@ -204,7 +211,17 @@ impl<'a> Plan<'a> {
             questionnaires,
             first_id: sequence.map(|s| s + 1),
             made,
+            access_head,
         })
+    }
+
+    /// SQLite: the access log's head as the plan's query read it, inside
+    /// the batch's transaction.
+    pub fn access_log_head(&self) -> Result<Chain, StoreError> {
+        self.access_head
+            .clone()
+            .map(Chain::at)
+            .ok_or_else(|| StoreError::Corrupt("the access log has no head".into()))
     }
 
     /// Whether some items are left for [`create_one`](super::create_one).

@@ -21,8 +21,9 @@ pub(super) enum Work {
     Write(Box<dyn Job>),
     /// A response to store; the creates of a batch are stored together.
     Create(Pending<Box<NewResponse>, CreateResult>),
-    /// An access-log entry; the entries of a batch are stored together.
-    Access(Pending<AccessEntry, ()>),
+    /// A request's access-log entries; the entries of a batch are stored
+    /// together.
+    Access(Pending<Vec<AccessEntry>, ()>),
 }
 
 /// A write given as data, and where its answer goes.
@@ -105,7 +106,7 @@ where
 pub(super) struct Batch {
     pub writes: Vec<Box<dyn Job>>,
     pub creates: Vec<Pending<Box<NewResponse>, CreateResult>>,
-    pub accesses: Vec<Pending<AccessEntry, ()>>,
+    pub accesses: Vec<Pending<Vec<AccessEntry>, ()>>,
 }
 
 impl Batch {
@@ -179,7 +180,7 @@ pub(super) async fn run_batch(
     cache: &mut DossierCache,
 ) -> Result<Results, StoreError> {
     let creates: Vec<&NewResponse> = batch.creates.iter().map(|p| &*p.item).collect();
-    let accesses: Vec<&AccessEntry> = batch.accesses.iter().map(|p| &p.item).collect();
+    let accesses: Vec<&[AccessEntry]> = batch.accesses.iter().map(|p| p.item.as_slice()).collect();
     if backend == Backend::Sqlite
         && batch.writes.is_empty()
         && let Some(results) = guarded(items::scripted(conn, cache, &creates, &accesses)).await?

@@ -30,37 +30,42 @@ pub(super) async fn scripted(
     conn: &mut AnyConnection,
     cache: &mut DossierCache,
     creates: &[&NewResponse],
-    accesses: &[&AccessEntry],
+    accesses: &[&[AccessEntry]],
 ) -> Result<Option<Results>, StoreError> {
     let mut made = false;
     let attempt = async {
         let mut opening = Script::new(Backend::Sqlite);
         opening.sql("BEGIN IMMEDIATE; ");
         let mut plan = None;
-        if !creates.is_empty() {
+        // The access log's head comes with the plan's last query, or alone.
+        let mut chain = if creates.is_empty() {
+            access_log::read_head(conn, Backend::Sqlite, opening).await?
+        } else {
             let made_plan =
                 Plan::make(conn, Backend::Sqlite, cache, creates, opening, false).await?;
             made = made_plan.made_dossiers();
             if made_plan.leaves_some() {
                 return Ok(None);
             }
-            opening = Script::new(Backend::Sqlite);
+            let chain = made_plan.access_log_head()?;
             plan = Some(made_plan);
-        }
-        let mut inserts = opening;
+            chain
+        };
+        let mut inserts = Script::new(Backend::Sqlite);
         // Every item of a plan that leaves none is created: the POSTs'
         // access-log rows say 201, and go with the batch's other rows.
         let logged: Vec<AccessEntry> = creates
             .iter()
             .filter_map(|c| c.access_row(CreateResult::CREATED))
             .collect();
-        let entries: Vec<&AccessEntry> = accesses.iter().copied().chain(&logged).collect();
-        let mut rows = entries.len();
+        let entries: Vec<&AccessEntry> =
+            accesses.iter().copied().flatten().chain(&logged).collect();
+        let mut rows = 0;
         if let Some(plan) = &plan {
             plan.push_inserts(&mut inserts)?;
             rows += creates.len();
         }
-        access_log::push_inserts(&mut inserts, &entries);
+        rows += access_log::push_inserts(&mut inserts, &mut chain, &entries);
         let done = inserts.execute(conn).await?;
         if done.rows_affected() != rows as u64 {
             // An external id was taken, and its row skipped: start over on
@@ -117,7 +122,7 @@ pub(super) async fn run_items(
     backend: Backend,
     cache: &mut DossierCache,
     creates: &[&NewResponse],
-    accesses: &[&AccessEntry],
+    accesses: &[&[AccessEntry]],
 ) -> Result<Results, StoreError> {
     let mut created: Vec<Option<Result<CreateResult, StoreError>>> =
         creates.iter().map(|_| None).collect();
@@ -149,7 +154,8 @@ pub(super) async fn run_items(
                 })
                 .collect();
         }
-        let entries: Vec<&AccessEntry> = accesses.iter().copied().chain(&logged).collect();
+        let entries: Vec<&AccessEntry> =
+            accesses.iter().copied().flatten().chain(&logged).collect();
         if !entries.is_empty() {
             access_log::insert(&mut savepoint, backend, &entries).await?;
         }
@@ -167,10 +173,11 @@ pub(super) async fn run_items(
             cache.clear();
             created.iter_mut().for_each(|r| *r = None);
             tracing::debug!(error = %e, creates = creates.len(), accesses = accesses.len(), "storing writes together failed; storing them one by one");
-            for entry in accesses {
+            for entries in accesses {
+                let entries: Vec<&AccessEntry> = entries.iter().collect();
                 accessed.push(
                     alone(conn, async |c| {
-                        access_log::insert(c, backend, std::slice::from_ref(entry)).await
+                        access_log::insert(c, backend, &entries).await
                     })
                     .await?,
                 );

@@ -152,9 +152,10 @@ impl Writer {
         answer.await.map_err(|_| StoreError::WriterGone)?
     }
 
-    /// Appends an access-log entry in the next batch; returns once it is
-    /// committed, as with [`Writer::write`].
-    pub async fn append_access(&self, item: AccessEntry) -> Result<(), StoreError> {
+    /// Appends access-log entries (one request's: one, or one per dossier
+    /// read) in the next batch; returns once they are committed, as with
+    /// [`Writer::write`].
+    pub async fn append_access(&self, item: Vec<AccessEntry>) -> Result<(), StoreError> {
         let (reply, answer) = oneshot::channel();
         self.queue(Work::Access(Pending { item, reply })).await?;
         answer.await.map_err(|_| StoreError::WriterGone)?

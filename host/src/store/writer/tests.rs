@@ -73,7 +73,7 @@ fn access(dossier: &str) -> AccessEntry {
         status: 201,
         client: "127.0.0.1".into(),
         request_id: None,
-        refusals: None,
+        ..AccessEntry::default()
     }
 }
 
@@ -99,7 +99,7 @@ async fn run(
     }
     for item in accesses {
         batch.accesses.push(Pending {
-            item,
+            item: vec![item],
             reply: oneshot::channel().0,
         });
     }
@@ -139,6 +139,20 @@ async fn count(url: &str, sql: &str) -> i64 {
         .fetch_one(&mut conn)
         .await
         .expect("counts")
+}
+
+/// Every path a batch takes (scripted, a savepoint, one by one) links its
+/// access-log rows into one chain.
+async fn assert_chained(url: &str, rows: u64) {
+    let store = crate::store::Store::connect(url, &Default::default())
+        .await
+        .expect("connects");
+    let verification = store.verify_access_log().await.expect("verifies");
+    store.close().await;
+    assert!(
+        matches!(verification, crate::store::Verification::Intact { chained, .. } if chained == rows),
+        "{verification:?}"
+    );
 }
 
 #[tokio::test]
@@ -304,6 +318,7 @@ async fn a_stale_cache_falls_back_to_one_by_one() {
             .collect();
         assert_eq!(ids, [1, 2, 3, 4]);
         assert_eq!(count(&url, "SELECT COUNT(*) FROM access_log").await, 1);
+        assert_chained(&url, 1).await;
     }
 }
 
@@ -363,6 +378,7 @@ async fn a_post_stores_its_access_row_with_the_status_it_is_answered() {
         .map(|(d, r, s)| (d.to_owned(), r.to_owned(), s))
         .collect();
         assert_eq!(rows, expected, "closure: {closure}");
+        assert_chained(&url, 8).await;
     }
 }
 
@@ -395,13 +411,13 @@ async fn a_write_that_finds_no_room_in_the_queue_in_time_is_answered_busy() {
     // The second waits in the queue and fills it.
     let queued = tokio::spawn({
         let writer = writer.clone();
-        async move { writer.append_access(access("d1")).await }
+        async move { writer.append_access(vec![access("d1")]).await }
     });
     while writer.jobs.capacity() > 0 {
         tokio::task::yield_now().await;
     }
     // The third finds no room before its deadline.
-    let refused = writer.append_access(access("d2")).await;
+    let refused = writer.append_access(vec![access("d2")]).await;
     assert!(
         matches!(refused, Err(StoreError::Busy(d)) if d == deadline),
         "{refused:?}"
@@ -414,7 +430,7 @@ async fn a_write_that_finds_no_room_in_the_queue_in_time_is_answered_busy() {
         .expect("joins")
         .expect("the second write commits");
     writer
-        .append_access(access("d3"))
+        .append_access(vec![access("d3")])
         .await
         .expect("room again");
 }

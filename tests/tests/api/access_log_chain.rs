@@ -1,0 +1,312 @@
+//! The access log's tamper evidence and multi-dossier reads
+//! (docs/api/rights.md#access-log): every row is chained to the one before
+//! it by its hash, whichever path wrote it and however many hosts append;
+//! `outcomes access-log verify` reports the first broken link of a log
+//! changed behind the service's back; a read of several dossiers leaves one
+//! row per dossier it answered.
+
+use std::time::Instant;
+
+use host::commands::verify_access_log;
+use host::store::{AccessEntry, Store, StoreOptions, Verification};
+use sqlx::{Connection as _, Executor as _};
+use tests::{Db, TestApp, db_test, json};
+
+use crate::support::*;
+
+/// Rows of every kind: reads, POSTs (stored with their response, alone
+/// and in shared batches), a refusal, a multi-dossier read.
+async fn history(app: &TestApp) {
+    assert_eq!(app.get(&responses("d1")).await.status, 200);
+    posted(app, "d1", "ext-1").await;
+    let posts = (0..12).map(|n| async move {
+        post_phq9(
+            app,
+            &format!("d{}", n % 3),
+            &format!("many-{n}"),
+            phq9_all_answered(),
+        )
+        .await
+    });
+    for answer in futures_util::future::join_all(posts).await {
+        assert_eq!(answer.status, 201, "{}", answer.text);
+    }
+    assert_eq!(
+        app.send_as(tests::reqwest::Method::GET, &responses("d1"), None, None)
+            .await
+            .status,
+        401
+    );
+    assert_eq!(app.get("/api/v1/stats").await.status, 200);
+}
+
+async fn verify(app: &TestApp) -> Verification {
+    app.state
+        .store()
+        .verify_access_log()
+        .await
+        .expect("verify runs")
+}
+
+/// Runs statements on the test's database as its owner would, with the
+/// append-only triggers out of the way: what an attacker with the owner's
+/// rights can do.
+async fn tamper(app: &TestApp, statements: &[&str]) {
+    sqlx::any::install_default_drivers();
+    let mut conn = sqlx::AnyConnection::connect(&app.database_url)
+        .await
+        .expect("connect");
+    let disable = match app.db {
+        Db::Sqlite => "DROP TRIGGER access_log_no_update; DROP TRIGGER access_log_no_delete",
+        Db::Postgres => "ALTER TABLE access_log DISABLE TRIGGER USER",
+    };
+    conn.execute(disable).await.expect("triggers off");
+    for statement in statements {
+        conn.execute(*statement)
+            .await
+            .unwrap_or_else(|e| panic!("{statement}: {e}"));
+    }
+    let _ = conn.close().await;
+}
+
+/// The ids of the rows, oldest first.
+async fn ids(app: &TestApp) -> Vec<i64> {
+    app.sql_strings("SELECT CAST(id AS TEXT) AS n FROM access_log ORDER BY id")
+        .await
+        .iter()
+        .map(|id| id.parse().expect("an id"))
+        .collect()
+}
+
+fn broken_at(verification: &Verification) -> (Option<i64>, &str) {
+    match verification {
+        Verification::Broken { id, reason } => (*id, reason.as_str()),
+        intact => panic!("expected a broken link, found {intact:?}"),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The chain
+// ---------------------------------------------------------------------------
+
+db_test!(async fn every_row_links_to_the_one_before_and_verify_finds_the_log_intact(app) {
+    history(&app).await;
+    let rows = ids(&app).await.len() as u64;
+    assert!(rows >= 18, "{rows} rows");
+    let links = app.sql_strings("SELECT prev_hash || ' ' || hash FROM access_log ORDER BY id").await;
+    let mut prev = "0".repeat(64);
+    for link in &links {
+        let (stored_prev, hash) = link.split_once(' ').expect("two hashes");
+        assert_eq!(stored_prev, prev);
+        assert_eq!(hash.len(), 64);
+        prev = hash.to_owned();
+    }
+    let head = app.sql_strings("SELECT hash FROM access_log_head").await;
+    assert_eq!(head, vec![prev.clone()]);
+    assert_eq!(
+        verify(&app).await,
+        Verification::Intact { chained: rows, before_chain: 0, head: prev.clone() }
+    );
+    let said = verify_access_log(app.state.store()).await.expect("intact");
+    assert!(said.contains(&format!("{rows} rows chained")) && said.contains(&prev), "{said}");
+});
+
+db_test!(async fn a_changed_row_is_the_broken_link_verify_reports(app) {
+    history(&app).await;
+    let third = ids(&app).await[2];
+    // A POST's row made to say it was refused.
+    tamper(&app, &[&format!("UPDATE access_log SET status = 403 WHERE id = {third}")]).await;
+    let verification = verify(&app).await;
+    let (id, reason) = broken_at(&verification);
+    assert_eq!(id, Some(third));
+    assert!(reason.contains("was changed"), "{reason}");
+    let said = verify_access_log(app.state.store()).await.expect_err("broken");
+    assert!(said.to_string().starts_with(&format!("access log broken at row {third}: ")), "{said}");
+});
+
+db_test!(async fn a_row_changed_with_its_hash_recomputed_breaks_the_next_link(app) {
+    history(&app).await;
+    let ids = ids(&app).await;
+    // An attacker who rewrites a row and gives it a fresh hash still leaves
+    // the next row pointing at the old one.
+    tamper(&app, &[&format!("UPDATE access_log SET hash = '{}' WHERE id = {}", "f".repeat(64), ids[4])]).await;
+    let verification = verify(&app).await;
+    let (id, reason) = broken_at(&verification);
+    assert_eq!(id, Some(ids[4]), "its own fields no longer give its hash");
+    assert!(reason.contains("was changed"), "{reason}");
+});
+
+db_test!(async fn a_removed_row_breaks_the_link_of_the_next(app) {
+    history(&app).await;
+    let ids = ids(&app).await;
+    tamper(&app, &[&format!("DELETE FROM access_log WHERE id = {}", ids[5])]).await;
+    let verification = verify(&app).await;
+    let (id, reason) = broken_at(&verification);
+    assert_eq!(id, Some(ids[6]));
+    assert!(reason.contains("removed or put in"), "{reason}");
+});
+
+db_test!(async fn rows_removed_from_the_end_are_noticed_by_the_head(app) {
+    history(&app).await;
+    let last = *ids(&app).await.last().expect("rows");
+    tamper(&app, &[&format!("DELETE FROM access_log WHERE id = {last}")]).await;
+    let verification = verify(&app).await;
+    let (id, reason) = broken_at(&verification);
+    assert_eq!(id, None);
+    assert!(reason.contains("removed from the end"), "{reason}");
+    let said = verify_access_log(app.state.store()).await.expect_err("broken");
+    assert!(said.to_string().starts_with("access log broken at its end: "), "{said}");
+});
+
+db_test!(async fn a_row_added_behind_the_services_back_is_noticed(app) {
+    history(&app).await;
+    // An INSERT needs no trigger off: without a hash, or linked but not
+    // through the head.
+    tamper(&app, &["INSERT INTO access_log (at, dossier, action, status, client) VALUES (0, 'd1', 'GET x', 200, '10.0.0.1')"]).await;
+    let forged = *ids(&app).await.last().expect("rows");
+    let verification = verify(&app).await;
+    let (id, reason) = broken_at(&verification);
+    assert_eq!(id, Some(forged));
+    assert!(reason.contains("no hash"), "{reason}");
+});
+
+db_test!(async fn the_service_keeps_appending_to_a_chain_whose_middle_was_broken(app) {
+    history(&app).await;
+    let ids = ids(&app).await;
+    tamper(&app, &[&format!("UPDATE access_log SET dossier = 'elsewhere' WHERE id = {}", ids[1])]).await;
+    assert_eq!(app.get(&responses("d1")).await.status, 200);
+    // The break stays where it was; new rows link on from the head.
+    assert_eq!(broken_at(&verify(&app).await).0, Some(ids[1]));
+});
+
+db_test!(async fn two_hosts_appending_at_once_form_one_chain(app) {
+    // Another host on the same database: its own writer, its own
+    // connection. Each batch locks the head, so the two never link to the
+    // same row.
+    let other = Store::connect(&app.database_url, &StoreOptions::default()).await.expect("a second store");
+    let entry = |n: usize, host: &str| AccessEntry {
+        at: app.state.now(),
+        dossier: Some(format!("d{n}")),
+        action: format!("GET {host}"),
+        status: 200,
+        client: "127.0.0.1".into(),
+        ..AccessEntry::default()
+    };
+    let mine = (0..40).map(|n| app.state.store().append_access(entry(n, "one")));
+    let theirs = (0..40).map(|n| other.append_accesses(vec![entry(n, "two"), entry(n + 100, "two")]));
+    let posts = (0..20).map(|n| {
+        let app = &app;
+        async move { post_phq9(app, "d1", &format!("ext-{n}"), phq9_all_answered()).await }
+    });
+    let (mine, theirs, posts) = tokio::join!(
+        futures_util::future::join_all(mine),
+        futures_util::future::join_all(theirs),
+        futures_util::future::join_all(posts),
+    );
+    assert!(mine.iter().chain(&theirs).all(Result::is_ok));
+    assert!(posts.iter().all(|p| p.status == 201));
+    other.close().await;
+    match verify(&app).await {
+        Verification::Intact { chained, .. } => assert_eq!(chained, 40 + 80 + 20),
+        broken => panic!("{broken:?}"),
+    }
+});
+
+db_test!(async fn rows_from_before_the_chain_are_counted_apart(app) {
+    // A log that predates migration 0013: its rows stay as written, outside
+    // the chain, which starts after them.
+    posted(&app, "d1", "ext-1").await;
+    let store = app.state.store();
+    let before = ids(&app).await;
+    tamper(&app, &[
+        "DROP TABLE access_log_head",
+        "CREATE TABLE access_log_head (id BIGINT PRIMARY KEY, hash TEXT NOT NULL, chain_start BIGINT NOT NULL)",
+        &format!("INSERT INTO access_log_head VALUES (1, '{}', {})", "0".repeat(64), before.last().expect("rows")),
+    ]).await;
+    assert_eq!(app.get(&responses("d1")).await.status, 200);
+    match store.verify_access_log().await.expect("verify") {
+        Verification::Intact { chained, before_chain, .. } => assert_eq!((chained, before_chain), (1, 1)),
+        broken => panic!("{broken:?}"),
+    }
+});
+
+// ---------------------------------------------------------------------------
+// Reads of several dossiers
+// ---------------------------------------------------------------------------
+
+const STATS: &str = "GET /api/v1/stats";
+const DOSSIER_STATS: &str = "GET /api/v1/dossiers/{dossier_id}/stats";
+
+/// (dossier, action, status) of each row, oldest first.
+async fn rows(app: &TestApp) -> Vec<(Option<String>, String, u16)> {
+    app.state
+        .store()
+        .access_log(None, None)
+        .await
+        .expect("access log")
+        .into_iter()
+        .map(|e| (e.dossier, e.action, e.status))
+        .collect()
+}
+
+fn row(dossier: Option<&str>, action: &str, status: u16) -> (Option<String>, String, u16) {
+    (dossier.map(str::to_owned), action.to_owned(), status)
+}
+
+db_test!(async fn a_stats_read_of_several_dossiers_logs_one_row_per_dossier_answered(app) {
+    posted(&app, "d1", "ext-1").await;
+    posted(&app, "d2", "ext-1").await;
+    posted(&app, "d3", "ext-1").await;
+    let before = rows(&app).await.len();
+    let path = app.get("/api/v1/dossiers/d1,d2,nobody/stats").await;
+    assert_eq!(path.status, 200);
+    let query = app.get("/api/v1/stats?epd_ids=d3,d2").await;
+    assert_eq!(query.status, 200);
+    let all = app.get("/api/v1/stats").await;
+    assert_eq!(all.body.as_object().map(|o| o.len()), Some(3));
+    // Nothing answered: the request's one row, as before.
+    let none = app.get("/api/v1/stats?epd_ids=nobody").await;
+    assert_eq!(none.body, json!({}));
+    let refused = app.get("/api/v1/dossiers/d1,%20/stats").await;
+    assert_eq!(refused.status, 422);
+    assert_eq!(
+        rows(&app).await[before..],
+        [
+            row(Some("d1"), DOSSIER_STATS, 200),
+            row(Some("d2"), DOSSIER_STATS, 200),
+            row(Some("d2"), STATS, 200),
+            row(Some("d3"), STATS, 200),
+            row(Some("d1"), STATS, 200),
+            row(Some("d2"), STATS, 200),
+            row(Some("d3"), STATS, 200),
+            row(None, STATS, 200),
+            row(Some("d1, "), DOSSIER_STATS, 422),
+        ]
+    );
+    let log = app.state.store().access_log(None, None).await.expect("log");
+    assert!(log[before..].iter().all(|e| e.consumer_key.as_deref() == Some(tests::TEST_KEY)));
+    assert!(matches!(verify(&app).await, Verification::Intact { .. }));
+});
+
+db_test!(async fn a_stats_read_of_ten_thousand_dossiers_logs_each_in_one_write(app) {
+    // Dossiers made directly: ten thousand POSTs would only slow the test.
+    app.sql(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000) \
+         INSERT INTO dossiers (epd_id, created_at) SELECT 'p' || CAST(i AS TEXT), 0 FROM n",
+    )
+    .await;
+    let started = Instant::now();
+    let all = app.get("/api/v1/stats").await;
+    let took = started.elapsed();
+    assert_eq!(all.status, 200);
+    assert_eq!(all.body.as_object().map(|o| o.len()), Some(10_000));
+    let log = app.state.store().access_log(None, None).await.expect("log");
+    assert_eq!(log.len(), 10_000);
+    assert!(log.iter().all(|e| e.action == STATS && e.status == 200));
+    let mut dossiers: Vec<&str> = log.iter().filter_map(|e| e.dossier.as_deref()).collect();
+    dossiers.sort_unstable();
+    dossiers.dedup();
+    assert_eq!(dossiers.len(), 10_000);
+    eprintln!("GET /api/v1/stats over 10,000 dossiers, 10,000 rows logged: {took:?}");
+    assert!(matches!(verify(&app).await, Verification::Intact { chained: 10_000, .. }));
+});
