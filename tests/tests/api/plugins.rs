@@ -10,9 +10,7 @@ use host::config::Config;
 use host::plugins::module::sha256_hex;
 use plugin_sdk::Manifest;
 use serde_json::Value;
-use tests::plugins::{
-    built_module, copy_built_plugin, copy_definition, install_module, with_custom_section,
-};
+use tests::plugins::{built_module, copy_built_plugin, copy_definition, with_custom_section};
 use tests::reqwest::Method;
 use tests::{Db, TestApp, basic, create_token, db_test, json};
 
@@ -260,7 +258,7 @@ db_test!(
             ("z_copy", with_custom_section(&built_module("phq9"), "copy")),
         ] {
             copy_as(&dir, "phq9", copy);
-            install_module(&dir, copy, &module);
+            std::fs::write(dir.join(copy).join("phq9.wasm"), &module).expect("module");
             app.state.reload_plugins().await;
             let listed = statuses(&app).await;
             assert_eq!(listed[copy]["state"], "failed", "{listed:?}");
