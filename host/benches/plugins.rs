@@ -215,7 +215,9 @@ fn plugins_in(dir: &Path, cache_dir: Option<PathBuf>) -> Plugins {
     Plugins::new(
         PluginSettings {
             dir: dir.to_owned(),
+            cache_key_file: dir.join("plugin-cache.key"),
             cache_dir,
+            allow: Vec::new(),
             limits: LimitSettings::default(),
         },
         Arc::new(Metrics::default()),

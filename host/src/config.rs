@@ -56,6 +56,29 @@ pub struct Settings {
     )]
     pub plugin_cache_dir: Option<PathBuf>,
 
+    /// File holding the key (64 hex digits) that authenticates compiled
+    /// plugin code in the cache folder, made when missing; only the
+    /// service's user may read it. Hosts sharing a cache folder share it
+    /// [default: <data-dir>/plugin-cache.key]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_PLUGIN_CACHE_KEY_FILE",
+        value_name = "FILE"
+    )]
+    pub plugin_cache_key_file: Option<PathBuf>,
+
+    /// SHA-256 (hex) of every plugin module allowed to serve,
+    /// comma-separated; a module not listed is refused before it is
+    /// compiled [default: none, so any module that passes its checks]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_PLUGIN_ALLOW",
+        value_name = "LIST"
+    )]
+    pub plugin_allow: Option<String>,
+
     /// Whether to watch the plugin and questionnaire folders and reload
     /// what changes while serving [default: true]
     #[arg(long, global = true, env = "OUTCOMES_WATCH", value_name = "BOOL")]
@@ -299,6 +322,9 @@ pub struct FileSettings {
     pub protocols_dir: Option<PathBuf>,
     pub plugins_dir: Option<PathBuf>,
     pub plugin_cache_dir: Option<PathBuf>,
+    pub plugin_cache_key_file: Option<PathBuf>,
+    /// SHA-256 hex of the modules allowed to serve.
+    pub plugin_allow: Option<Vec<String>>,
     pub watch: Option<bool>,
     /// `[plugin_limits.scorer]`, `[plugin_limits.calculator]` and
     /// `[plugin_limits.overrides.<name>]`: fuel, deadline_ms, memory_bytes,
@@ -608,6 +634,10 @@ impl Config {
                 setting: "plugin_limits",
                 problem,
             })?;
+        let allow = match cli.plugin_allow {
+            Some(list) => list.split(',').map(str::to_owned).collect(),
+            None => file.plugin_allow.unwrap_or_default(),
+        };
         let plugins = PluginSettings {
             dir: cli
                 .plugins_dir
@@ -618,6 +648,14 @@ impl Config {
                     .or(file.plugin_cache_dir)
                     .unwrap_or_else(|| data_dir.join("plugin-cache")),
             ),
+            cache_key_file: cli
+                .plugin_cache_key_file
+                .or(file.plugin_cache_key_file)
+                .unwrap_or_else(|| data_dir.join("plugin-cache.key")),
+            allow: module_hashes(allow).map_err(|problem| ConfigError {
+                setting: "plugin_allow",
+                problem,
+            })?,
             limits: file.plugin_limits,
         };
         let scheduler_interval = match cli
@@ -663,6 +701,21 @@ impl Config {
             log: cli.log.or(file.log).unwrap_or_else(|| "info".to_owned()),
         })
     }
+}
+
+/// Module hashes as given (blanks dropped), checked and lower-cased.
+fn module_hashes(list: Vec<String>) -> Result<Vec<String>, String> {
+    list.iter()
+        .map(|h| h.trim())
+        .filter(|h| !h.is_empty())
+        .map(|h| {
+            if h.len() == 64 && h.chars().all(|c| c.is_ascii_hexdigit()) {
+                Ok(h.to_ascii_lowercase())
+            } else {
+                Err(format!("{h:?} is not a SHA-256 in hex (64 digits)"))
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -796,6 +849,35 @@ mod tests {
         let c = Config::resolve(cli, file).expect("valid");
         assert_eq!(c.time_zone, Tz::Europe__Amsterdam);
         assert_eq!(c.body_limit, 8192);
+    }
+
+    #[test]
+    fn the_plugin_allow_list_comes_from_a_list_or_an_array() {
+        let a = "AB".repeat(32);
+        let b = "cd".repeat(32);
+        let cli = Settings {
+            plugin_allow: Some(format!("{a}, {b},")),
+            ..Default::default()
+        };
+        let c = Config::resolve(cli, FileSettings::default()).expect("valid");
+        assert_eq!(c.plugins.allow, [a.to_ascii_lowercase(), b.clone()]);
+        let file: FileSettings =
+            toml::from_str(&format!("plugin_allow = [\"{b}\"]\n")).expect("valid");
+        let c = Config::resolve(Settings::default(), file).expect("valid");
+        assert_eq!(c.plugins.allow, [b]);
+        assert!(
+            Config::resolve(Settings::default(), FileSettings::default())
+                .expect("valid")
+                .plugins
+                .allow
+                .is_empty()
+        );
+        let cli = Settings {
+            plugin_allow: Some("phq9".into()),
+            ..Default::default()
+        };
+        let err = Config::resolve(cli, FileSettings::default()).expect_err("invalid");
+        assert_eq!(err.setting, "plugin_allow");
     }
 
     #[test]

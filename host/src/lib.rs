@@ -252,6 +252,7 @@ impl App {
     /// imports the definitions and binds the listener. Fails with a message
     /// that says what to fix.
     pub async fn build(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<App> {
+        private_data_dir(&config.data_dir)?;
         let definitions = definitions::load(&config.questionnaires_dir, &config.protocols_dir)?;
         let options = StoreOptions {
             max_connections: config.max_connections,
@@ -423,6 +424,34 @@ impl App {
         store.close().await;
         Ok(())
     }
+}
+
+/// Makes the data folder (0700) when missing, and takes group and others'
+/// access away from one that exists: it holds the database, the plugin
+/// cache and its key (docs/operations.md#files-and-permissions).
+fn private_data_dir(dir: &std::path::Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("creating the data folder {}", dir.display()))?;
+    let mode = std::fs::metadata(dir)
+        .with_context(|| format!("the data folder {}", dir.display()))?
+        .permissions()
+        .mode()
+        & 0o777;
+    if mode & 0o077 != 0 {
+        match std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)) {
+            Ok(()) => {
+                tracing::info!(dir = %dir.display(), was = %format!("{mode:04o}"), "data folder set to mode 0700")
+            }
+            Err(e) => {
+                tracing::warn!(dir = %dir.display(), mode = %format!("{mode:04o}"), error = %e, "others may use the data folder and its mode cannot be changed")
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The signer of fill-out links: the configured secret, else the one the

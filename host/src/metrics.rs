@@ -25,6 +25,16 @@ const HELP: &[(&str, &str, &str)] = &[
     ),
     ("outcomes_plugins_serving", "gauge", "Plugins serving."),
     (
+        "outcomes_plugin_artifacts_refused_total",
+        "counter",
+        "Cached compiled plugin artifacts not used, by reason (unverified: MAC wrong, link, unreadable; unloadable); each was recompiled.",
+    ),
+    (
+        "outcomes_plugin_cache_used",
+        "gauge",
+        "1 when compiled plugin code is cached on disk; 0 when the cache folder or key cannot be trusted and plugins compile on every start.",
+    ),
+    (
         "outcomes_scoring_failures_total",
         "counter",
         "Responses stored with a scoring failure recorded in their outcome.",

@@ -108,6 +108,7 @@ impl TestApp {
             protocols_dir: Some(repo_root().join("protocols")),
             plugins_dir: Some(built_plugins()),
             plugin_cache_dir: Some(plugin_cache()),
+            plugin_cache_key_file: Some(plugin_cache_key()),
             // Tests that exercise hot reload turn it on with their own folders.
             watch: Some(false),
             max_connections: Some(4),
@@ -447,9 +448,17 @@ pub fn built_plugins() -> PathBuf {
 /// Compiled plugin code shared by every test app of the run: each app has
 /// its own engine, but compiling the same modules again for each test would
 /// dominate the suite's time. Artifacts are keyed by module hash and engine
-/// configuration and written atomically, so sharing is safe.
+/// configuration, authenticated with [`plugin_cache_key`] and written
+/// atomically, so sharing is safe. (`-v2`: artifacts carry a MAC since.)
 pub fn plugin_cache() -> PathBuf {
-    std::env::temp_dir().join("outcomes-test-plugin-cache")
+    std::env::temp_dir().join("outcomes-test-plugin-cache-v2")
+}
+
+/// The key of [`plugin_cache`], the same for every test app (each has its
+/// own data folder, where the key would otherwise be made): with a key per
+/// app, every app would refuse the others' artifacts and recompile.
+pub fn plugin_cache_key() -> PathBuf {
+    std::env::temp_dir().join("outcomes-test-plugin-cache-v2.key")
 }
 
 #[cfg(test)]

@@ -2,22 +2,24 @@
 //! configuration (fuel, epoch interruption, NaN canonicalisation, no
 //! threads or relaxed SIMD, a capped wasm stack, a pooling allocator sized
 //! for the largest memory cap), the epoch ticker that gives deadlines their
-//! clock, and the compiled-module cache on disk. Knows nothing of the
-//! plugin ABI or of calls.
+//! clock, and compiling through the artifact cache (`cache`). Knows nothing
+//! of the plugin ABI or of calls.
 //!
-//! Compiled artifacts are keyed by module content hash and an engine key,
-//! so a restart does not recompile. Files are written to a temporary name
-//! and renamed, so a reader never sees half a file; an artifact that fails
-//! to load is recompiled and replaced.
+//! Compiled artifacts are named by module content hash and an engine key,
+//! so a restart does not recompile. One is used only once the cache has
+//! verified its MAC; an artifact refused or failing to load is counted,
+//! recompiled and replaced.
 
-use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use wasmtime::{
     Config, Enabled, Engine, InstanceAllocationStrategy, Module, PoolingAllocationConfig,
 };
 
+use super::cache::{ArtifactCache, Lookup, hex};
 use super::error::PluginError;
+use crate::metrics::Metrics;
 
 /// How often the epoch advances: the resolution of call deadlines.
 pub const EPOCH_TICK: Duration = Duration::from_millis(5);
@@ -46,15 +48,16 @@ pub const SPARE_SLOTS: u32 = 32;
 pub struct Runtime {
     engine: Engine,
     /// Compiled artifacts; `None` compiles every time.
-    cache_dir: Option<PathBuf>,
+    cache: Option<ArtifactCache>,
     /// Changes whenever artifacts of this engine stop being loadable.
     key: String,
+    metrics: Arc<Metrics>,
 }
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Runtime")
-            .field("cache_dir", &self.cache_dir)
+            .field("cache", &self.cache)
             .finish_non_exhaustive()
     }
 }
@@ -69,10 +72,12 @@ pub enum Compiled {
 impl Runtime {
     /// Builds the engine for plugins whose memory cap is at most
     /// `max_memory_bytes`, and starts its epoch ticker (which stops when the
-    /// engine is dropped). Compiled modules are kept in `cache_dir`.
+    /// engine is dropped). Compiled modules are kept in `cache`; refused
+    /// artifacts are counted in `metrics`.
     pub fn new(
         max_memory_bytes: usize,
-        cache_dir: Option<PathBuf>,
+        cache: Option<ArtifactCache>,
+        metrics: Arc<Metrics>,
     ) -> Result<Runtime, PluginError> {
         let mut pool = PoolingAllocationConfig::new();
         let pool_size = INSTANCE_SLOTS + LOAD_SLOTS + SPARE_SLOTS;
@@ -131,8 +136,9 @@ impl Runtime {
         let key = artifact_key(&engine);
         Ok(Runtime {
             engine,
-            cache_dir,
+            cache,
             key,
+            metrics,
         })
     }
 
@@ -146,54 +152,61 @@ impl Runtime {
         (ms / EPOCH_TICK.as_millis() as u64).max(1) + 1
     }
 
-    /// The module for `bytes` (whose SHA-256 is `sha256`), from the cache or
-    /// compiled now.
+    /// The module for `bytes` (whose SHA-256 is `sha256`), from a verified
+    /// cached artifact or compiled now (and cached).
     pub fn compile(&self, sha256: &str, bytes: &[u8]) -> Result<(Module, Compiled), PluginError> {
-        let path = self
-            .cache_dir
-            .as_ref()
-            .map(|d| d.join(format!("{sha256}-{}.cwasm", self.key)));
-        if let Some(path) = path.as_ref().filter(|p| p.is_file()) {
-            match load(self, path) {
-                Ok(module) => return Ok((module, Compiled::Cached)),
-                Err(e) => {
-                    tracing::warn!(path = %path.display(), error = %e, "compiled artifact unusable; recompiling")
-                }
+        let name = format!("{sha256}-{}.cwasm", self.key);
+        if let Some(cache) = &self.cache {
+            match cache.read(&name) {
+                Lookup::Verified(artifact) => match deserialize(&self.engine, &artifact) {
+                    Ok(module) => return Ok((module, Compiled::Cached)),
+                    Err(why) => self.refused(&name, "unloadable", &why),
+                },
+                Lookup::Refused(why) => self.refused(&name, "unverified", &why),
+                Lookup::Missing => {}
             }
         }
         let module = Module::from_binary(&self.engine, bytes)
             .map_err(|e| PluginError::Invalid(format!("{e:#}")))?;
-        if let Some(path) = path
-            && let Err(e) = store(&module, &path)
-        {
-            tracing::warn!(path = %path.display(), error = %e, "could not cache the compiled module");
+        if let Some(cache) = &self.cache {
+            let written = module
+                .serialize()
+                .map_err(|e| std::io::Error::other(format!("{e:#}")))
+                .and_then(|artifact| cache.write(&name, &artifact));
+            if let Err(e) = written {
+                tracing::warn!(artifact = %name, error = %e, "could not cache the compiled module");
+            }
         }
         Ok((module, Compiled::Fresh))
+    }
+
+    /// Counts and logs an artifact that is not used; it is recompiled.
+    fn refused(&self, name: &str, reason: &str, why: &str) {
+        tracing::warn!(artifact = %name, reason, error = %why, "compiled artifact refused; recompiling");
+        self.metrics.inc(
+            "outcomes_plugin_artifacts_refused_total",
+            &[("reason", reason)],
+        );
     }
 }
 
 #[allow(unsafe_code)]
-fn load(runtime: &Runtime, path: &Path) -> Result<Module, String> {
-    // SAFETY: wasmtime requires that the file be an artifact it produced and
-    // that nobody changes it while mapped. Only hosts write into the cache
-    // folder (under the data directory), always to a temporary name renamed
-    // into place: a rename replaces the directory entry, never the bytes of
-    // a file already mapped. The file name binds it to the module's hash and
-    // this engine's configuration, and wasmtime itself checks the version
-    // and configuration header before using it.
-    unsafe { Module::deserialize_file(&runtime.engine, path) }.map_err(|e| format!("{e:#}"))
-}
-
-fn store(module: &Module, path: &Path) -> std::io::Result<()> {
-    let bytes = module
-        .serialize()
-        .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
+fn deserialize(engine: &Engine, verified: &[u8]) -> Result<Module, String> {
+    // SAFETY: `Module::deserialize` runs the native code it is given without
+    // checking it, so it must be given only what `Module::serialize` of an
+    // engine configured like this one produced. These bytes are:
+    // `ArtifactCache::read` hands them out only after checking, in constant
+    // time, their HMAC-SHA256 under the cache key (a 0600 file of this
+    // service's user, never in the cache folder) over the artifact's name
+    // and exactly these bytes; a host holding that key computed it when it
+    // wrote the output of `serialize`. The name binds the module's hash and
+    // the engine key (wasmtime's compatibility hash, this crate's version,
+    // the artifact format), so another module's artifact, or one of another
+    // engine, does not verify under it. The file was read once into memory
+    // and the check and this call use that one buffer, which wasmtime copies
+    // into a mapping of its own: a change to the file after the check
+    // cannot reach the code. wasmtime checks its version header as well.
+    unsafe { Module::deserialize(engine, verified) }.map_err(|e| format!("{e:#}"))
 }
 
 /// A key that changes whenever compiled artifacts of `engine` stop being
@@ -203,6 +216,8 @@ fn artifact_key(engine: &Engine) -> String {
     let mut hasher = ShaHasher(sha2::Sha256::default());
     engine.precompile_compatibility_hash().hash(&mut hasher);
     env!("CARGO_PKG_VERSION").hash(&mut hasher);
+    // Format 2: the artifact followed by its MAC (`cache`).
+    2u32.hash(&mut hasher);
     let digest = sha2::Digest::finalize(hasher.0);
     hex(&digest[..12])
 }
@@ -225,15 +240,4 @@ impl std::hash::Hasher for ShaHasher {
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
     hex(&sha2::Sha256::digest(bytes))
-}
-
-/// Lower-case hex.
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
 }

@@ -10,22 +10,25 @@
 //!
 //! 1. `error`: the one error type. Uses nothing of ours.
 //! 2. `limits`: what a call may use, as data. Uses nothing of ours.
-//! 3. `engine`: the wasmtime engine, its epoch ticker, the compiled-module
-//!    cache.
-//! 4. `abi`: export names and types, the `outcomes.log` import and its
+//! 3. `cache`: the compiled-module cache on disk: its folder and key, and
+//!    artifacts read and written with their MAC.
+//! 4. `engine`: the wasmtime engine, its epoch ticker, compiling through
+//!    the cache.
+//! 5. `abi`: export names and types, the `outcomes.log` import and its
 //!    linker, the state a call keeps.
-//! 5. `call`: one call into a pre-linked module under limits.
-//! 6. `spare`: instances made ahead of calls, and the thread that makes
+//! 6. `call`: one call into a pre-linked module under limits.
+//! 7. `spare`: instances made ahead of calls, and the thread that makes
 //!    and drops them.
-//! 7. `module`: probes a module, then builds the `Plugin` from what the
+//! 8. `module`: probes a module, then builds the `Plugin` from what the
 //!    probe found.
-//! 8. `selftest`: a plugin's golden fixtures, run before it may serve.
-//! 9. `registry`: the serving set, and a reload's bookkeeping that builds
+//! 9. `selftest`: a plugin's golden fixtures, run before it may serve.
+//! 10. `registry`: the serving set, and a reload's bookkeeping that builds
 //!    the next one.
-//! 10. this file: assembles the runtime ([`Plugins`]): reads the plugin
+//! 11. this file: assembles the runtime ([`Plugins`]): reads the plugin
 //!     directory, reloads, and calls under the call slots.
 
 mod abi;
+mod cache;
 pub mod call;
 mod engine;
 pub mod error;
@@ -54,7 +57,8 @@ pub use module::Plugin;
 pub use registry::{PluginStatus, Registry, ReloadReport, Serving};
 
 use crate::metrics::Metrics;
-use registry::{Reload, Reloaded};
+use cache::ArtifactCache;
+use registry::{Loaded, Reload, Reloaded};
 use spare::SpareThread;
 
 /// Calls whose fuel budget is at most this run on the request's own task
@@ -69,6 +73,12 @@ pub struct PluginSettings {
     pub dir: PathBuf,
     /// Compiled artifacts; `None` compiles on every start.
     pub cache_dir: Option<PathBuf>,
+    /// The key that authenticates compiled artifacts (64 hex digits, made
+    /// when missing); only this service's user may read it.
+    pub cache_key_file: PathBuf,
+    /// SHA-256 (lower-case hex) of every module allowed to serve; empty:
+    /// any module that passes its checks.
+    pub allow: Vec<String>,
     pub limits: LimitSettings,
 }
 
@@ -81,7 +91,7 @@ pub struct Plugins {
     settings: PluginSettings,
     current: ArcSwap<Registry>,
     /// One reload at a time; a watcher event during a reload waits.
-    reloading: Mutex<HashMap<String, Arc<Plugin>>>,
+    reloading: Mutex<HashMap<String, Loaded>>,
     generation: tokio::sync::watch::Sender<u64>,
     metrics: Arc<Metrics>,
 }
@@ -96,13 +106,24 @@ impl std::fmt::Debug for Plugins {
 
 impl Plugins {
     /// Builds the engine and starts the spare-instance thread. Loads
-    /// nothing: call [`Plugins::reload`].
+    /// nothing: call [`Plugins::reload`]. A cache folder or key that cannot
+    /// be trusted is not used (logged): modules are then compiled in
+    /// memory on every start.
     pub fn new(settings: PluginSettings, metrics: Arc<Metrics>) -> Result<Plugins, PluginError> {
         settings.limits.validate().map_err(PluginError::Host)?;
-        let runtime = Runtime::new(
-            settings.limits.max_memory_bytes(),
-            settings.cache_dir.clone(),
-        )?;
+        let cache = settings.cache_dir.as_deref().and_then(|dir| {
+            ArtifactCache::open(dir, &settings.cache_key_file)
+                .inspect_err(|why| {
+                    tracing::warn!(error = %why, "compiled plugin code is not cached: every start compiles every plugin");
+                })
+                .ok()
+        });
+        metrics.set(
+            "outcomes_plugin_cache_used",
+            &[],
+            if cache.is_some() { 1.0 } else { 0.0 },
+        );
+        let runtime = Runtime::new(settings.limits.max_memory_bytes(), cache, metrics.clone())?;
         Ok(Plugins {
             runtime,
             spares: SpareThread::start()?,
@@ -197,15 +218,20 @@ impl Plugins {
         path: &Path,
         now: DateTime<Utc>,
     ) {
-        let bytes = match module_file(path)
-            .and_then(|f| std::fs::read(&f).map_err(|e| format!("{}: {e}", f.display())))
-        {
+        let bytes = match module_file(path).and_then(|f| {
+            std::fs::read(&f).map_err(|e| format!("{}: {e}", relative(&f, &self.settings.dir)))
+        }) {
             Ok(bytes) => bytes,
             Err(why) => return reload.refuse(folder, None, why),
         };
         let sha = module::sha256_hex(&bytes);
         if reload.keeps(folder, &sha) {
             return;
+        }
+        if !self.settings.allow.is_empty() && !self.settings.allow.contains(&sha) {
+            // Refused before it is compiled or run.
+            let why = format!("module sha256 {sha} is not in plugin_allow");
+            return reload.refuse(folder, Some(sha), why);
         }
         let loaded = self.load_module(&bytes).and_then(|plugin| {
             let passed =
@@ -214,7 +240,16 @@ impl Plugins {
         });
         match loaded {
             Ok((plugin, passed)) => reload.serve(folder, plugin, passed, now),
-            Err(e) => reload.refuse(folder, Some(sha), e.to_string()),
+            // What a status says names files within the plugin directory,
+            // never where that directory is.
+            Err(e) => {
+                let dir = self.settings.dir.display().to_string();
+                let why = e
+                    .to_string()
+                    .replace(&format!("{dir}/"), "")
+                    .replace(&dir, "");
+                reload.refuse(folder, Some(sha), why)
+            }
         }
     }
 
@@ -288,20 +323,27 @@ fn plugin_folders(dir: &Path) -> Vec<(String, PathBuf)> {
     folders
 }
 
-/// The one `.wasm` file of a plugin folder.
+/// The one `.wasm` file of a plugin folder; a refusal names the folder by
+/// its name only.
 fn module_file(folder: &Path) -> Result<PathBuf, String> {
+    let name = folder
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let mut wasm: Vec<PathBuf> = std::fs::read_dir(folder)
-        .map_err(|e| format!("{}: {e}", folder.display()))?
+        .map_err(|e| format!("{name}: {e}"))?
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "wasm") && p.is_file())
         .collect();
     match wasm.len() {
         1 => Ok(wasm.remove(0)),
-        0 => Err(format!("{}: no .wasm module", folder.display())),
-        n => Err(format!(
-            "{}: {n} .wasm modules, expected one",
-            folder.display()
-        )),
+        0 => Err(format!("{name}: no .wasm module")),
+        n => Err(format!("{name}: {n} .wasm modules, expected one")),
     }
+}
+
+/// `path` relative to the plugin directory `dir`, for what a status says.
+fn relative(path: &Path, dir: &Path) -> String {
+    path.strip_prefix(dir).unwrap_or(path).display().to_string()
 }

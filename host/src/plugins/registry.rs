@@ -4,8 +4,12 @@
 //! so a request sees one consistent set and calls in flight finish on the
 //! version they started with. Reads no files and loads no modules: it is
 //! told what each folder's module came to.
+//!
+//! Two folders serving one kind and name are both refused, whatever their
+//! order or which came first: neither serves until one is removed or
+//! renamed (docs/operations.md#plugins).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -58,6 +62,10 @@ pub struct PluginStatus {
     pub error: Option<String>,
     /// SHA-256 of the refused module.
     pub refused_sha256: Option<String>,
+    /// Refused only because another folder serves the same kind and name;
+    /// it serves again once that is no longer so.
+    #[serde(skip)]
+    pub conflict: bool,
 }
 
 /// A serving plugin version.
@@ -89,6 +97,13 @@ impl Serving {
     }
 }
 
+/// A folder's plugin as a reload left it, with what it serves as.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub plugin: Arc<Plugin>,
+    pub serving: Serving,
+}
+
 /// What one reload did.
 #[derive(Debug, Default, Clone)]
 pub struct ReloadReport {
@@ -112,12 +127,12 @@ impl ReloadReport {
 #[derive(Debug)]
 pub struct Reload<'a> {
     /// Each folder's plugin as the last reload left it.
-    previous: &'a HashMap<String, Arc<Plugin>>,
+    previous: &'a HashMap<String, Loaded>,
     /// The serving registry's generation.
     generation: u64,
     statuses: BTreeMap<String, PluginStatus>,
     report: ReloadReport,
-    next: HashMap<String, Arc<Plugin>>,
+    next: HashMap<String, Loaded>,
     metrics: &'a Metrics,
 }
 
@@ -126,8 +141,9 @@ pub struct Reload<'a> {
 pub struct Reloaded {
     /// The registry to serve, when anything changed (or nothing served yet).
     pub registry: Option<Registry>,
-    /// Each folder's plugin, for the next reload.
-    pub by_folder: HashMap<String, Arc<Plugin>>,
+    /// Each folder's plugin, for the next reload (a folder refused for a
+    /// name another folder serves too keeps its plugin here).
+    pub by_folder: HashMap<String, Loaded>,
     pub report: ReloadReport,
 }
 
@@ -136,7 +152,7 @@ impl<'a> Reload<'a> {
     /// `previous`.
     pub fn new(
         serving: &Registry,
-        previous: &'a HashMap<String, Arc<Plugin>>,
+        previous: &'a HashMap<String, Loaded>,
         metrics: &'a Metrics,
     ) -> Reload<'a> {
         Reload {
@@ -159,7 +175,7 @@ impl<'a> Reload<'a> {
             .get(folder)
             .and_then(|s| s.refused_sha256.as_deref())
             == Some(sha256);
-        if previous.is_some_and(|p| p.sha256 == sha256) || refused_before {
+        if previous.is_some_and(|p| p.plugin.sha256 == sha256) || refused_before {
             if let Some(p) = previous {
                 self.next.insert(folder.to_owned(), p.clone());
             }
@@ -170,7 +186,7 @@ impl<'a> Reload<'a> {
 
     /// `plugin`, loaded from `folder` and self-tested with
     /// `fixtures_passed` fixtures, serves from now on, unless another
-    /// folder already serves a plugin of its kind and name.
+    /// folder serves a plugin of its kind and name too (see `finish`).
     pub fn serve(
         &mut self,
         folder: &str,
@@ -178,61 +194,48 @@ impl<'a> Reload<'a> {
         fixtures_passed: usize,
         now: DateTime<Utc>,
     ) {
-        let taken = self
-            .next
-            .iter()
-            .find(|(f, p)| *f != folder && p.kind() == plugin.kind() && p.name() == plugin.name());
-        if let Some((other, _)) = taken {
-            let why = format!(
-                "{} {} is already served from folder {other}",
-                plugin.kind(),
-                plugin.name()
-            );
-            return self.refuse(folder, Some(plugin.sha256.clone()), why);
-        }
         tracing::info!(folder, plugin = plugin.name(), version = plugin.version(), sha256 = %plugin.sha256, fixtures = fixtures_passed, "plugin loaded");
         self.metrics.inc(
             "outcomes_plugin_reloads_total",
             &[("folder", folder), ("result", "loaded")],
         );
         let plugin = Arc::new(plugin);
+        let serving = Serving::of(&plugin, fixtures_passed, now);
         self.report.loaded.push(plugin.clone());
         self.statuses.insert(
             folder.to_owned(),
             PluginStatus {
                 folder: folder.to_owned(),
                 state: "serving",
-                serving: Some(Serving::of(&plugin, fixtures_passed, now)),
+                serving: Some(serving.clone()),
                 error: None,
                 refused_sha256: None,
+                conflict: false,
             },
         );
-        self.next.insert(folder.to_owned(), plugin);
+        self.next
+            .insert(folder.to_owned(), Loaded { plugin, serving });
     }
 
     /// `folder`'s module (whose SHA-256 is `sha256`, when it could be read)
     /// was refused for `why`; its previous version, if any, keeps serving.
     pub fn refuse(&mut self, folder: &str, sha256: Option<String>, why: String) {
         let previous = self.previous.get(folder);
-        tracing::error!(folder, error = %why, keeps_serving = previous.map(|p| p.version()), "plugin refused");
+        tracing::error!(folder, error = %why, keeps_serving = previous.map(|p| p.plugin.version()), "plugin refused");
         self.metrics.inc(
             "outcomes_plugin_reloads_total",
             &[("folder", folder), ("result", "failed")],
         );
         self.report.failed.push((folder.to_owned(), why.clone()));
-        let serving = self
-            .statuses
-            .get(folder)
-            .and_then(|s| s.serving.clone())
-            .filter(|_| previous.is_some());
         self.statuses.insert(
             folder.to_owned(),
             PluginStatus {
                 folder: folder.to_owned(),
                 state: "failed",
-                serving,
+                serving: previous.map(|p| p.serving.clone()),
                 error: Some(why),
                 refused_sha256: sha256,
+                conflict: false,
             },
         );
         if let Some(p) = previous {
@@ -240,8 +243,9 @@ impl<'a> Reload<'a> {
         }
     }
 
-    /// Ends the reload: folders not in `present` are gone, and a new
-    /// registry is built when anything changed.
+    /// Ends the reload: folders not in `present` are gone; folders that
+    /// would serve the same kind and name are all refused; a new registry
+    /// is built when anything changed.
     pub fn finish(mut self, present: &[&str]) -> Reloaded {
         for folder in self
             .previous
@@ -252,11 +256,18 @@ impl<'a> Reload<'a> {
             self.report.removed.push(folder.clone());
         }
         self.statuses.retain(|f, _| present.contains(&f.as_str()));
+        let conflicting = self.settle_conflicts();
         let registry = (self.report.changed() || self.generation == 0).then(|| Registry {
             plugins: self
                 .next
-                .values()
-                .map(|p| ((p.kind(), p.name().to_owned()), p.clone()))
+                .iter()
+                .filter(|(folder, _)| !conflicting.contains(folder.as_str()))
+                .map(|(_, l)| {
+                    (
+                        (l.plugin.kind(), l.plugin.name().to_owned()),
+                        l.plugin.clone(),
+                    )
+                })
                 .collect(),
             statuses: self.statuses,
             generation: self.generation + 1,
@@ -266,5 +277,72 @@ impl<'a> Reload<'a> {
             by_folder: self.next,
             report: self.report,
         }
+    }
+
+    /// Refuses every folder whose plugin has the kind and name of another
+    /// folder's, each status naming the others, and lets a folder refused
+    /// so before serve again once it is alone. Answers the refused folders.
+    fn settle_conflicts(&mut self) -> BTreeSet<String> {
+        let mut by_name: BTreeMap<(String, String), BTreeSet<&str>> = BTreeMap::new();
+        for (folder, l) in &self.next {
+            let key = (l.plugin.kind().to_string(), l.plugin.name().to_owned());
+            by_name.entry(key).or_default().insert(folder.as_str());
+        }
+        let mut conflicting = BTreeSet::new();
+        for ((kind, name), folders) in by_name.iter().filter(|(_, f)| f.len() > 1) {
+            for folder in folders {
+                let others: Vec<&str> = folders.iter().copied().filter(|f| f != folder).collect();
+                let why = format!(
+                    "{kind} {name} is also served from folder {}: two folders cannot serve one \
+                     name, so neither serves; remove or rename one",
+                    others.join(", ")
+                );
+                let status = PluginStatus {
+                    folder: (*folder).to_owned(),
+                    state: "failed",
+                    serving: None,
+                    error: Some(why.clone()),
+                    refused_sha256: Some(self.next[*folder].plugin.sha256.clone()),
+                    conflict: true,
+                };
+                if self.statuses.get(*folder) != Some(&status) {
+                    tracing::error!(folder, error = %why, "plugin refused");
+                    self.metrics.inc(
+                        "outcomes_plugin_reloads_total",
+                        &[("folder", folder), ("result", "failed")],
+                    );
+                    self.report.failed.push(((*folder).to_owned(), why));
+                }
+                self.statuses.insert((*folder).to_owned(), status);
+                conflicting.insert((*folder).to_owned());
+            }
+        }
+        self.report.loaded.retain(|p| {
+            by_name
+                .get(&(p.kind().to_string(), p.name().to_owned()))
+                .is_none_or(|f| f.len() == 1)
+        });
+        for (folder, l) in &self.next {
+            let alone = !conflicting.contains(folder);
+            if alone && self.statuses.get(folder).is_some_and(|s| s.conflict) {
+                tracing::info!(
+                    folder,
+                    plugin = l.plugin.name(),
+                    "no other folder serves this plugin now; it serves"
+                );
+                self.statuses.insert(
+                    folder.clone(),
+                    PluginStatus {
+                        folder: folder.clone(),
+                        state: "serving",
+                        serving: Some(l.serving.clone()),
+                        error: None,
+                        refused_sha256: None,
+                        conflict: false,
+                    },
+                );
+            }
+        }
+        conflicting
     }
 }

@@ -368,7 +368,12 @@ mod tests {
 
     /// A runtime and its spare thread.
     fn runtime() -> (Runtime, SpareThread) {
-        let runtime = Runtime::new(Limits::SCORER.memory_bytes, None).expect("the engine");
+        let runtime = Runtime::new(
+            Limits::SCORER.memory_bytes,
+            None,
+            std::sync::Arc::new(crate::metrics::Metrics::default()),
+        )
+        .expect("the engine");
         (runtime, SpareThread::start().expect("the spare thread"))
     }
 

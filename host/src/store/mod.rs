@@ -21,7 +21,8 @@ mod subscriptions;
 mod tokens;
 mod writer;
 
-use std::path::Path;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -109,9 +110,12 @@ impl Store {
                 redact(url)
             ))
         })?;
-        let url = match backend {
-            Backend::Sqlite => sqlite_url(url)?,
-            Backend::Postgres => url.to_owned(),
+        let (url, sqlite_file) = match backend {
+            Backend::Sqlite => {
+                let (url, file) = sqlite_url(url)?;
+                (url, Some(file))
+            }
+            Backend::Postgres => (url.to_owned(), None),
         };
         let connect_options = AnyConnectOptions::from_str(&url)
             .map_err(|e| StoreError::Config(format!("database URL {:?}: {e}", redact(&url))))?
@@ -123,6 +127,15 @@ impl Store {
             .after_connect(move |conn, _| Box::pin(async move { configure(conn, backend).await }))
             .connect_with(connect_options.clone())
             .await?;
+        if let Some(file) = sqlite_file {
+            // SQLite gives its -wal and -shm files the database file's mode;
+            // set it on them as well, whatever made them.
+            for suffix in ["-wal", "-shm"] {
+                let mut name = file.clone().into_os_string();
+                name.push(suffix);
+                private_file(Path::new(&name), false)?;
+            }
+        }
         let writer = Writer::spawn(backend, options.write_queue_timeout, move || {
             let options = connect_options.clone();
             Box::pin(async move {
@@ -214,8 +227,10 @@ async fn configure(conn: &mut AnyConnection, backend: Backend) -> Result<(), sql
     Ok(())
 }
 
-/// Makes a SQLite URL create its file and the folder it lives in.
-fn sqlite_url(url: &str) -> Result<String, StoreError> {
+/// Makes a SQLite URL create its file and the folder it lives in: the
+/// folder 0700 when it is made here, the file 0600 whatever the umask
+/// (docs/operations.md#files-and-permissions). Answers the URL and the file.
+fn sqlite_url(url: &str) -> Result<(String, PathBuf), StoreError> {
     let rest = url.trim_start_matches("sqlite:").trim_start_matches("//");
     let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
     if path.is_empty() || path == ":memory:" {
@@ -227,13 +242,20 @@ fn sqlite_url(url: &str) -> Result<String, StoreError> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
     {
-        std::fs::create_dir_all(parent).map_err(|e| {
-            StoreError::Config(format!(
-                "cannot create database folder {}: {e}",
-                parent.display()
-            ))
-        })?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(parent)
+            .map_err(|e| {
+                StoreError::Config(format!(
+                    "cannot create database folder {}: {e}",
+                    parent.display()
+                ))
+            })?;
     }
+    // Only a URL that may create the database creates the file.
+    let create = !query.contains("mode=") || query.contains("mode=rwc");
+    private_file(Path::new(path), create)?;
     let query = if query.contains("mode=") {
         query.to_owned()
     } else if query.is_empty() {
@@ -241,7 +263,36 @@ fn sqlite_url(url: &str) -> Result<String, StoreError> {
     } else {
         format!("{query}&mode=rwc")
     };
-    Ok(format!("sqlite://{path}?{query}"))
+    Ok((format!("sqlite://{path}?{query}"), PathBuf::from(path)))
+}
+
+/// Gives the file at `path` mode 0600; creates it (empty, which SQLite
+/// takes as a new database) when `create` and it is missing. A symbolic
+/// link is neither created through nor changed.
+fn private_file(path: &Path, create: bool) -> Result<(), StoreError> {
+    let problem =
+        |e: std::io::Error| StoreError::Config(format!("database file {}: {e}", path.display()));
+    if create {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+        {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(problem(e)),
+        }
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() && meta.permissions().mode() & 0o777 != 0o600 => {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(problem)
+        }
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(problem(e)),
+    }
 }
 
 /// The URL without its password, for messages.
@@ -409,9 +460,13 @@ mod tests {
     fn sqlite_urls_create_their_file() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("sub/outcomes.db");
-        let url = sqlite_url(&format!("sqlite://{}", path.display())).expect("valid");
+        let (url, file) = sqlite_url(&format!("sqlite://{}", path.display())).expect("valid");
         assert_eq!(url, format!("sqlite://{}?mode=rwc", path.display()));
+        assert_eq!(file, path);
         assert!(path.parent().is_some_and(Path::exists));
+        let mode = |p: &Path| std::fs::metadata(p).expect("exists").permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(&dir.path().join("sub")), 0o700);
         assert!(sqlite_url("sqlite::memory:").is_err());
     }
 

@@ -27,6 +27,8 @@ fn native_and_wasm_agree(name: &str, relative: &str, native: fn(&[u8]) -> Vec<u8
     let settings = PluginSettings {
         dir: tests::built_plugins(),
         cache_dir: Some(tests::plugin_cache()),
+        cache_key_file: tests::plugin_cache_key(),
+        allow: Vec::new(),
         limits: LimitSettings::default(),
     };
     let plugins = Plugins::new(settings, Arc::new(Metrics::default())).expect("the plugin runtime");

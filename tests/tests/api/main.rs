@@ -67,8 +67,12 @@
 //!   responses run (ids, filters, time bounds), the right it needs, and the
 //!   results of score_series, reliable_change and alarm_summary.
 //! - `plugins`: GET /api/v1/plugins lists the bundled plugins serving
-//!   (manifest, hash, fixtures passed); /metrics is Prometheus text without
-//!   credentials and counts plugin calls.
+//!   (manifest, hash, fixtures passed) and never a path; two folders of one
+//!   name are both refused; the allow-list of module hashes; /metrics is
+//!   Prometheus text without credentials and counts plugin calls.
+//! - `plugin_cache`: compiled code on disk: tampered, foreign and linked
+//!   artifacts refused and recompiled, a cache others may use not used,
+//!   the data folder, cache and SQLite files private.
 //! - `fill_out_sessions`: POST fill_out_sessions: the signed link, every
 //!   error shape (the bare `missing` pair, `return_url`, `not_allowed` for
 //!   URL tricks), 404s, the right and the token's own origins.
@@ -105,6 +109,7 @@ mod library;
 mod non_responses;
 mod openapi;
 mod paths;
+mod plugin_cache;
 mod plugins;
 mod plugins_hostile;
 mod rate_limits;

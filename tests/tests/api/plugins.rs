@@ -3,13 +3,16 @@
 //! serve with their manifest, hash and self-tested fixtures, and plugin
 //! calls are counted.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
+use host::config::Config;
 use host::plugins::module::sha256_hex;
 use plugin_sdk::Manifest;
 use serde_json::Value;
+use tests::plugins::{built_module, copy_built_plugin, copy_definition, with_custom_section};
 use tests::reqwest::Method;
-use tests::{basic, create_token, db_test, json};
+use tests::{Db, TestApp, basic, create_token, db_test, json};
 
 use crate::support::*;
 
@@ -164,3 +167,217 @@ db_test!(async fn metrics_count_plugin_calls_by_plugin_kind_and_result(app) {
     assert_eq!(metric(&after, scorer), Some(scored + 2.0), "{after}");
     assert_eq!(metric(&after, calculator), Some(calculated + 1.0), "{after}");
 });
+
+/// The host serving the plugin folders `folders` (folder name, built
+/// plugin copied into it) from a plugin directory of its own, with the
+/// PHQ-9 definition.
+fn own_plugins(config: &mut Config, folders: &[(&str, &str)]) {
+    let dir = config.data_dir.join("plugins");
+    for (folder, plugin) in folders {
+        copy_as(&dir, plugin, folder);
+    }
+    let questionnaires = config.data_dir.join("questionnaires");
+    copy_definition(&questionnaires, "phq9");
+    config.questionnaires_dir = questionnaires;
+    config.protocols_dir = crate::support::test_protocols();
+    config.plugins.dir = dir;
+}
+
+/// Copies built plugin `plugin` into `dir` as folder `folder`.
+fn copy_as(dir: &Path, plugin: &str, folder: &str) {
+    let staging = dir.with_extension("staging");
+    copy_built_plugin(&staging, plugin);
+    std::fs::create_dir_all(dir).expect("plugin folder");
+    std::fs::rename(staging.join(plugin), dir.join(folder)).expect("moved into place");
+}
+
+/// Every folder's status at GET /api/v1/plugins, by folder name.
+async fn statuses(app: &TestApp) -> BTreeMap<String, Value> {
+    let answer = app.get("/api/v1/plugins").await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    answer.body["plugins"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            (
+                p["folder"].as_str().unwrap_or_default().to_owned(),
+                p.clone(),
+            )
+        })
+        .collect()
+}
+
+/// Asserts that folders `a` and `b` are both refused for serving the same
+/// scorer, each naming the other, and that the PHQ-9 is not scored.
+async fn assert_both_refused(app: &TestApp, a: &str, b: &str) {
+    let listed = statuses(app).await;
+    let sha = sha256_hex(&built_module("phq9"));
+    for (folder, other) in [(a, b), (b, a)] {
+        let status = &listed[folder];
+        assert_eq!(status["state"], "failed", "{status}");
+        assert_eq!(status["serving"], Value::Null, "{status}");
+        assert_eq!(status["refused_sha256"], sha, "{status}");
+        let error = status["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("scorer phq9") && error.contains(&format!("folder {other}")),
+            "{status}"
+        );
+    }
+    let answer = post_phq9(app, "d1", &format!("ext-{a}-{b}"), phq9_all_answered()).await;
+    assert_eq!(answer.status, 201, "{}", answer.text);
+    assert_eq!(
+        answer.body["outcome"]["scores"]["total"]["exception"]["code"], "not_loaded",
+        "{}",
+        answer.text
+    );
+}
+
+async fn spawn_with_a_copy_first(db: Db) -> TestApp {
+    TestApp::spawn_with(db, |c| {
+        own_plugins(c, &[("phq9", "phq9"), ("a_copy", "phq9")])
+    })
+    .await
+}
+
+db_test!(
+    async fn two_folders_serving_one_scorer_are_both_refused_in_any_order(
+        app: spawn_with_a_copy_first,
+    ) {
+        // At start-up: the copy sorts before the original.
+        assert_both_refused(&app, "a_copy", "phq9").await;
+        let dir = app.state.config().plugins.dir.clone();
+        std::fs::remove_dir_all(dir.join("a_copy")).expect("removed");
+        app.state.reload_plugins().await;
+        assert_eq!(statuses(&app).await["phq9"]["state"], "serving");
+        // While serving, a copy appears before or after it (another build of
+        // the same plugin, under another hash, in the second case): whichever
+        // came first, both are refused; removed again, the original serves.
+        for (copy, module) in [
+            ("a_copy", built_module("phq9")),
+            ("z_copy", with_custom_section(&built_module("phq9"), "copy")),
+        ] {
+            copy_as(&dir, "phq9", copy);
+            std::fs::write(dir.join(copy).join("phq9.wasm"), &module).expect("module");
+            app.state.reload_plugins().await;
+            let listed = statuses(&app).await;
+            assert_eq!(listed[copy]["state"], "failed", "{listed:?}");
+            assert_eq!(listed["phq9"]["state"], "failed", "{listed:?}");
+            assert!(
+                listed["phq9"]["error"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains(copy),
+                "{listed:?}"
+            );
+            assert!(
+                listed[copy]["error"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("folder phq9"),
+                "{listed:?}"
+            );
+            std::fs::remove_dir_all(dir.join(copy)).expect("removed");
+            app.state.reload_plugins().await;
+            let listed = statuses(&app).await;
+            assert_eq!(listed["phq9"]["state"], "serving", "{listed:?}");
+            assert_eq!(listed["phq9"]["error"], Value::Null, "{listed:?}");
+            assert!(!listed.contains_key(copy), "{listed:?}");
+            let scored = posted(&app, "d1", &format!("ext-{copy}")).await;
+            assert_eq!(
+                scored["outcome"]["scores"]["total"]["value"], 9.0,
+                "{scored}"
+            );
+        }
+    }
+);
+
+async fn spawn_allowing_gad7_only(db: Db) -> TestApp {
+    TestApp::spawn_with(db, |c| {
+        own_plugins(c, &[("phq9", "phq9"), ("gad7", "gad7")]);
+        c.plugins.allow = vec![sha256_hex(&built_module("gad7"))];
+    })
+    .await
+}
+
+db_test!(
+    async fn a_module_not_on_the_allow_list_is_refused_with_its_hash(
+        app: spawn_allowing_gad7_only,
+    ) {
+        let listed = statuses(&app).await;
+        let sha = sha256_hex(&built_module("phq9"));
+        let phq9 = &listed["phq9"];
+        assert_eq!(phq9["state"], "failed", "{phq9}");
+        assert_eq!(phq9["serving"], Value::Null, "{phq9}");
+        assert_eq!(phq9["refused_sha256"], sha, "{phq9}");
+        assert_eq!(
+            phq9["error"],
+            format!("module sha256 {sha} is not in plugin_allow"),
+            "{phq9}"
+        );
+        assert_eq!(listed["gad7"]["state"], "serving", "{listed:?}");
+        // Refused before it ran: no self-test, nothing archived, nothing scores.
+        let answer = post_phq9(&app, "d1", "ext-1", phq9_all_answered()).await;
+        assert_eq!(answer.status, 201, "{}", answer.text);
+        assert_eq!(
+            answer.body["outcome"]["scores"]["total"]["exception"]["code"], "not_loaded",
+            "{}",
+            answer.text
+        );
+    }
+);
+
+async fn spawn_with_broken_folders(db: Db) -> TestApp {
+    TestApp::spawn_with(db, |c| {
+        own_plugins(
+            c,
+            &[("phq9", "phq9"), ("bad_fixture", "phq9"), ("twice", "gad7")],
+        );
+        let dir = c.plugins.dir.clone();
+        std::fs::create_dir_all(dir.join("empty")).expect("an empty folder");
+        std::fs::write(dir.join("bad_fixture/fixtures/broken.json"), "{ not json")
+            .expect("fixture");
+        std::fs::write(dir.join("twice/other.wasm"), built_module("gad7")).expect("module");
+    })
+    .await
+}
+
+db_test!(
+    async fn the_plugin_list_names_folders_and_hashes_never_a_path(app: spawn_with_broken_folders) {
+        let answer = app.get("/api/v1/plugins").await;
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        let dir = app.state.config().plugins.dir.display().to_string();
+        for path in [
+            dir.as_str(),
+            &app.dir().display().to_string(),
+            &std::env::temp_dir().display().to_string(),
+        ] {
+            assert!(!answer.text.contains(path), "{path} in {}", answer.text);
+        }
+        let listed = statuses(&app).await;
+        let folders: Vec<&str> = listed.keys().map(String::as_str).collect();
+        assert_eq!(folders, ["bad_fixture", "empty", "phq9", "twice"]);
+        for status in listed.values() {
+            let mut keys: Vec<&str> = status
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, _)| k.as_str())
+                .collect();
+            keys.sort_unstable();
+            assert_eq!(
+                keys,
+                ["error", "folder", "refused_sha256", "serving", "state"],
+                "{status}"
+            );
+        }
+        assert_eq!(listed["phq9"]["state"], "serving");
+        assert_eq!(listed["empty"]["error"], "empty: no .wasm module");
+        assert_eq!(
+            listed["twice"]["error"],
+            "twice: 2 .wasm modules, expected one"
+        );
+        let bad = listed["bad_fixture"]["error"].as_str().unwrap_or_default();
+        assert!(bad.contains("bad_fixture/fixtures/broken.json"), "{bad}");
+    }
+);

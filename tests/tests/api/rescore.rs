@@ -26,6 +26,7 @@ fn command_config(app: &TestApp) -> Config {
         protocols_dir: Some(served.protocols_dir.clone()),
         plugins_dir: Some(tests::built_plugins()),
         plugin_cache_dir: Some(tests::plugin_cache()),
+        plugin_cache_key_file: Some(tests::plugin_cache_key()),
         data_dir: Some(app.dir().into()),
         ..Settings::default()
     };
