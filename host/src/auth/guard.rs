@@ -1,5 +1,6 @@
-//! The guard every API endpoint group sits behind: transport, credentials,
-//! revocation, IP allow-list, rights and JWT subject, in that order, before
+//! The guard every API endpoint group sits behind: transport, credentials
+//! (refused with 503 while the token table has expired), revocation, IP
+//! allow-list, rights and JWT subject, in that order, before
 //! the handler runs; then one access-log row for requests that touch
 //! dossier data, refusals included (docs/api/rights.md#order-of-checks;
 //! docs/api/rights.md#access-log, after NEN 7513).
@@ -158,6 +159,11 @@ fn check(
             BASIC_CHALLENGE
         }));
     };
+    // Reloads have failed for too long: a revocation made since cannot be
+    // seen, so no credential is trusted (docs/api/rights.md#order-of-checks).
+    if let Some(e) = app.tokens_expired() {
+        return Err(ApiError::Unavailable(e));
+    }
     let tokens = app.tokens();
     let (token, jwt) = match credentials {
         Credentials::Basic { key, secret } => {

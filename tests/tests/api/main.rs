@@ -5,6 +5,10 @@
 //! - `auth`: Basic and JWT authentication, forged and unacceptable JWTs,
 //!   rights, IP allow-lists, X-Forwarded-For, JWT subject, HTTPS, other
 //!   dossiers' ids.
+//! - `auth_hardening`: JWT keys pinned to one algorithm, duplicate JSON
+//!   members in a JWT, an unknown kid answered as a wrong signature,
+//!   JWT-only tokens refused over Basic, failed token reloads (health
+//!   `stale`, then every credential refused with 503).
 //! - `access_log`: one row per dossier access (reads, writes, refusals), none
 //!   outside dossiers; append-only at the database level.
 //! - `tls`: HTTPS served by the host with a certificate made in the test.
@@ -71,6 +75,7 @@
 
 mod access_log;
 mod auth;
+mod auth_hardening;
 mod catalog;
 mod fill_out_browser;
 mod fill_out_pages;
