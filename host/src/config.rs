@@ -287,6 +287,18 @@ pub struct Settings {
     )]
     pub scheduler_interval: Option<u64>,
 
+    /// Failed token reloads in a row (one every 2 s) after which every API
+    /// credential is refused with 503 until a reload succeeds: revocations
+    /// made elsewhere are not seen while reloads fail. 0 never refuses
+    /// [default: 30]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_TOKEN_RELOAD_FAILURE_LIMIT",
+        value_name = "COUNT"
+    )]
+    pub token_reload_failure_limit: Option<u32>,
+
     /// Log format: human or json [default: human]
     #[arg(
         long,
@@ -354,6 +366,7 @@ pub struct FileSettings {
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
     pub scheduler_interval: Option<u64>,
+    pub token_reload_failure_limit: Option<u32>,
 }
 
 /// The resolved configuration.
@@ -396,6 +409,9 @@ pub struct Config {
     pub tls: Option<TlsFiles>,
     /// Time between scheduler passes; None: no scheduler in this process.
     pub scheduler_interval: Option<std::time::Duration>,
+    /// Failed token reloads in a row after which every credential is
+    /// refused; None: never.
+    pub token_reload_failure_limit: Option<u32>,
 }
 
 /// A rate limit: `burst` requests at once, then one more each `every`
@@ -666,8 +682,17 @@ impl Config {
             0 => None,
             seconds => Some(std::time::Duration::from_secs(seconds)),
         };
+        let token_reload_failure_limit = match cli
+            .token_reload_failure_limit
+            .or(file.token_reload_failure_limit)
+            .unwrap_or(30)
+        {
+            0 => None,
+            count => Some(count),
+        };
         Ok(Config {
             scheduler_interval,
+            token_reload_failure_limit,
             plugins,
             watch: cli.watch.or(file.watch).unwrap_or(true),
             tls,
@@ -750,6 +775,11 @@ mod tests {
             c.token_limit,
             limit(40_000, std::time::Duration::from_micros(50))
         );
+        assert_eq!(c.token_reload_failure_limit, Some(30));
+        let never: FileSettings =
+            toml::from_str("token_reload_failure_limit = 0\n").expect("valid");
+        let c = Config::resolve(Settings::default(), never).expect("valid");
+        assert_eq!(c.token_reload_failure_limit, None);
     }
 
     #[test]

@@ -36,7 +36,7 @@ use tower::Layer;
 use crate::auth::limits::RateLimits;
 use crate::auth::links::Links;
 use crate::auth::refusals::Refusals;
-use crate::auth::tokens::TokenTable;
+use crate::auth::tokens::{Freshness, STALE_AFTER_FAILED_RELOADS, TokenTable};
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::domain::catalog::Catalog;
@@ -57,6 +57,10 @@ struct Inner {
     /// Serializes token reloads, so a slow reload that read the table before
     /// a change cannot store it after a later one did.
     reload: tokio::sync::Mutex<()>,
+    /// Token reloads that failed in a row since the last good one, and the
+    /// last one's error (what a refused credential is answered with once
+    /// the table expired).
+    reload_failures: std::sync::Mutex<(u32, Option<store::StoreError>)>,
     clock: Arc<dyn Clock>,
     /// Whether requests arrive over TLS terminated by this process.
     secure: bool,
@@ -104,12 +108,79 @@ impl AppState {
 
     /// Reloads the API tokens from the database. The host does this every
     /// few seconds, so changes made with `outcomes token` from another
-    /// process take effect without a restart.
+    /// process take effect without a restart. Failures in a row make the
+    /// table stale (remembered verifications dropped), then expired
+    /// (credentials refused); a success makes it current again.
     pub async fn reload_tokens(&self) -> Result<(), store::StoreError> {
         let _one_at_a_time = self.0.reload.lock().await;
-        let stored = self.0.store.tokens().await?;
-        self.0.tokens.store(Arc::new(TokenTable::new(stored)));
-        Ok(())
+        match self.0.store.tokens().await {
+            Ok(stored) => {
+                self.0.tokens.store(Arc::new(TokenTable::new(stored)));
+                let (failed, _) = std::mem::take(&mut *self.reload_failures());
+                if failed >= STALE_AFTER_FAILED_RELOADS {
+                    tracing::warn!(
+                        failed,
+                        "API tokens reloaded again; the token table is current"
+                    );
+                }
+                Ok(())
+            }
+            Err(e) => {
+                let failed = {
+                    let mut failures = self.reload_failures();
+                    failures.0 = failures.0.saturating_add(1);
+                    failures.1 = Some(e.clone());
+                    failures.0
+                };
+                if failed >= STALE_AFTER_FAILED_RELOADS {
+                    self.tokens().forget_verified();
+                }
+                if failed == STALE_AFTER_FAILED_RELOADS {
+                    tracing::error!(
+                        failed,
+                        error = %e,
+                        "API token reloads keep failing: the token table is stale (revocations made \
+                         since are not seen); every JWT is verified in full until a reload succeeds"
+                    );
+                }
+                if Some(failed) == self.0.config.token_reload_failure_limit {
+                    tracing::error!(
+                        failed,
+                        error = %e,
+                        "API token reloads keep failing: every API credential is refused with 503 \
+                         until a reload succeeds (token_reload_failure_limit)"
+                    );
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// How far the token table in use can be trusted (`/health`).
+    pub fn token_freshness(&self) -> Freshness {
+        let failed = self.reload_failures().0;
+        match self.0.config.token_reload_failure_limit {
+            Some(limit) if failed >= limit => Freshness::Expired,
+            _ if failed >= STALE_AFTER_FAILED_RELOADS => Freshness::Stale,
+            _ => Freshness::Current,
+        }
+    }
+
+    /// The last reload's error once the token table has expired: every
+    /// credential is then refused with it (503).
+    pub fn tokens_expired(&self) -> Option<store::StoreError> {
+        let failures = self.reload_failures();
+        match self.0.config.token_reload_failure_limit {
+            Some(limit) if failures.0 >= limit => failures.1.clone(),
+            _ => None,
+        }
+    }
+
+    fn reload_failures(&self) -> std::sync::MutexGuard<'_, (u32, Option<store::StoreError>)> {
+        self.0
+            .reload_failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Whether this process terminates TLS itself. Behind a proxy, whether
@@ -313,6 +384,15 @@ impl App {
         let callback_client =
             scheduler::callbacks::client().context("building the HTTP client for callbacks")?;
         let tokens = TokenTable::new(store.tokens().await.context("reading API tokens")?);
+        let unpinned = tokens.unpinned();
+        if !unpinned.is_empty() {
+            tracing::warn!(
+                tokens = %unpinned.join(","),
+                "JWT keys registered before algorithms were recorded accept both RS256 and RS512; \
+                 pin each to the one its EPD signs with: `outcomes token add-key KEY --public-key FILE \
+                 --algorithm RS256|RS512`"
+            );
+        }
         if !tokens.has_active() {
             tracing::warn!(
                 "no API token exists, so every API request is refused with 401. Create one with \
@@ -327,6 +407,7 @@ impl App {
             catalog: ArcSwap::from_pointee(catalog),
             tokens: ArcSwap::from_pointee(tokens),
             reload: tokio::sync::Mutex::new(()),
+            reload_failures: std::sync::Mutex::default(),
             clock,
             secure: tls.is_some(),
             plugins,
@@ -539,7 +620,11 @@ async fn reload_tokens_every(state: AppState, every: std::time::Duration) {
     loop {
         tick.tick().await;
         if let Err(e) = state.reload_tokens().await {
-            tracing::warn!(error = %e, "reloading API tokens failed; keeping the previous table");
+            tracing::warn!(
+                error = %e,
+                tokens = state.token_freshness().as_str(),
+                "reloading API tokens failed; keeping the previous table"
+            );
         }
     }
 }

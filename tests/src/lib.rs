@@ -343,6 +343,7 @@ pub async fn create_token_with(
         rights: r::to_list(&r::parse_list(rights).expect("rights")),
         ip_allow: ip::to_list(&ip::parse_list(ip_allow).expect("ip allow-list")),
         allowed_origins: origin::parse_list(origins).expect("origins").join(","),
+        jwt_only: false,
     };
     assert!(
         state

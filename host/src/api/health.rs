@@ -1,5 +1,5 @@
-//! `/health`: liveness and database status, for load balancers and
-//! operators. Not under `/api/v1` and never authenticated.
+//! `/health`: liveness, database and token table status, for load balancers
+//! and operators. Not under `/api/v1` and never authenticated.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -8,6 +8,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::AppState;
+use crate::auth::tokens::Freshness;
 use crate::error::json;
 
 /// Service health.
@@ -19,11 +20,17 @@ pub struct Health {
     pub database: &'static str,
     /// `sqlite` or `postgres`.
     pub backend: &'static str,
+    /// The API token table: `ok`; `stale` when the last 3 or more reloads
+    /// failed (revocations made since are not seen); `expired` when they
+    /// kept failing past `token_reload_failure_limit`, and every API
+    /// credential is refused with 503.
+    pub tokens: &'static str,
 }
 
 /// Health
 ///
-/// 200 when the database answers, 503 when it does not.
+/// 200 when the database answers and the token table has not expired, 503
+/// when either fails.
 #[utoipa::path(get, path = "/health", tag = "operations", responses(
     (status = 200, body = Health),
     (status = 503, body = Health),
@@ -33,27 +40,28 @@ pub async fn health(State(app): State<AppState>) -> Response {
         crate::store::Backend::Sqlite => "sqlite",
         crate::store::Backend::Postgres => "postgres",
     };
-    match app.store().ping().await {
-        Ok(()) => json(
-            StatusCode::OK,
-            &Health {
-                status: "ok",
-                database: "ok",
-                backend,
-            },
-        ),
+    let tokens = app.token_freshness();
+    let database = match app.store().ping().await {
+        Ok(()) => "ok",
         Err(e) => {
             tracing::warn!(error = %e, "health check: database does not answer");
-            json(
-                StatusCode::SERVICE_UNAVAILABLE,
-                &Health {
-                    status: "unavailable",
-                    database: "error",
-                    backend,
-                },
-            )
+            "error"
         }
-    }
+    };
+    let serving = database == "ok" && tokens != Freshness::Expired;
+    json(
+        if serving {
+            StatusCode::OK
+        } else {
+            StatusCode::SERVICE_UNAVAILABLE
+        },
+        &Health {
+            status: if serving { "ok" } else { "unavailable" },
+            database,
+            backend,
+            tokens: tokens.as_str(),
+        },
+    )
 }
 
 /// Metrics

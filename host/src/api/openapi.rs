@@ -86,7 +86,8 @@ impl Modify for Authentication {
         let mut bearer = Http::new(HttpAuthScheme::Bearer);
         bearer.bearer_format = Some("JWT".to_owned());
         bearer.description = Some(
-            "RS256 or RS512 JWT signed with the key registered on the token named by `kid`; `aud` must be `api`; \
+            "JWT signed with a key registered on the token named by `kid`, by the one algorithm (RS256 or RS512) \
+             that key is registered for; `aud` must be `api`; \
              `sub` is the dossier id and is required on dossier endpoints"
                 .to_owned(),
         );

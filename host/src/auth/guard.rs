@@ -1,7 +1,8 @@
-//! The guard every API endpoint group sits behind: transport, credentials,
-//! revocation, rate limit, IP allow-list, rights and JWT subject, in that
-//! order, before the handler runs; then one access-log row for requests
-//! that touch dossier data, refusals included (docs/api/rights.md#order-of-checks;
+//! The guard every API endpoint group sits behind: transport, credentials
+//! (refused with 503 while the token table has expired), revocation, rate
+//! limit, IP allow-list, rights and JWT subject, in that order, before the
+//! handler runs; then one access-log row for requests that touch dossier
+//! data, refusals included (docs/api/rights.md#order-of-checks;
 //! docs/api/rights.md#access-log, after NEN 7513). Refusals without valid
 //! credentials count against the client address's rate limit and are
 //! counted in the log, a row per client and minute, not written one by one
@@ -206,6 +207,11 @@ fn check(
             BASIC_CHALLENGE
         }));
     };
+    // Reloads have failed for too long: a revocation made since cannot be
+    // seen, so no credential is trusted (docs/api/rights.md#order-of-checks).
+    if let Some(e) = app.tokens_expired() {
+        return Err(ApiError::Unavailable(e));
+    }
     let tokens = app.tokens();
     let (token, jwt) = match credentials {
         Credentials::Basic { key, secret } => {

@@ -2,16 +2,18 @@
 //! that checking a request's credentials costs a hash lookup, one SHA-256
 //! and (for JWTs) one RSA verification with an already parsed key. The host
 //! reloads it from the database every few seconds and after each change it
-//! makes itself.
+//! makes itself; when reloads keep failing the table goes [`Freshness::Stale`]
+//! and then [`Freshness::Expired`] (docs/operations.md#jwt-keys-and-tokens).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use ipnet::IpNet;
 
-use super::jwt::{self, JwtError, RsaPublicKey, VerifiedJwt};
+use super::jwt::{self, JwtError, KeyAlgorithm, RegisteredKey, RsaPublicKey, VerifiedJwt};
 use super::rights::{self, Right};
 use super::{ip, origin, secret};
 use crate::store::StoredToken;
@@ -25,7 +27,9 @@ pub struct Token {
     pub ip_allow: Vec<IpNet>,
     pub allowed_origins: Vec<String>,
     pub revoked: bool,
-    keys: Vec<RsaPublicKey>,
+    /// Refused over HTTP Basic: the token speaks with JWTs only.
+    pub jwt_only: bool,
+    keys: Vec<RegisteredKey>,
 }
 
 impl Token {
@@ -45,7 +49,39 @@ pub struct TokenTable {
     /// everything else depends on the text alone. The table is rebuilt on
     /// every token reload, so a revocation or a key change empties it.
     verified: Mutex<Verified>,
+    /// Whether verified tokens are remembered: not once the table is stale
+    /// ([`TokenTable::forget_verified`]).
+    remembering: AtomicBool,
 }
+
+/// How far the table in use can be trusted to hold the database's tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freshness {
+    /// The last reload succeeded, or fewer than
+    /// [`STALE_AFTER_FAILED_RELOADS`] in a row failed.
+    Current,
+    /// Reloads keep failing: revocations and key changes made since the
+    /// last good reload are not seen. Remembered verifications are dropped.
+    Stale,
+    /// Stale for longer than the configured limit: every credential is
+    /// refused (503) until a reload succeeds.
+    Expired,
+}
+
+impl Freshness {
+    /// As `/health` reports it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Freshness::Current => "ok",
+            Freshness::Stale => "stale",
+            Freshness::Expired => "expired",
+        }
+    }
+}
+
+/// After this many failed reloads in a row (one every 2 s, so about 6 s)
+/// the table is [`Freshness::Stale`].
+pub const STALE_AFTER_FAILED_RELOADS: u32 = 3;
 
 /// Bearer tokens verified before, by their text, with their token.
 type Verified = HashMap<Box<str>, (Arc<Token>, VerifiedJwt)>;
@@ -106,6 +142,7 @@ impl TokenTable {
         TokenTable {
             by_key,
             verified: Mutex::default(),
+            remembering: AtomicBool::new(true),
         }
     }
 
@@ -114,19 +151,43 @@ impl TokenTable {
         self.by_key.contains_key(consumer_key)
     }
 
+    /// Drops the remembered verifications and remembers none from now on:
+    /// every bearer token is verified in full against this table.
+    pub fn forget_verified(&self) {
+        let mut remembered = self.remembered();
+        self.remembering.store(false, Ordering::Relaxed);
+        remembered.clear();
+    }
+
+    /// Consumer keys with a key that accepts more than one algorithm
+    /// (registered before algorithms were recorded), for a warning.
+    pub fn unpinned(&self) -> Vec<&str> {
+        let mut keys: Vec<&str> = self
+            .by_key
+            .values()
+            .filter(|t| !t.revoked && t.keys.iter().any(|k| !k.is_pinned()))
+            .map(|t| t.consumer_key.as_str())
+            .collect();
+        keys.sort_unstable();
+        keys
+    }
+
     /// Whether any unrevoked token exists.
     pub fn has_active(&self) -> bool {
         self.by_key.values().any(|t| !t.revoked)
     }
 
     /// The token these Basic credentials name, if the secret is right and the
-    /// token not revoked. Takes the same time for an unknown key.
+    /// token neither revoked nor JWT-only. Takes the same time for an
+    /// unknown key and a JWT-only token.
     pub fn basic(&self, key: &str, secret: &str) -> Option<Arc<Token>> {
         let token = self.by_key.get(key);
-        let stored = token.map_or(&DUMMY_HASH, |t| &t.secret_sha256);
+        let stored = token
+            .filter(|t| !t.jwt_only)
+            .map_or(&DUMMY_HASH, |t| &t.secret_sha256);
         let ok = secret::matches(secret, stored);
         match token {
-            Some(t) if ok && !t.revoked => Some(t.clone()),
+            Some(t) if ok && !t.revoked && !t.jwt_only => Some(t.clone()),
             _ => None,
         }
     }
@@ -139,10 +200,12 @@ impl TokenTable {
         token: &str,
         now_unix: i64,
     ) -> Result<(Arc<Token>, VerifiedJwt), JwtError> {
-        if let Some(hit) = self
-            .remembered()
-            .get(token)
-            .filter(|(_, verified)| verified.valid_at(now_unix))
+        let remembering = self.remembering.load(Ordering::Relaxed);
+        if remembering
+            && let Some(hit) = self
+                .remembered()
+                .get(token)
+                .filter(|(_, verified)| verified.valid_at(now_unix))
         {
             return Ok(hit.clone());
         }
@@ -154,6 +217,10 @@ impl TokenTable {
             Some((owner.clone(), owner.keys.iter().collect()))
         })?;
         let mut remembered = self.remembered();
+        // Read again under the lock: the table may have gone stale since.
+        if !self.remembering.load(Ordering::Relaxed) {
+            return Ok((owner, verified));
+        }
         if remembered.len() >= VERIFIED_CAPACITY {
             remembered.clear();
         }
@@ -175,7 +242,13 @@ fn parse(t: &StoredToken) -> Result<Token, String> {
     let keys = t
         .public_keys
         .iter()
-        .map(|pem| RsaPublicKey::from_pem(pem).map_err(|e| format!("public key: {e}")))
+        .map(|stored| {
+            let key =
+                RsaPublicKey::from_pem(&stored.pem).map_err(|e| format!("public key: {e}"))?;
+            KeyAlgorithm::parse_list(&stored.algorithms)
+                .and_then(|algorithms| RegisteredKey::new(key, algorithms))
+                .map_err(|e| format!("public key {}: {e}", stored.fingerprint))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Token {
         consumer_key: t.consumer_key.clone(),
@@ -185,6 +258,7 @@ fn parse(t: &StoredToken) -> Result<Token, String> {
         ip_allow: ip::parse_list(&t.ip_allow)?,
         allowed_origins: origin::parse_list(&t.allowed_origins)?,
         revoked: t.revoked_at.is_some(),
+        jwt_only: t.jwt_only,
         keys,
     })
 }
@@ -204,6 +278,7 @@ mod tests {
             allowed_origins: String::new(),
             created_at: Utc::now(),
             revoked_at: revoked.then(Utc::now),
+            jwt_only: false,
             public_keys: Vec::new(),
         }
     }
@@ -252,10 +327,84 @@ mod tests {
     }
 
     fn with_key(key: &str, revoked: bool) -> StoredToken {
+        with_key_for(key, revoked, "RS256")
+    }
+
+    fn with_key_for(key: &str, revoked: bool, algorithms: &str) -> StoredToken {
         StoredToken {
-            public_keys: vec![PUBLIC_PEM.to_owned()],
+            public_keys: vec![crate::store::StoredKey {
+                pem: PUBLIC_PEM.to_owned(),
+                fingerprint: "f".to_owned(),
+                algorithms: algorithms.to_owned(),
+            }],
             ..stored(key, "x", revoked)
         }
+    }
+
+    fn jwt_with(alg: jsonwebtoken::Algorithm, kid: &str, claims: serde_json::Value) -> String {
+        let mut header = jsonwebtoken::Header::new(alg);
+        header.kid = Some(kid.to_owned());
+        let key = jsonwebtoken::EncodingKey::from_rsa_pem(PRIVATE_PEM).expect("fixture key");
+        jsonwebtoken::encode(&header, &claims, &key).expect("sign")
+    }
+
+    fn rsa_checks() -> u32 {
+        jwt::RSA_CHECKS.with(std::cell::Cell::get)
+    }
+
+    #[test]
+    fn a_jwt_only_token_is_refused_over_basic_with_its_real_secret_and_accepted_as_jwt() {
+        let mut only = with_key("jwt-only", false);
+        only.secret_sha256 = secret::to_hex(&secret::hash("s3cret"));
+        only.jwt_only = true;
+        let table = TokenTable::new(vec![only]);
+        assert!(table.basic("jwt-only", "s3cret").is_none());
+        let claims = serde_json::json!({"iss": "epd", "aud": "api", "iat": NOW, "exp": NOW + 600});
+        assert!(table.bearer(&jwt("jwt-only", claims), NOW).is_ok());
+    }
+
+    #[test]
+    fn a_key_verifies_only_the_algorithms_it_is_registered_for() {
+        let claims = serde_json::json!({"iss": "epd", "aud": "api", "iat": NOW, "exp": NOW + 600});
+        let rs256 = jwt_with(jsonwebtoken::Algorithm::RS256, "epd", claims.clone());
+        let rs512 = jwt_with(jsonwebtoken::Algorithm::RS512, "epd", claims);
+        let pinned_256 = TokenTable::new(vec![with_key_for("epd", false, "RS256")]);
+        assert!(pinned_256.bearer(&rs256, NOW).is_ok());
+        assert_eq!(
+            pinned_256.bearer(&rs512, NOW).map(|_| ()),
+            Err(JwtError::AlgorithmNotRegistered("RS512"))
+        );
+        let pinned_512 = TokenTable::new(vec![with_key_for("epd", false, "RS512")]);
+        assert!(pinned_512.bearer(&rs512, NOW).is_ok());
+        assert_eq!(
+            pinned_512.bearer(&rs256, NOW).map(|_| ()),
+            Err(JwtError::AlgorithmNotRegistered("RS256"))
+        );
+        // A key registered before algorithms were recorded keeps both, and
+        // is named as unpinned.
+        let legacy = TokenTable::new(vec![with_key_for("epd", false, "RS256,RS512")]);
+        assert!(legacy.bearer(&rs256, NOW).is_ok());
+        assert!(legacy.bearer(&rs512, NOW).is_ok());
+        assert_eq!(legacy.unpinned(), vec!["epd"]);
+        assert!(pinned_256.unpinned().is_empty());
+        // An unreadable algorithm list leaves the token out, as any bad row.
+        assert!(!TokenTable::new(vec![with_key_for("epd", false, "rs256")]).has_active());
+    }
+
+    #[test]
+    fn a_stale_table_forgets_remembered_verifications_and_remembers_no_new_ones() {
+        let table = TokenTable::new(vec![with_key("epd", false)]);
+        let claims = serde_json::json!({"iss": "epd", "aud": "api", "iat": NOW, "exp": NOW + 600});
+        let token = jwt("epd", claims.clone());
+        let before = rsa_checks();
+        assert!(table.bearer(&token, NOW).is_ok());
+        assert!(table.bearer(&token, NOW).is_ok());
+        assert_eq!(rsa_checks() - before, 1, "the second use is remembered");
+        table.forget_verified();
+        let before = rsa_checks();
+        assert!(table.bearer(&token, NOW).is_ok());
+        assert!(table.bearer(&token, NOW).is_ok());
+        assert_eq!(rsa_checks() - before, 2, "every use is verified in full");
     }
 
     #[test]

@@ -19,10 +19,10 @@ use chrono_tz::Tz;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use crate::auth::jwt::RsaPublicKey;
+use crate::auth::jwt::{KeyAlgorithm, RsaPublicKey};
 use crate::auth::{ip, origin, rights, secret};
 use crate::domain::time;
-use crate::store::{NewToken, Store, Verification};
+use crate::store::{NewToken, Store, StoredKey, Verification};
 
 /// `outcomes token ...`
 #[derive(Debug, Subcommand)]
@@ -42,14 +42,29 @@ pub enum TokenCommand {
         key: String,
     },
     /// Register an RSA public key (PEM, at least 2048 bits) for JWT bearer
-    /// tokens whose `kid` is this token's consumer key.
+    /// tokens whose `kid` is this token's consumer key, signed with one
+    /// algorithm. Registering a key again sets its algorithm.
     AddKey {
         /// Consumer key of the token
         key: String,
         /// PEM file holding the public key (BEGIN PUBLIC KEY or BEGIN RSA PUBLIC KEY)
         #[arg(long, value_name = "FILE")]
         public_key: PathBuf,
+        /// The one algorithm the EPD signs with, RS256 or RS512; tokens
+        /// signed with the other are refused (RFC 8725: one algorithm per key)
+        #[arg(long, value_name = "ALG", value_parser = parse_algorithm)]
+        algorithm: KeyAlgorithm,
     },
+    /// Make a token JWT-only: HTTP Basic with its consumer key is refused
+    /// from then on, and its secret is forgotten. Cannot be undone.
+    JwtOnly {
+        /// Consumer key of the token
+        key: String,
+    },
+}
+
+fn parse_algorithm(text: &str) -> Result<KeyAlgorithm, String> {
+    KeyAlgorithm::parse(text).ok_or_else(|| format!("{text:?}: use RS256 or RS512"))
 }
 
 /// Arguments of `outcomes token create`.
@@ -73,6 +88,11 @@ pub struct CreateToken {
     /// repeat for more
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub origins: Vec<String>,
+    /// The token authenticates with JWT bearer tokens only (register its key
+    /// with `token add-key`): no secret is made or printed, and HTTP Basic
+    /// with its consumer key is refused
+    #[arg(long)]
+    pub jwt_only: bool,
     /// Print JSON instead of text
     #[arg(long)]
     pub json: bool,
@@ -81,7 +101,10 @@ pub struct CreateToken {
 /// Runs a token command against `store`.
 pub async fn token(store: &Store, command: TokenCommand, zone: Tz) -> anyhow::Result<()> {
     match command {
-        TokenCommand::Create(args) => create(store, args).await,
+        TokenCommand::Create(args) => {
+            print!("{}", create(store, args).await?);
+            Ok(())
+        }
         TokenCommand::List { json } => list(store, json, zone).await,
         TokenCommand::Revoke { key } => {
             if !store.revoke_token(key.clone(), Utc::now()).await? {
@@ -90,21 +113,38 @@ pub async fn token(store: &Store, command: TokenCommand, zone: Tz) -> anyhow::Re
             println!("revoked {key}; running services refuse it within a few seconds");
             Ok(())
         }
-        TokenCommand::AddKey { key, public_key } => {
+        TokenCommand::AddKey {
+            key,
+            public_key,
+            algorithm,
+        } => {
             let pem = std::fs::read_to_string(&public_key)
                 .with_context(|| format!("reading {}", public_key.display()))?;
             let parsed = RsaPublicKey::from_pem(&pem)
                 .with_context(|| format!("{}", public_key.display()))?;
-            if !store
-                .add_token_key(key.clone(), pem, parsed.fingerprint(), Utc::now())
-                .await?
-            {
+            let stored = StoredKey {
+                pem,
+                fingerprint: parsed.fingerprint(),
+                algorithms: algorithm.as_str().to_owned(),
+            };
+            if !store.add_token_key(key.clone(), stored, Utc::now()).await? {
                 bail!("no token {key:?}");
             }
             println!(
-                "registered {}-bit RSA key {} for {key}",
+                "registered {}-bit RSA key {} for {key}, {} only",
                 parsed.modulus_bits(),
-                parsed.fingerprint()
+                parsed.fingerprint(),
+                algorithm.as_str()
+            );
+            Ok(())
+        }
+        TokenCommand::JwtOnly { key } => {
+            let forgotten = secret::to_hex(&secret::hash(&secret::generate()));
+            if !store.make_token_jwt_only(key.clone(), forgotten).await? {
+                bail!("no token {key:?}");
+            }
+            println!(
+                "{key} is JWT-only; running services refuse HTTP Basic with it within a few seconds"
             );
             Ok(())
         }
@@ -125,7 +165,9 @@ pub fn check_consumer_key(key: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn create(store: &Store, args: CreateToken) -> anyhow::Result<()> {
+/// Creates the token and answers what to print: its consumer key, its
+/// secret (none for a JWT-only token: no secret exists to show) and rights.
+pub async fn create(store: &Store, args: CreateToken) -> anyhow::Result<String> {
     check_consumer_key(&args.key)?;
     let rights = rights::parse_list(&args.rights)
         .map_err(anyhow::Error::msg)
@@ -139,6 +181,9 @@ async fn create(store: &Store, args: CreateToken) -> anyhow::Result<()> {
     let origins = origin::parse_list(&args.origins.join(","))
         .map_err(anyhow::Error::msg)
         .context("--allow-origin")?;
+    // A JWT-only token still stores a hash (the column is required): that
+    // of a secret nobody is shown, so it could not be used even if the
+    // flag were lost.
     let consumer_secret = secret::generate();
     let token = NewToken {
         consumer_key: args.key.clone(),
@@ -146,6 +191,7 @@ async fn create(store: &Store, args: CreateToken) -> anyhow::Result<()> {
         rights: rights::to_list(&rights),
         ip_allow: ip::to_list(&ips),
         allowed_origins: origins.join(","),
+        jwt_only: args.jwt_only,
     };
     if !store.create_token(token, Utc::now()).await? {
         bail!(
@@ -153,23 +199,35 @@ async fn create(store: &Store, args: CreateToken) -> anyhow::Result<()> {
             args.key
         );
     }
+    let shown_secret = (!args.jwt_only).then_some(consumer_secret);
     if args.json {
-        let out = json!({
+        let mut out = json!({
             "consumer_key": args.key,
-            "consumer_secret": consumer_secret,
             "rights": rights.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
             "ip_allow": ips.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "allowed_origins": origins,
+            "jwt_only": args.jwt_only,
         });
-        println!("{out}");
-    } else {
-        println!("consumer_key:    {}", args.key);
-        println!("consumer_secret: {consumer_secret}");
-        println!("rights:          {}", rights::to_list(&rights));
-        println!();
-        println!("The secret is shown only now; keep it in the EPD's configuration.");
+        if let Some(shown) = &shown_secret {
+            out["consumer_secret"] = json!(shown);
+        }
+        return Ok(format!("{out}\n"));
     }
-    Ok(())
+    let mut out = format!("consumer_key:    {}\n", args.key);
+    match &shown_secret {
+        Some(shown) => out.push_str(&format!("consumer_secret: {shown}\n")),
+        None => out.push_str("consumer_secret: none (JWT only)\n"),
+    }
+    out.push_str(&format!(
+        "rights:          {}\n\n",
+        rights::to_list(&rights)
+    ));
+    out.push_str(if shown_secret.is_some() {
+        "The secret is shown only now; keep it in the EPD's configuration.\n"
+    } else {
+        "Register the EPD's public key with `outcomes token add-key`; HTTP Basic is refused.\n"
+    });
+    Ok(out)
 }
 
 async fn list(store: &Store, as_json: bool, zone: Tz) -> anyhow::Result<()> {
@@ -184,6 +242,11 @@ async fn list(store: &Store, as_json: bool, zone: Tz) -> anyhow::Result<()> {
                     "ip_allow": t.ip_allow.split(',').filter(|s| !s.is_empty()).collect::<Vec<_>>(),
                     "allowed_origins": t.allowed_origins.split(',').filter(|s| !s.is_empty()).collect::<Vec<_>>(),
                     "public_keys": t.public_keys.len(),
+                    "keys": t.public_keys.iter().map(|k| json!({
+                        "fingerprint": k.fingerprint,
+                        "algorithms": k.algorithms.split(',').collect::<Vec<_>>(),
+                    })).collect::<Vec<_>>(),
+                    "jwt_only": t.jwt_only,
                     "created_at": time::format(t.created_at, zone),
                     "revoked_at": t.revoked_at.map(|r| time::format(r, zone)),
                 })
@@ -212,6 +275,20 @@ async fn list(store: &Store, as_json: bool, zone: Tz) -> anyhow::Result<()> {
         }
         if !t.allowed_origins.is_empty() {
             detail.push_str(&format!(" / origins {}", t.allowed_origins));
+        }
+        if t.jwt_only {
+            detail.push_str(" / JWT only");
+        }
+        if !t.public_keys.is_empty() {
+            let algorithms: Vec<String> = t
+                .public_keys
+                .iter()
+                .map(|k| match k.algorithms.as_str() {
+                    one if !one.contains(',') => one.to_owned(),
+                    both => format!("{both} (unpinned)"),
+                })
+                .collect();
+            detail.push_str(&format!(" / keys {}", algorithms.join(", ")));
         }
         println!(
             "{:<24} {:<9} {:<5} {:<29} {detail}",

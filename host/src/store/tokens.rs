@@ -22,8 +22,21 @@ pub struct StoredToken {
     pub allowed_origins: String,
     pub created_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,
-    /// Registered RSA public keys (PEM), oldest first.
-    pub public_keys: Vec<String>,
+    /// Authenticates with JWTs only: HTTP Basic is refused.
+    pub jwt_only: bool,
+    /// Registered RSA public keys, oldest first.
+    pub public_keys: Vec<StoredKey>,
+}
+
+/// A registered JWT key as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredKey {
+    /// The public key as registered (PEM).
+    pub pem: String,
+    /// Lower-case hex SHA-256 of its DER.
+    pub fingerprint: String,
+    /// The algorithms it verifies, comma-separated (`RS256`, `RS512`).
+    pub algorithms: String,
 }
 
 /// A token to be created.
@@ -34,6 +47,8 @@ pub struct NewToken {
     pub rights: String,
     pub ip_allow: String,
     pub allowed_origins: String,
+    /// Authenticates with JWTs only: HTTP Basic is refused.
+    pub jwt_only: bool,
 }
 
 impl Store {
@@ -42,15 +57,22 @@ impl Store {
     pub async fn tokens(&self) -> Result<Vec<StoredToken>, StoreError> {
         let rows = sqlx::query(
             "SELECT t.id, t.consumer_key, t.secret_sha256, t.rights, t.ip_allow, t.allowed_origins, t.created_at, \
-             t.revoked_at, k.public_key_pem FROM api_tokens t LEFT JOIN api_token_keys k ON k.token_id = t.id \
-             ORDER BY t.id, k.id",
+             t.revoked_at, t.jwt_only, k.public_key_pem, k.fingerprint, k.algorithms \
+             FROM api_tokens t LEFT JOIN api_token_keys k ON k.token_id = t.id ORDER BY t.id, k.id",
         )
         .fetch_all(&self.pool)
         .await?;
         let mut tokens: Vec<StoredToken> = Vec::new();
         for row in rows {
             let id: i64 = row.try_get("id")?;
-            let key: Option<String> = row.try_get("public_key_pem")?;
+            let key = match row.try_get::<Option<String>, _>("public_key_pem")? {
+                Some(pem) => Some(StoredKey {
+                    pem,
+                    fingerprint: row.try_get("fingerprint")?,
+                    algorithms: row.try_get("algorithms")?,
+                }),
+                None => None,
+            };
             if let Some(last) = tokens.last_mut().filter(|t| t.id == id) {
                 last.public_keys.extend(key);
                 continue;
@@ -66,6 +88,7 @@ impl Store {
                 revoked_at: row
                     .try_get::<Option<i64>, _>("revoked_at")?
                     .map(from_millis),
+                jwt_only: row.try_get::<i64, _>("jwt_only")? != 0,
                 public_keys: key.into_iter().collect(),
             });
         }
@@ -82,8 +105,8 @@ impl Store {
             .write(move |conn| {
                 Box::pin(async move {
                     let inserted = sqlx::query(
-                        "INSERT INTO api_tokens (consumer_key, secret_sha256, rights, ip_allow, allowed_origins, created_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (consumer_key) DO NOTHING",
+                        "INSERT INTO api_tokens (consumer_key, secret_sha256, rights, ip_allow, allowed_origins, created_at, jwt_only) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (consumer_key) DO NOTHING",
                     )
                     .bind(&token.consumer_key)
                     .bind(&token.secret_sha256)
@@ -91,6 +114,7 @@ impl Store {
                     .bind(&token.ip_allow)
                     .bind(&token.allowed_origins)
                     .bind(to_millis(now))
+                    .bind(i64::from(token.jwt_only))
                     .execute(&mut *conn)
                     .await?;
                     Ok(inserted.rows_affected() == 1)
@@ -119,14 +143,39 @@ impl Store {
             .await
     }
 
-    /// Registers a public key for JWTs with `kid` = this consumer key;
-    /// false when the token does not exist. Registering the same key twice
-    /// is a no-op.
+    /// Makes a token JWT-only: HTTP Basic is refused from the next token
+    /// reload on, and the stored secret hash is replaced by `secret_sha256`
+    /// (that of a secret nobody was shown). False when there is no such
+    /// token.
+    pub async fn make_token_jwt_only(
+        &self,
+        consumer_key: String,
+        secret_sha256: String,
+    ) -> Result<bool, StoreError> {
+        self.writer
+            .write(move |conn| {
+                Box::pin(async move {
+                    let done = sqlx::query(
+                        "UPDATE api_tokens SET jwt_only = 1, secret_sha256 = $1 WHERE consumer_key = $2",
+                    )
+                    .bind(&secret_sha256)
+                    .bind(&consumer_key)
+                    .execute(&mut *conn)
+                    .await?;
+                    Ok(done.rows_affected() == 1)
+                })
+            })
+            .await
+    }
+
+    /// Registers a public key for JWTs with `kid` = this consumer key, for
+    /// `algorithms` (comma-separated) only; false when the token does not
+    /// exist. Registering a key again sets its algorithms (pins a key that
+    /// was registered before algorithms were recorded).
     pub async fn add_token_key(
         &self,
         consumer_key: String,
-        pem: String,
-        fingerprint: String,
+        key: StoredKey,
         now: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
         self.writer
@@ -141,12 +190,14 @@ impl Store {
                     };
                     let token_id: i64 = row.try_get(0)?;
                     sqlx::query(
-                        "INSERT INTO api_token_keys (token_id, public_key_pem, fingerprint, created_at) VALUES ($1, $2, $3, $4) \
-                         ON CONFLICT (token_id, fingerprint) DO NOTHING",
+                        "INSERT INTO api_token_keys (token_id, public_key_pem, fingerprint, algorithms, created_at) \
+                         VALUES ($1, $2, $3, $4, $5) \
+                         ON CONFLICT (token_id, fingerprint) DO UPDATE SET algorithms = excluded.algorithms",
                     )
                     .bind(token_id)
-                    .bind(&pem)
-                    .bind(&fingerprint)
+                    .bind(&key.pem)
+                    .bind(&key.fingerprint)
+                    .bind(&key.algorithms)
                     .bind(to_millis(now))
                     .execute(&mut *conn)
                     .await?;

@@ -578,7 +578,7 @@ db_test!(async fn the_host_keeps_appending_after_a_refused_change(app) {
     // Rows are only ever added: a new token's key shows in new rows only.
     let secret = create_token(&app.state, "late", "responses").await;
     register_key(&app, "late", PUBLIC_PEM).await;
-    let token = sign(Algorithm::RS512, "late", &claims(&app, Some("d1")));
+    let token = sign(Algorithm::RS256, "late", &claims(&app, Some("d1")));
     assert_eq!(get_as(&app, D1_RESPONSES, &bearer(&token)).await.status, 200);
     assert_eq!(get_as(&app, D1_RESPONSES, &basic("late", &secret)).await.status, 200);
     let keys: Vec<Option<String>> = whole_log(&app).await.into_iter().map(|e| e.consumer_key).collect();

@@ -14,6 +14,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::Duration;
 use host::auth::jwt::RsaPublicKey;
+use host::store::StoredKey;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::Value;
 use tests::reqwest::{self, Method};
@@ -46,30 +47,43 @@ pub const PROTOCOLS: &str = "/api/v1/protocols";
 // Helpers
 // ---------------------------------------------------------------------------
 
-/// Registers `pem` as a JWT key on the token `key`, the way the admin
-/// command does, and makes the host see it.
+/// Registers `pem` as a JWT key on the token `key` for RS256, the way the
+/// admin command does, and makes the host see it.
 pub async fn register_key(app: &TestApp, key: &str, pem: &str) {
+    register_key_for(app, key, pem, "RS256").await;
+}
+
+/// Registers `pem` as a JWT key on the token `key` for `algorithms` (as
+/// stored: `RS256`, `RS512`, or both comma-separated as keys registered
+/// before algorithms were recorded) and makes the host see it.
+pub async fn register_key_for(app: &TestApp, key: &str, pem: &str, algorithms: &str) {
     let fingerprint = RsaPublicKey::from_pem(pem)
         .expect("fixture public key")
         .fingerprint();
+    let stored = StoredKey {
+        pem: pem.to_owned(),
+        fingerprint,
+        algorithms: algorithms.to_owned(),
+    };
     let added = app
         .state
         .store()
-        .add_token_key(key.to_owned(), pem.to_owned(), fingerprint, app.state.now())
+        .add_token_key(key.to_owned(), stored, app.state.now())
         .await;
     assert!(added.expect("store"), "token {key} exists");
     app.state.reload_tokens().await.expect("reload tokens");
 }
 
-/// Creates the token `key` with `rights` and the test public key; returns
-/// its Basic secret.
+/// Creates the token `key` with `rights` and the test public key (RS256);
+/// returns its Basic secret.
 pub async fn jwt_consumer(app: &TestApp, key: &str, rights: &str) -> String {
     let secret = create_token(&app.state, key, rights).await;
     register_key(app, key, PUBLIC_PEM).await;
     secret
 }
 
-/// The host with the token [`JWT_KEY`] (all rights, test key registered).
+/// The host with the token [`JWT_KEY`] (all rights, test key registered
+/// for RS256).
 pub async fn spawn_jwt(db: Db) -> TestApp {
     let app = TestApp::spawn(db).await;
     jwt_consumer(&app, JWT_KEY, "all").await;
@@ -316,7 +330,9 @@ db_test!(
 );
 
 db_test!(
-    async fn a_valid_rs512_jwt_reaches_the_handler(app: spawn_jwt) {
+    async fn a_valid_rs512_jwt_reaches_the_handler(app) {
+        create_token(&app.state, JWT_KEY, "all").await;
+        register_key_for(&app, JWT_KEY, PUBLIC_PEM, "RS512").await;
         let token = sign(Algorithm::RS512, JWT_KEY, &claims(&app, Some("d1")));
         let body = json!({"questionnaire_key": "phq9", "external_id": "ext-1", "answer_data": phq9_all_answered()});
         let created = app

@@ -5,6 +5,10 @@
 //! - `auth`: Basic and JWT authentication, forged and unacceptable JWTs,
 //!   rights, IP allow-lists, X-Forwarded-For, JWT subject, HTTPS, other
 //!   dossiers' ids.
+//! - `auth_hardening`: JWT keys pinned to one algorithm, duplicate JSON
+//!   members in a JWT, an unknown kid answered as a wrong signature,
+//!   JWT-only tokens refused over Basic, failed token reloads (health
+//!   `stale`, then every credential refused with 503).
 //! - `access_log`: one row per dossier access (reads, writes, refusals), none
 //!   outside dossiers; claimed identities apart from verified ones;
 //!   append-only at the database level.
@@ -95,6 +99,7 @@ mod access_log;
 mod access_log_chain;
 mod access_log_roles;
 mod auth;
+mod auth_hardening;
 mod catalog;
 mod connections;
 mod fill_out_browser;

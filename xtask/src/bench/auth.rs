@@ -108,6 +108,7 @@ fn register_public_key(binary: &Path, root: &Path, fresh: &Fresh) -> anyhow::Res
     let out = Command::new(binary)
         .args(["token", "add-key", CONSUMER_KEY, "--public-key"])
         .arg(root.join(PUBLIC_KEY))
+        .args(["--algorithm", "RS256"])
         .arg("--database-url")
         .arg(fresh.url())
         .output()

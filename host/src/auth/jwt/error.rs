@@ -24,6 +24,8 @@ pub enum KeyError {
     TooLarge { bits: usize },
     #[error("RSA public exponent must be odd, at least 3 and at most 33 bits")]
     Exponent,
+    #[error("unknown or repeated algorithm {0}; expected RS256 or RS512")]
+    Algorithm(String),
 }
 
 /// Why a token is refused. All of these are the same 401 for the client;
@@ -34,6 +36,8 @@ pub enum JwtError {
     TooLarge,
     #[error("malformed token: {0}")]
     Malformed(&'static str),
+    #[error("the {0} names a member twice")]
+    DuplicateMember(&'static str),
     #[error("algorithm not allowed: {0}")]
     Algorithm(String),
     #[error("header typ is missing or not \"JWT\"")]
@@ -46,6 +50,8 @@ pub enum JwtError {
     Kid(&'static str),
     #[error("no registered public key for this kid")]
     UnknownKey,
+    #[error("no key of this kid is registered for {0}")]
+    AlgorithmNotRegistered(&'static str),
     #[error("signature is missing")]
     SignatureMissing,
     #[error("signature does not verify with the registered key")]

@@ -1,15 +1,15 @@
 //! The RSA public key a client registers on its API token: read from PEM
 //! (SPKI `BEGIN PUBLIC KEY` or PKCS#1 `BEGIN RSA PUBLIC KEY`), refusing
 //! private keys, non-RSA keys and moduli outside 2048..=8192 bits, with a
-//! stable fingerprint for the admin interface and logs. Knows nothing of
-//! tokens.
+//! stable fingerprint for the admin interface and logs; and the algorithm
+//! it is registered for ([`RegisteredKey`]). Knows nothing of tokens.
 
 use std::fmt;
 use std::sync::Arc;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use jsonwebtoken::DecodingKey;
+use jsonwebtoken::{Algorithm, DecodingKey};
 use sha2::{Digest as _, Sha256};
 
 use super::der::{
@@ -78,9 +78,120 @@ impl RsaPublicKey {
         self.inner.bits
     }
 
+    /// Size of the modulus in bytes: the length of every signature it
+    /// verifies.
+    pub(super) fn modulus_bytes(&self) -> usize {
+        self.inner.bits.div_ceil(8)
+    }
+
     /// The key as the signature check takes it.
     pub(super) fn decoding(&self) -> &DecodingKey {
         &self.inner.decoding
+    }
+}
+
+/// A signature algorithm a key can be registered for: RSASSA-PKCS1-v1_5
+/// with SHA-256 or SHA-512 (RFC 7518 section 3.3), the two the API allows
+/// (docs/api/rights.md#jwt-bearer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KeyAlgorithm {
+    Rs256,
+    Rs512,
+}
+
+impl KeyAlgorithm {
+    /// The `alg` header value, and the stored and command-line spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyAlgorithm::Rs256 => "RS256",
+            KeyAlgorithm::Rs512 => "RS512",
+        }
+    }
+
+    /// Exactly `RS256` or `RS512`: no case folding, no trimming.
+    pub fn parse(text: &str) -> Option<KeyAlgorithm> {
+        match text {
+            "RS256" => Some(KeyAlgorithm::Rs256),
+            "RS512" => Some(KeyAlgorithm::Rs512),
+            _ => None,
+        }
+    }
+
+    /// Reads a stored list: comma-separated, at least one, none twice.
+    pub fn parse_list(text: &str) -> Result<Vec<KeyAlgorithm>, KeyError> {
+        let mut out = Vec::new();
+        for name in text.split(',') {
+            let alg =
+                KeyAlgorithm::parse(name).ok_or_else(|| KeyError::Algorithm(sanitize(name)))?;
+            if out.contains(&alg) {
+                return Err(KeyError::Algorithm(sanitize(name)));
+            }
+            out.push(alg);
+        }
+        Ok(out)
+    }
+
+    /// The stored form of a list: comma-separated.
+    pub fn to_list(algorithms: &[KeyAlgorithm]) -> String {
+        algorithms
+            .iter()
+            .map(|a| a.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    pub(super) fn jsonwebtoken(self) -> Algorithm {
+        match self {
+            KeyAlgorithm::Rs256 => Algorithm::RS256,
+            KeyAlgorithm::Rs512 => Algorithm::RS512,
+        }
+    }
+}
+
+/// A key as registered on a token: the public key and the algorithms it
+/// verifies, and no other. RFC 8725 section 3.1: "each key MUST be used with
+/// exactly one algorithm, and this MUST be checked when the cryptographic
+/// operation is performed". Keys registered now name one; keys registered
+/// before algorithms were recorded keep both, as they had (see
+/// docs/operations.md#jwt-keys-and-tokens), until an operator pins them.
+#[derive(Debug, Clone)]
+pub struct RegisteredKey {
+    pub key: RsaPublicKey,
+    algorithms: Vec<KeyAlgorithm>,
+}
+
+impl RegisteredKey {
+    /// The key for exactly this algorithm.
+    pub fn pinned(key: RsaPublicKey, algorithm: KeyAlgorithm) -> RegisteredKey {
+        RegisteredKey {
+            key,
+            algorithms: vec![algorithm],
+        }
+    }
+
+    /// The key for these algorithms (at least one).
+    pub fn new(
+        key: RsaPublicKey,
+        algorithms: Vec<KeyAlgorithm>,
+    ) -> Result<RegisteredKey, KeyError> {
+        if algorithms.is_empty() {
+            return Err(KeyError::Algorithm("(none)".to_owned()));
+        }
+        Ok(RegisteredKey { key, algorithms })
+    }
+
+    /// Whether a signature by `algorithm` may be verified with this key.
+    pub fn accepts(&self, algorithm: KeyAlgorithm) -> bool {
+        self.algorithms.contains(&algorithm)
+    }
+
+    pub fn algorithms(&self) -> &[KeyAlgorithm] {
+        &self.algorithms
+    }
+
+    /// Whether the key is held to one algorithm, as RFC 8725 asks.
+    pub fn is_pinned(&self) -> bool {
+        self.algorithms.len() == 1
     }
 }
 

@@ -6,15 +6,18 @@
 //!   public key a client registers on its API token (PEM, SPKI `BEGIN
 //!   PUBLIC KEY` or PKCS#1 `BEGIN RSA PUBLIC KEY`), refusing private keys,
 //!   non-RSA keys and moduli outside 2048..=8192 bits, and giving it a stable
-//!   fingerprint for the admin interface and logs.
+//!   fingerprint for the admin interface and logs; [`RegisteredKey`] holds
+//!   it with the algorithm it is registered for (RFC 8725 section 3.1).
 //! * [`verify`] (`verify`, then the claim rules in `claims`): deciding
 //!   whether the token in `Authorization: Bearer <JWT>` is acceptable, in a
 //!   fixed order: size, structure, header rules (`alg`, `typ`, forbidden
-//!   parameters, `kid`), key lookup by `kid`, signature, then claims
-//!   (`iss`, `aud`, `iat`, `exp`, `nbf`, `sub`).
+//!   parameters, `kid`, no member twice), key lookup by `kid`, signature
+//!   with the keys registered for the token's `alg` (an unknown `kid` costs
+//!   the same verification), then claims (no member twice; `iss`, `aud`,
+//!   `iat`, `exp`, `nbf`, `sub`).
 //!
 //! The files build on each other in one direction: `limits` → `error` →
-//! `der` → `keys` → `claims` → `verify`.
+//! `der` → `keys` → `json` → `claims` → `verify`.
 //!
 //! It does not extract the header, look keys up in storage, compare `sub`
 //! with the dossier in the path or answer the client: the caller does that,
@@ -43,6 +46,7 @@
 mod claims;
 mod der;
 mod error;
+mod json;
 mod keys;
 mod limits;
 mod verify;
@@ -52,9 +56,11 @@ mod tests;
 
 pub use claims::VerifiedJwt;
 pub use error::{JwtError, KeyError};
-pub use keys::RsaPublicKey;
+pub use keys::{KeyAlgorithm, RegisteredKey, RsaPublicKey};
 pub use limits::{
     LEEWAY_SECS, MAX_KID_BYTES, MAX_LIFETIME_SECS, MAX_PEM_BYTES, MAX_RSA_BITS, MAX_TOKEN_BYTES,
     MIN_RSA_BITS,
 };
+#[cfg(test)]
+pub(crate) use verify::RSA_CHECKS;
 pub use verify::{kid, verify, verify_with};

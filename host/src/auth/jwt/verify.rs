@@ -1,27 +1,43 @@
 //! Deciding whether a bearer token is acceptable, in a fixed order: size,
-//! structure, header rules (`alg`, `typ`, forbidden parameters, `kid`), key
-//! lookup by `kid`, signature, then claims ([`super::claims`]).
+//! structure, header rules (`alg`, `typ`, forbidden parameters, `kid`, no
+//! member twice), key lookup by `kid`, signature, then claims
+//! ([`super::claims`], no member twice).
+//!
+//! **Invariant:** every token that reaches the key lookup costs at least one
+//! RSA verification the size of its signature, so an unknown `kid`, a key
+//! not registered for the token's `alg` and a wrong signature take the same
+//! time: the answer never tells whether a consumer key exists.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use jsonwebtoken::Algorithm;
-use serde_json::{Map, Value};
+use jsonwebtoken::DecodingKey;
+use serde_json::Value;
 
 use super::claims::{VerifiedJwt, check_claims};
 use super::error::JwtError;
-use super::keys::RsaPublicKey;
-use super::limits::{MAX_KID_BYTES, MAX_TOKEN_BYTES, sanitize};
+use super::json::strict_object;
+use super::keys::{KeyAlgorithm, RegisteredKey};
+use super::limits::{MAX_KID_BYTES, MAX_RSA_BITS, MAX_TOKEN_BYTES, MIN_RSA_BITS, sanitize};
 
 /// Header parameters that carry a key or point at one. A token never chooses
 /// its own key: the key is the one registered on the API token named by `kid`.
 const KEY_HEADER_PARAMS: [&str; 4] = ["jwk", "jku", "x5u", "x5c"];
 
+/// The public exponent of the stand-in key (the usual 65537), so its check
+/// costs what a registered key's does.
+const STAND_IN_EXPONENT: [u8; 3] = [0x01, 0x00, 0x01];
+/// The stand-in modulus: all ones, odd and of full length whatever the
+/// signature's size; no signature verifies with it.
+static STAND_IN_MODULUS: [u8; MAX_RSA_BITS / 8] = [0xff; MAX_RSA_BITS / 8];
+
 /// What the pre-lookup stages produce.
 struct Parsed<'a> {
     kid: String,
-    alg: Algorithm,
+    alg: KeyAlgorithm,
     signing_input: &'a str,
     signature_b64: &'a str,
+    /// The decoded signature's length in bytes.
+    signature_len: usize,
     payload: Vec<u8>,
 }
 
@@ -37,7 +53,7 @@ pub fn kid(token: &str) -> Result<String, JwtError> {
 pub fn verify(
     token: &str,
     now_unix: i64,
-    key_for: impl FnOnce(&str) -> Option<RsaPublicKey>,
+    key_for: impl FnOnce(&str) -> Option<RegisteredKey>,
 ) -> Result<VerifiedJwt, JwtError> {
     verify_with(token, now_unix, |kid| {
         key_for(kid).map(|key| ((), vec![key]))
@@ -48,37 +64,81 @@ pub fn verify(
 /// Full verification against the keys of whoever owns the kid: `lookup`
 /// is called at most once, with the kid, and returns the owner and its
 /// keys (several during a rotation: the first that verifies wins), or
-/// `None` (-> [`JwtError::UnknownKey`]). The token is parsed once, however
-/// many keys are tried. Answers the owner with the verified claims.
-pub fn verify_with<T, K: std::borrow::Borrow<RsaPublicKey>>(
+/// `None` (-> [`JwtError::UnknownKey`]). Only keys registered for the
+/// token's `alg` are tried. The token is parsed once, however many keys
+/// are tried. Answers the owner with the verified claims.
+pub fn verify_with<T, K: std::borrow::Borrow<RegisteredKey>>(
     token: &str,
     now_unix: i64,
     lookup: impl FnOnce(&str) -> Option<(T, Vec<K>)>,
 ) -> Result<(T, VerifiedJwt), JwtError> {
     let parsed = parse(token)?;
-    let (owner, keys) = lookup(&parsed.kid).ok_or(JwtError::UnknownKey)?;
-    let verifies = |key: &RsaPublicKey| {
-        jsonwebtoken::crypto::verify(
-            parsed.signature_b64,
-            parsed.signing_input.as_bytes(),
-            key.decoding(),
-            parsed.alg,
-        )
-        .unwrap_or(false)
+    let (owner, keys) = match lookup(&parsed.kid) {
+        Some((owner, keys)) => (Some(owner), keys),
+        None => (None, Vec::new()),
     };
-    if !keys.iter().any(|key| verifies(key.borrow())) {
-        return Err(if keys.is_empty() {
-            JwtError::UnknownKey
+    let for_alg = || {
+        keys.iter()
+            .map(<K as std::borrow::Borrow<RegisteredKey>>::borrow)
+            .filter(|k| k.accepts(parsed.alg))
+    };
+    // A key of another size would refuse the signature before any
+    // arithmetic; leaving it out and checking against the stand-in instead
+    // keeps the cost that of one verification of the signature's size.
+    let mut candidates = for_alg()
+        .filter(|k| k.key.modulus_bytes() == parsed.signature_len)
+        .peekable();
+    let verified = if candidates.peek().is_none() {
+        stand_in_check(&parsed);
+        false
+    } else {
+        candidates.any(|k| rsa_check(&parsed, k.key.decoding()))
+    };
+    let Some(owner) = owner.filter(|_| !keys.is_empty()) else {
+        return Err(JwtError::UnknownKey);
+    };
+    if !verified {
+        return Err(if for_alg().next().is_none() {
+            JwtError::AlgorithmNotRegistered(parsed.alg.as_str())
         } else {
             JwtError::Signature
         });
     }
-    let claims = json_object(
-        &parsed.payload,
-        "payload is not JSON",
-        "payload is not a JSON object",
-    )?;
+    let claims = strict_object(&parsed.payload, "claims")?;
     check_claims(&claims, parsed.kid, now_unix).map(|verified| (owner, verified))
+}
+
+/// One RSA signature check (ring, through jsonwebtoken).
+fn rsa_check(parsed: &Parsed<'_>, key: &DecodingKey) -> bool {
+    #[cfg(test)]
+    RSA_CHECKS.with(|n| n.set(n.get() + 1));
+    jsonwebtoken::crypto::verify(
+        parsed.signature_b64,
+        parsed.signing_input.as_bytes(),
+        key,
+        parsed.alg.jsonwebtoken(),
+    )
+    .unwrap_or(false)
+}
+
+/// The check a registered key of the signature's size would do, against
+/// a stand-in modulus of that size; it never verifies. A signature of a
+/// size no key may have is refused by ring before any arithmetic, here as
+/// for a registered key, so no stand-in is needed then.
+fn stand_in_check(parsed: &Parsed<'_>) {
+    if (MIN_RSA_BITS / 8..=MAX_RSA_BITS / 8).contains(&parsed.signature_len)
+        && let Some(modulus) = STAND_IN_MODULUS.get(..parsed.signature_len)
+    {
+        let key = DecodingKey::from_rsa_raw_components(modulus, &STAND_IN_EXPONENT);
+        rsa_check(parsed, &key);
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// RSA signature checks made on this thread, for tests that show a
+    /// refusal cost one.
+    pub(crate) static RSA_CHECKS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
 /// Size, structure and header rules.
@@ -108,19 +168,21 @@ fn parse(token: &str) -> Result<Parsed<'_>, JwtError> {
     let payload = URL_SAFE_NO_PAD
         .decode(payload_b64)
         .map_err(|_| JwtError::Malformed("payload is not base64url"))?;
-    URL_SAFE_NO_PAD
+    let signature_len = URL_SAFE_NO_PAD
         .decode(signature_b64)
-        .map_err(|_| JwtError::Malformed("signature is not base64url"))?;
+        .map_err(|_| JwtError::Malformed("signature is not base64url"))?
+        .len();
     let signing_input = token
         .get(..header_b64.len() + 1 + payload_b64.len())
         .ok_or(JwtError::Malformed("not three dot-separated segments"))?;
 
-    let header = json_object(&header, "header is not JSON", "header is not a JSON object")?;
+    let header = strict_object(&header, "header")?;
 
     let alg = match header.get("alg") {
-        Some(Value::String(s)) if s == "RS256" => Algorithm::RS256,
-        Some(Value::String(s)) if s == "RS512" => Algorithm::RS512,
-        Some(Value::String(s)) => return Err(JwtError::Algorithm(sanitize(s))),
+        Some(Value::String(s)) => match KeyAlgorithm::parse(s) {
+            Some(alg) => alg,
+            None => return Err(JwtError::Algorithm(sanitize(s))),
+        },
         Some(_) => return Err(JwtError::Algorithm("(not a string)".to_owned())),
         None => return Err(JwtError::Algorithm("(missing)".to_owned())),
     };
@@ -163,18 +225,7 @@ fn parse(token: &str) -> Result<Parsed<'_>, JwtError> {
         alg,
         signing_input,
         signature_b64,
+        signature_len,
         payload,
     })
-}
-
-fn json_object(
-    bytes: &[u8],
-    not_json: &'static str,
-    not_object: &'static str,
-) -> Result<Map<String, Value>, JwtError> {
-    match serde_json::from_slice::<Value>(bytes) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err(JwtError::Malformed(not_object)),
-        Err(_) => Err(JwtError::Malformed(not_json)),
-    }
 }

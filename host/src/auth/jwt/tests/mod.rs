@@ -3,7 +3,9 @@
 //! too, run against [`verify`] directly: the black-box suite keeps a few
 //! representatives that prove every refusal becomes the same 401.
 
+mod algorithms;
 mod claims;
+mod duplicates;
 mod header;
 mod keys;
 mod signatures;
@@ -44,6 +46,16 @@ fn private_key() -> EncodingKey {
 
 fn public_key() -> RsaPublicKey {
     RsaPublicKey::from_pem(PUBLIC_PEM).expect("fixture public key")
+}
+
+/// The fixture key registered for these algorithms.
+fn registered(algorithms: &[KeyAlgorithm]) -> RegisteredKey {
+    RegisteredKey::new(public_key(), algorithms.to_vec()).expect("at least one algorithm")
+}
+
+/// The fixture key as registered before algorithms were recorded: both.
+fn registered_for_both() -> RegisteredKey {
+    registered(&[KeyAlgorithm::Rs256, KeyAlgorithm::Rs512])
 }
 
 fn claims() -> Value {
@@ -91,7 +103,7 @@ fn with_payload(payload: &str) -> String {
 }
 
 fn check_at(token: &str, now: i64) -> Result<VerifiedJwt, JwtError> {
-    verify(token, now, |kid| (kid == KID).then(public_key))
+    verify(token, now, |kid| (kid == KID).then(registered_for_both))
 }
 
 fn check(token: &str) -> Result<VerifiedJwt, JwtError> {

@@ -42,7 +42,15 @@ fn pkcs1_and_spki_forms_of_the_same_key_both_verify() {
     for alg in [Algorithm::RS256, Algorithm::RS512] {
         let token = sign(alg, &claims());
         for key in [&spki, &pkcs1] {
-            let verified = verify(&token, NOW, |_| Some(key.clone()));
+            let verified = verify(&token, NOW, |_| {
+                Some(RegisteredKey::pinned(
+                    key.clone(),
+                    KeyAlgorithm::parse(match alg {
+                        Algorithm::RS256 => "RS256",
+                        _ => "RS512",
+                    })?,
+                ))
+            });
             assert!(verified.is_ok(), "{alg:?} with {key:?}: {verified:?}");
         }
     }
@@ -66,7 +74,7 @@ fn the_key_lookup_is_called_once_with_the_kid_and_not_at_all_for_a_bad_header() 
     let calls = RefCell::new(Vec::new());
     let result = verify(&sign(Algorithm::RS256, &claims()), NOW, |kid| {
         calls.borrow_mut().push(kid.to_owned());
-        Some(public_key())
+        Some(registered_for_both())
     });
     assert!(result.is_ok());
     assert_eq!(*calls.borrow(), vec![KID.to_owned()]);
@@ -75,7 +83,7 @@ fn the_key_lookup_is_called_once_with_the_kid_and_not_at_all_for_a_bad_header() 
     let bad = with_header(r#"{"typ":"JWT","alg":"HS256","kid":"client-1"}"#);
     let result = verify(&bad, NOW, |_| {
         called.set(true);
-        Some(public_key())
+        Some(registered_for_both())
     });
     assert!(matches!(result, Err(JwtError::Algorithm(_))));
     assert!(!called.get());
@@ -199,7 +207,10 @@ fn a_signature_by_another_key_is_refused() {
     let other_public = RsaPublicKey::from_pem(OTHER_PUBLIC_PEM).expect("other public");
     let good = sign(Algorithm::RS256, &claims());
     assert_eq!(
-        verify(&good, NOW, |_| Some(other_public)),
+        verify(&good, NOW, |_| Some(RegisteredKey::pinned(
+            other_public,
+            KeyAlgorithm::Rs256
+        ))),
         Err(JwtError::Signature)
     );
 }
