@@ -111,6 +111,18 @@ pub struct Settings {
     )]
     pub allowed_origins: Option<String>,
 
+    /// Loopback, private or link-local networks (addresses or CIDR ranges,
+    /// comma-separated) that callbacks may go to, e.g. an EPD on the
+    /// hospital's own network. Callbacks to any other such address, written
+    /// in the URL or looked up when sent, are refused [default: none]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_CALLBACK_ALLOWED_NETWORKS",
+        value_name = "LIST"
+    )]
+    pub callback_allowed_networks: Option<String>,
+
     /// The address respondents reach this service at, for the links it
     /// hands out (fill_out_url, completing_url): https://host[:port], or
     /// http for a loopback host [default: http://<listen address>, or
@@ -211,6 +223,7 @@ pub struct FileSettings {
     pub log: Option<String>,
     pub trusted_proxies: Option<String>,
     pub allowed_origins: Option<String>,
+    pub callback_allowed_networks: Option<String>,
     pub public_url: Option<String>,
     pub fill_out_secret: Option<String>,
     pub fill_out_link_ttl: Option<u64>,
@@ -239,6 +252,8 @@ pub struct Config {
     pub trusted_proxies: Vec<ipnet::IpNet>,
     /// Origins allowed for every token.
     pub allowed_origins: Vec<String>,
+    /// Non-public networks callbacks may go to.
+    pub callback_allowed_networks: Vec<ipnet::IpNet>,
     /// The origin respondents reach the service at; None: the listen
     /// address, known once bound.
     pub public_url: Option<String>,
@@ -329,6 +344,15 @@ impl Config {
                 setting: "allowed_origins",
                 problem,
             })?;
+        let callback_allowed_networks = crate::auth::ip::parse_list(
+            &cli.callback_allowed_networks
+                .or(file.callback_allowed_networks)
+                .unwrap_or_default(),
+        )
+        .map_err(|problem| ConfigError {
+            setting: "callback_allowed_networks",
+            problem,
+        })?;
         let public_url = match cli.public_url.or(file.public_url) {
             Some(url) => Some(
                 crate::auth::origin::parse(&url).map_err(|problem| ConfigError {
@@ -401,6 +425,7 @@ impl Config {
             tls,
             trusted_proxies,
             allowed_origins,
+            callback_allowed_networks,
             public_url,
             fill_out_secret,
             fill_out_link_ttl: std::time::Duration::from_secs(fill_out_link_ttl),

@@ -336,6 +336,9 @@ pub async fn create_token_with(
         rights: r::to_list(&r::parse_list(rights).expect("rights")),
         ip_allow: ip::to_list(&ip::parse_list(ip_allow).expect("ip allow-list")),
         allowed_origins: origin::parse_list(origins).expect("origins").join(","),
+        webhook_secret: host::store::StoredSecret(
+            host::auth::webhook::WebhookKey::generate().stored(),
+        ),
     };
     assert!(
         state

@@ -3,6 +3,7 @@
 //! registered RSA key, rights per endpoint group, IP allow-lists, and the
 //! append-only access log.
 
+pub mod destination;
 pub mod guard;
 pub mod ip;
 pub mod jwt;
@@ -11,3 +12,4 @@ pub mod origin;
 pub mod rights;
 pub mod secret;
 pub mod tokens;
+pub mod webhook;

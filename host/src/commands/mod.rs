@@ -20,15 +20,17 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use crate::auth::jwt::RsaPublicKey;
+use crate::auth::webhook::WebhookKey;
 use crate::auth::{ip, origin, rights, secret};
 use crate::domain::time;
-use crate::store::{NewToken, Store};
+use crate::store::{NewToken, Store, StoredSecret};
 
 /// `outcomes token ...`
 #[derive(Debug, Subcommand)]
 pub enum TokenCommand {
-    /// Create an API token and print its consumer key and secret. The secret
-    /// is shown only this once; only its hash is stored.
+    /// Create an API token and print its consumer key, its secret and the
+    /// secret that signs its callbacks. Both secrets are shown only this
+    /// once; of the consumer secret only a hash is stored.
     Create(CreateToken),
     /// List every token, revoked ones included.
     List {
@@ -40,6 +42,18 @@ pub enum TokenCommand {
     Revoke {
         /// Consumer key of the token
         key: String,
+    },
+    /// Make a new secret that signs a token's callbacks (Standard Webhooks,
+    /// `whsec_...`) and print it; it is shown only this once. Callbacks sent
+    /// from now on, queued ones included, are signed with it: the old one
+    /// no longer verifies them. Tokens made before callbacks were signed
+    /// get their first secret this way.
+    WebhookSecret {
+        /// Consumer key of the token
+        key: String,
+        /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
     },
     /// Register an RSA public key (PEM, at least 2048 bits) for JWT bearer
     /// tokens whose `kid` is this token's consumer key.
@@ -81,13 +95,54 @@ pub struct CreateToken {
 /// Runs a token command against `store`.
 pub async fn token(store: &Store, command: TokenCommand, zone: Tz) -> anyhow::Result<()> {
     match command {
-        TokenCommand::Create(args) => create(store, args).await,
+        TokenCommand::Create(args) => {
+            let created = create_token(store, &args).await?;
+            if args.json {
+                println!("{created}");
+            } else {
+                for field in ["consumer_key", "consumer_secret", "webhook_secret"] {
+                    println!(
+                        "{:<16} {}",
+                        format!("{field}:"),
+                        created[field].as_str().unwrap_or_default()
+                    );
+                }
+                let rights: Vec<&str> = created["rights"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(serde_json::Value::as_str)
+                    .collect();
+                println!("{:<16} {}", "rights:", rights.join(","));
+                println!();
+                println!(
+                    "The secrets are shown only now. Keep the consumer secret in the EPD's \
+                     configuration; give the webhook secret to the receiver of its callbacks."
+                );
+            }
+            Ok(())
+        }
         TokenCommand::List { json } => list(store, json, zone).await,
         TokenCommand::Revoke { key } => {
             if !store.revoke_token(key.clone(), Utc::now()).await? {
                 bail!("no active token {key:?}");
             }
             println!("revoked {key}; running services refuse it within a few seconds");
+            Ok(())
+        }
+        TokenCommand::WebhookSecret { key, json } => {
+            let shown = new_webhook_secret(store, &key).await?;
+            if json {
+                println!("{}", json!({"consumer_key": key, "webhook_secret": shown}));
+            } else {
+                println!("consumer_key:   {key}");
+                println!("webhook_secret: {shown}");
+                println!();
+                println!(
+                    "The secret is shown only now; give it to the receiver of the token's \
+                     callbacks. Callbacks are signed with it from now on."
+                );
+            }
             Ok(())
         }
         TokenCommand::AddKey { key, public_key } => {
@@ -111,6 +166,19 @@ pub async fn token(store: &Store, command: TokenCommand, zone: Tz) -> anyhow::Re
     }
 }
 
+/// Gives the unrevoked token `key` a new webhook secret, as `outcomes
+/// token webhook-secret` does, and answers it as printed (`whsec_...`).
+pub async fn new_webhook_secret(store: &Store, key: &str) -> anyhow::Result<String> {
+    let webhook = WebhookKey::generate();
+    if !store
+        .set_webhook_secret(key.to_owned(), StoredSecret(webhook.stored()))
+        .await?
+    {
+        bail!("no active token {key:?}");
+    }
+    Ok(webhook.shown())
+}
+
 /// Checks a consumer key: the Basic scheme splits at the first colon, so a
 /// key must not hold one.
 pub fn check_consumer_key(key: &str) -> anyhow::Result<()> {
@@ -125,7 +193,10 @@ pub fn check_consumer_key(key: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn create(store: &Store, args: CreateToken) -> anyhow::Result<()> {
+/// Creates the token `args` describe, as `outcomes token create` does, and
+/// answers what it prints with `--json`: `consumer_key`, `consumer_secret`,
+/// `webhook_secret` (`whsec_...`), `rights`, `ip_allow`, `allowed_origins`.
+pub async fn create_token(store: &Store, args: &CreateToken) -> anyhow::Result<serde_json::Value> {
     check_consumer_key(&args.key)?;
     let rights = rights::parse_list(&args.rights)
         .map_err(anyhow::Error::msg)
@@ -140,12 +211,14 @@ async fn create(store: &Store, args: CreateToken) -> anyhow::Result<()> {
         .map_err(anyhow::Error::msg)
         .context("--allow-origin")?;
     let consumer_secret = secret::generate();
+    let webhook = WebhookKey::generate();
     let token = NewToken {
         consumer_key: args.key.clone(),
         secret_sha256: secret::to_hex(&secret::hash(&consumer_secret)),
         rights: rights::to_list(&rights),
         ip_allow: ip::to_list(&ips),
         allowed_origins: origins.join(","),
+        webhook_secret: StoredSecret(webhook.stored()),
     };
     if !store.create_token(token, Utc::now()).await? {
         bail!(
@@ -153,27 +226,19 @@ async fn create(store: &Store, args: CreateToken) -> anyhow::Result<()> {
             args.key
         );
     }
-    if args.json {
-        let out = json!({
-            "consumer_key": args.key,
-            "consumer_secret": consumer_secret,
-            "rights": rights.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
-            "ip_allow": ips.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            "allowed_origins": origins,
-        });
-        println!("{out}");
-    } else {
-        println!("consumer_key:    {}", args.key);
-        println!("consumer_secret: {consumer_secret}");
-        println!("rights:          {}", rights::to_list(&rights));
-        println!();
-        println!("The secret is shown only now; keep it in the EPD's configuration.");
-    }
-    Ok(())
+    Ok(json!({
+        "consumer_key": args.key,
+        "consumer_secret": consumer_secret,
+        "webhook_secret": webhook.shown(),
+        "rights": rights.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
+        "ip_allow": ips.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "allowed_origins": origins,
+    }))
 }
 
 async fn list(store: &Store, as_json: bool, zone: Tz) -> anyhow::Result<()> {
     let tokens = store.tokens().await?;
+    let signed = store.tokens_with_webhook_secret().await?;
     if as_json {
         let out: Vec<_> = tokens
             .iter()
@@ -184,6 +249,7 @@ async fn list(store: &Store, as_json: bool, zone: Tz) -> anyhow::Result<()> {
                     "ip_allow": t.ip_allow.split(',').filter(|s| !s.is_empty()).collect::<Vec<_>>(),
                     "allowed_origins": t.allowed_origins.split(',').filter(|s| !s.is_empty()).collect::<Vec<_>>(),
                     "public_keys": t.public_keys.len(),
+                    "webhook_secret": signed.contains(&t.consumer_key),
                     "created_at": time::format(t.created_at, zone),
                     "revoked_at": t.revoked_at.map(|r| time::format(r, zone)),
                 })
@@ -212,6 +278,9 @@ async fn list(store: &Store, as_json: bool, zone: Tz) -> anyhow::Result<()> {
         }
         if !t.allowed_origins.is_empty() {
             detail.push_str(&format!(" / origins {}", t.allowed_origins));
+        }
+        if !signed.contains(&t.consumer_key) {
+            detail.push_str(" / no webhook secret: callbacks unsigned");
         }
         println!(
             "{:<24} {:<9} {:<5} {:<29} {detail}",

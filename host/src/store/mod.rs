@@ -41,7 +41,7 @@ pub use outcomes::{ArchivedModule, RescoreFilter};
 pub use responses::{CompleteError, Preparation, ResponseFilter};
 pub use stats::{DossierStats, InvitationCounts, ResponseCounts, SubscriptionCounts};
 pub use subscriptions::{EXPIRED_REASON, NewSubscription, Planner, Prepared, Settled, StartResult};
-pub use tokens::{NewToken, StoredToken};
+pub use tokens::{NewToken, StoredSecret, StoredToken};
 
 use writer::Writer;
 
