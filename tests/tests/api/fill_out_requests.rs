@@ -573,6 +573,16 @@ db_test!(
             callback_metric(&app, "outcomes_callbacks_total{result=\"retry\"}").await,
             1.0
         );
+        // The attempt is recorded with the reason.
+        let recorded = app
+            .sql_strings("SELECT last_error FROM callbacks WHERE last_error IS NOT NULL")
+            .await;
+        assert_eq!(recorded.len(), 1, "{recorded:?}");
+        assert!(
+            recorded[0].starts_with("refused: localhost resolves to no allowed address: ")
+                && recorded[0].contains("is a loopback address"),
+            "{recorded:?}"
+        );
         // Its retry is refused the same way.
         tick_at(&app, Duration::minutes(1)).await;
         assert!(receiver.calls().is_empty());
