@@ -360,12 +360,15 @@ impl Call {
     }
 }
 
+/// An answer a [`Recorder`] gives: status and `Location`.
+type Planned = (StatusCode, Option<String>);
+
 /// A receiver that keeps every call whole and answers each with the next
-/// of its planned answers (status, `Location`), then 204.
+/// of its planned answers, then 204.
 #[derive(Clone, Default)]
 struct Recorder {
     calls: Arc<Mutex<Vec<Call>>>,
-    answers: Arc<Mutex<VecDeque<(StatusCode, Option<String>)>>>,
+    answers: Arc<Mutex<VecDeque<Planned>>>,
 }
 
 impl Recorder {
