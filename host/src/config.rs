@@ -235,6 +235,18 @@ pub struct Settings {
     )]
     pub allowed_origins: Option<String>,
 
+    /// Loopback, private or link-local networks (addresses or CIDR ranges,
+    /// comma-separated) that callbacks may go to, e.g. an EPD on the
+    /// hospital's own network. Callbacks to any other such address, written
+    /// in the URL or looked up when sent, are refused [default: none]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_CALLBACK_ALLOWED_NETWORKS",
+        value_name = "LIST"
+    )]
+    pub callback_allowed_networks: Option<String>,
+
     /// The address respondents reach this service at, for the links it
     /// hands out (fill_out_url, completing_url): https://host[:port], or
     /// http for a loopback host [default: http://<listen address>, or
@@ -360,6 +372,7 @@ pub struct FileSettings {
     pub tls_handshake_timeout: Option<u64>,
     pub connection_limit: Option<usize>,
     pub allowed_origins: Option<String>,
+    pub callback_allowed_networks: Option<String>,
     pub public_url: Option<String>,
     pub fill_out_secret: Option<String>,
     pub fill_out_link_ttl: Option<u64>,
@@ -398,6 +411,8 @@ pub struct Config {
     pub connections: ConnectionLimits,
     /// Origins allowed for every token.
     pub allowed_origins: Vec<String>,
+    /// Non-public networks callbacks may go to.
+    pub callback_allowed_networks: Vec<ipnet::IpNet>,
     /// The origin respondents reach the service at; None: the listen
     /// address, known once bound.
     pub public_url: Option<String>,
@@ -605,6 +620,15 @@ impl Config {
                 setting: "allowed_origins",
                 problem,
             })?;
+        let callback_allowed_networks = crate::auth::ip::parse_list(
+            &cli.callback_allowed_networks
+                .or(file.callback_allowed_networks)
+                .unwrap_or_default(),
+        )
+        .map_err(|problem| ConfigError {
+            setting: "callback_allowed_networks",
+            problem,
+        })?;
         let public_url = match cli.public_url.or(file.public_url) {
             Some(url) => Some(
                 crate::auth::origin::parse(&url).map_err(|problem| ConfigError {
@@ -699,6 +723,7 @@ impl Config {
             trusted_proxies,
             connections,
             allowed_origins,
+            callback_allowed_networks,
             public_url,
             fill_out_secret,
             fill_out_link_ttl: std::time::Duration::from_secs(fill_out_link_ttl),

@@ -381,8 +381,10 @@ impl App {
             clock.now(),
         )
         .await?;
-        let callback_client =
-            scheduler::callbacks::client().context("building the HTTP client for callbacks")?;
+        let callback_client = scheduler::callbacks::client(auth::destination::Destinations::new(
+            config.callback_allowed_networks.clone(),
+        ))
+        .context("building the HTTP client for callbacks")?;
         let tokens = TokenTable::new(store.tokens().await.context("reading API tokens")?);
         let unpinned = tokens.unpinned();
         if !unpinned.is_empty() {

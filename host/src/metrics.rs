@@ -50,6 +50,11 @@ const HELP: &[(&str, &str, &str)] = &[
         "Fill-out request callback attempts by result (delivered, retry, given_up).",
     ),
     (
+        "outcomes_callbacks_refused_total",
+        "counter",
+        "Callback attempts not sent because their address (in the URL, or every address its host resolved to) is loopback, private, link-local or otherwise not public, and not allowed by --callback-allowed-networks. Each is also counted as failed in outcomes_callbacks_total.",
+    ),
+    (
         "outcomes_scheduler_ticks_total",
         "counter",
         "Scheduler passes by result (ok or failed).",

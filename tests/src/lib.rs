@@ -344,6 +344,9 @@ pub async fn create_token_with(
         ip_allow: ip::to_list(&ip::parse_list(ip_allow).expect("ip allow-list")),
         allowed_origins: origin::parse_list(origins).expect("origins").join(","),
         jwt_only: false,
+        webhook_secret: host::store::StoredSecret(
+            host::auth::webhook::WebhookKey::generate().stored(),
+        ),
     };
     assert!(
         state

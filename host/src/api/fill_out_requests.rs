@@ -16,6 +16,7 @@ use utoipa_axum::routes;
 use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject, PathParams};
 use crate::api::fields::Fields;
+use crate::auth::destination::Destinations;
 use crate::auth::guard::Caller;
 use crate::auth::origin;
 use crate::domain::catalog::Catalog;
@@ -70,13 +71,17 @@ impl FillOutRequestView {
 /// default now), `open_till` (Unix seconds, required, in the future and
 /// after `open_from`), `reminders` (seconds after `open_from`), and
 /// `callback_url`: https (http only for loopback hosts), of an origin the
-/// token may use. The service then POSTs JSON `{dossier_id, event,
-/// fill_out_request_id, url}` to it with event `opened` at `open_from`,
-/// `reminder` at each reminder inside the window and `expired` at
-/// `open_till` (`url`: the respondent's `completing_url`, null with
-/// `expired`); a failed call (no 2xx within 10 s) is retried after 1, 5
-/// and 30 minutes, then 2 and 6 hours, then given up. One invitation holds
-/// a pending response per questionnaire.
+/// token may use, and not a loopback, private or link-local address unless
+/// the operator allows its network. The service then POSTs JSON
+/// `{dossier_id, event, fill_out_request_id, url, event_id}` to it with
+/// event `opened` at `open_from`, `reminder` at each reminder inside the
+/// window and `expired` at `open_till` (`url`: the respondent's
+/// `completing_url`, null with `expired`), signed as Standard Webhooks
+/// (`webhook-id`, `webhook-timestamp`, `webhook-signature`, with the
+/// token's webhook secret); a failed call (no 2xx within 10 s, a redirect,
+/// or a host that resolves only to refused addresses) is retried after 1,
+/// 5 and 30 minutes, then 2 and 6 hours, then given up. One invitation
+/// holds a pending response per questionnaire.
 #[utoipa::path(
     post,
     path = "/dossiers/{dossier_id}/fill_out_requests",
@@ -86,7 +91,7 @@ impl FillOutRequestView {
     responses(
         (status = 200, description = "Made", body = FillOutRequestView),
         (status = 404, description = "`{\"errors\":{\"respondent_id\":[\"not_found\"]}}`: not the dossier's patient", body = ErrorBody),
-        (status = 422, description = "Field errors, e.g. `{\"errors\":{\"open_till\":[\"in_past\"],\"questionnaire_keys\":[\"blank\"]}}`: `questionnaire_keys` `blank` or `invalid` (not strings, an unknown key, more than 50); `open_till` `blank`, `invalid` (not after `open_from`, too far ahead) or `in_past`; `open_from` `invalid` or `too_early`; `reminders` `invalid`; `respondent_type` `invalid`; `respondent_id` `invalid`; `callback_url` `invalid` (not an https URL) or `not_allowed` (its origin is not the token's); `dossier_id` `invalid`", body = ErrorBody),
+        (status = 422, description = "Field errors, e.g. `{\"errors\":{\"open_till\":[\"in_past\"],\"questionnaire_keys\":[\"blank\"]}}`: `questionnaire_keys` `blank` or `invalid` (not strings, an unknown key, more than 50); `open_till` `blank`, `invalid` (not after `open_from`, too far ahead) or `in_past`; `open_from` `invalid` or `too_early`; `reminders` `invalid`; `respondent_type` `invalid`; `respondent_id` `invalid`; `callback_url` `invalid` (not an https URL) or `not_allowed` (its origin is not the token's, or it names a loopback, private, link-local or other non-public address); `dossier_id` `invalid`", body = ErrorBody),
     )
 )]
 pub async fn create_fill_out_request(
@@ -99,7 +104,16 @@ pub async fn create_fill_out_request(
         caller.token.allowed_origins.contains(origin)
             || app.config().allowed_origins.contains(origin)
     };
-    let new = NewFillOutRequestBody::parse(&body, dossier, &app.catalog(), allowed, app.now())?;
+    let destinations = Destinations::new(app.config().callback_allowed_networks.clone());
+    let new = NewFillOutRequestBody::parse(
+        &body,
+        dossier,
+        caller.token.consumer_key.clone(),
+        &app.catalog(),
+        allowed,
+        &destinations,
+        app.now(),
+    )?;
     let made = app.store().create_fill_out_request(new).await?;
     match made {
         FillOutRequestResult::Made(id, respondent) => Ok(json(
@@ -127,18 +141,25 @@ pub struct NewFillOutRequestBody {
     /// Seconds after `open_from` at which a `reminder` callback is sent.
     pub reminders: Option<Vec<i64>>,
     /// Where the `opened`, `reminder` and `expired` callbacks go: https (http
-    /// for loopback hosts), of an origin allowed for the token.
+    /// for loopback hosts), of an origin allowed for the token, and not a
+    /// loopback, private or link-local address the operator does not allow.
     pub callback_url: Option<String>,
 }
 
 impl NewFillOutRequestBody {
     /// Reads a POST body for the dossier `dossier`, collecting every field
-    /// error; `allowed` says whether a callback may go to an origin.
+    /// error; `allowed` says whether a callback may go to an origin, and
+    /// `destinations` to an address written in the URL (a host name is
+    /// checked when the callback is sent, as it resolves then).
+    /// `consumer_key` names the calling token, whose key signs the
+    /// callbacks.
     fn parse(
         body: &Map<String, Value>,
         dossier: String,
+        consumer_key: String,
         catalog: &Catalog,
         allowed: impl Fn(&String) -> bool,
+        destinations: &Destinations,
         now: DateTime<Utc>,
     ) -> Result<NewFillOutRequest, ApiError> {
         // Rails clients wrap a resource in its name.
@@ -195,12 +216,16 @@ impl NewFillOutRequestBody {
         let callback_url = match body.get("callback_url") {
             None | Some(Value::Null) => None,
             Some(Value::String(url)) if url.trim().is_empty() => None,
-            Some(Value::String(url)) => match origin::absolute_url(url).map(|(_, o)| o) {
+            Some(Value::String(url)) => match origin::absolute_url(url) {
                 None => {
                     errors.add("callback_url", "invalid");
                     None
                 }
-                Some(o) if !allowed(&o) => {
+                Some((_, o)) if !allowed(&o) => {
+                    errors.add("callback_url", "not_allowed");
+                    None
+                }
+                Some((parsed, _)) if destinations.check_literal(&parsed).is_err() => {
                     errors.add("callback_url", "not_allowed");
                     None
                 }
@@ -217,6 +242,7 @@ impl NewFillOutRequestBody {
         };
         Ok(NewFillOutRequest {
             epd_id: dossier,
+            consumer_key,
             questionnaire_ids,
             respondent_id,
             callback_url,

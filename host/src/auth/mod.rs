@@ -3,6 +3,7 @@
 //! registered RSA key, rights per endpoint group, IP allow-lists, rate
 //! limits, and the append-only access log.
 
+pub mod destination;
 pub mod forwarded;
 pub mod guard;
 pub mod ip;
@@ -14,3 +15,4 @@ pub mod refusals;
 pub mod rights;
 pub mod secret;
 pub mod tokens;
+pub mod webhook;

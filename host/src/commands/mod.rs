@@ -20,15 +20,17 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use crate::auth::jwt::{KeyAlgorithm, RsaPublicKey};
+use crate::auth::webhook::WebhookKey;
 use crate::auth::{ip, origin, rights, secret};
 use crate::domain::time;
-use crate::store::{NewToken, Store, StoredKey, Verification};
+use crate::store::{NewToken, Store, StoredKey, StoredSecret, Verification};
 
 /// `outcomes token ...`
 #[derive(Debug, Subcommand)]
 pub enum TokenCommand {
-    /// Create an API token and print its consumer key and secret. The secret
-    /// is shown only this once; only its hash is stored.
+    /// Create an API token and print its consumer key, its secret and the
+    /// secret that signs its callbacks. Both secrets are shown only this
+    /// once; of the consumer secret only a hash is stored.
     Create(CreateToken),
     /// List every token, revoked ones included.
     List {
@@ -40,6 +42,18 @@ pub enum TokenCommand {
     Revoke {
         /// Consumer key of the token
         key: String,
+    },
+    /// Make a new secret that signs a token's callbacks (Standard Webhooks,
+    /// `whsec_...`) and print it; it is shown only this once. Callbacks sent
+    /// from now on, queued ones included, are signed with it: the old one
+    /// no longer verifies them. Tokens made before callbacks were signed
+    /// get their first secret this way.
+    WebhookSecret {
+        /// Consumer key of the token
+        key: String,
+        /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
     },
     /// Register an RSA public key (PEM, at least 2048 bits) for JWT bearer
     /// tokens whose `kid` is this token's consumer key, signed with one
@@ -102,7 +116,12 @@ pub struct CreateToken {
 pub async fn token(store: &Store, command: TokenCommand, zone: Tz) -> anyhow::Result<()> {
     match command {
         TokenCommand::Create(args) => {
-            print!("{}", create(store, args).await?);
+            let created = create_token(store, &args).await?;
+            if args.json {
+                println!("{created}");
+            } else {
+                print!("{}", created_text(&created));
+            }
             Ok(())
         }
         TokenCommand::List { json } => list(store, json, zone).await,
@@ -111,6 +130,21 @@ pub async fn token(store: &Store, command: TokenCommand, zone: Tz) -> anyhow::Re
                 bail!("no active token {key:?}");
             }
             println!("revoked {key}; running services refuse it within a few seconds");
+            Ok(())
+        }
+        TokenCommand::WebhookSecret { key, json } => {
+            let shown = new_webhook_secret(store, &key).await?;
+            if json {
+                println!("{}", json!({"consumer_key": key, "webhook_secret": shown}));
+            } else {
+                println!("consumer_key:   {key}");
+                println!("webhook_secret: {shown}");
+                println!();
+                println!(
+                    "The secret is shown only now; give it to the receiver of the token's \
+                     callbacks. Callbacks are signed with it from now on."
+                );
+            }
             Ok(())
         }
         TokenCommand::AddKey {
@@ -151,6 +185,19 @@ pub async fn token(store: &Store, command: TokenCommand, zone: Tz) -> anyhow::Re
     }
 }
 
+/// Gives the unrevoked token `key` a new webhook secret, as `outcomes
+/// token webhook-secret` does, and answers it as printed (`whsec_...`).
+pub async fn new_webhook_secret(store: &Store, key: &str) -> anyhow::Result<String> {
+    let webhook = WebhookKey::generate();
+    if !store
+        .set_webhook_secret(key.to_owned(), StoredSecret(webhook.stored()))
+        .await?
+    {
+        bail!("no active token {key:?}");
+    }
+    Ok(webhook.shown())
+}
+
 /// Checks a consumer key: the Basic scheme splits at the first colon, so a
 /// key must not hold one.
 pub fn check_consumer_key(key: &str) -> anyhow::Result<()> {
@@ -165,9 +212,11 @@ pub fn check_consumer_key(key: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Creates the token and answers what to print: its consumer key, its
-/// secret (none for a JWT-only token: no secret exists to show) and rights.
-pub async fn create(store: &Store, args: CreateToken) -> anyhow::Result<String> {
+/// Creates the token `args` describe, as `outcomes token create` does, and
+/// answers what it prints with `--json`: `consumer_key`, `consumer_secret`
+/// (none for a JWT-only token: no secret exists to show), `webhook_secret`
+/// (`whsec_...`), `rights`, `ip_allow`, `allowed_origins`, `jwt_only`.
+pub async fn create_token(store: &Store, args: &CreateToken) -> anyhow::Result<serde_json::Value> {
     check_consumer_key(&args.key)?;
     let rights = rights::parse_list(&args.rights)
         .map_err(anyhow::Error::msg)
@@ -185,6 +234,7 @@ pub async fn create(store: &Store, args: CreateToken) -> anyhow::Result<String> 
     // of a secret nobody is shown, so it could not be used even if the
     // flag were lost.
     let consumer_secret = secret::generate();
+    let webhook = WebhookKey::generate();
     let token = NewToken {
         consumer_key: args.key.clone(),
         secret_sha256: secret::to_hex(&secret::hash(&consumer_secret)),
@@ -192,6 +242,7 @@ pub async fn create(store: &Store, args: CreateToken) -> anyhow::Result<String> 
         ip_allow: ip::to_list(&ips),
         allowed_origins: origins.join(","),
         jwt_only: args.jwt_only,
+        webhook_secret: StoredSecret(webhook.stored()),
     };
     if !store.create_token(token, Utc::now()).await? {
         bail!(
@@ -199,39 +250,50 @@ pub async fn create(store: &Store, args: CreateToken) -> anyhow::Result<String> 
             args.key
         );
     }
-    let shown_secret = (!args.jwt_only).then_some(consumer_secret);
-    if args.json {
-        let mut out = json!({
-            "consumer_key": args.key,
-            "rights": rights.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
-            "ip_allow": ips.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            "allowed_origins": origins,
-            "jwt_only": args.jwt_only,
-        });
-        if let Some(shown) = &shown_secret {
-            out["consumer_secret"] = json!(shown);
-        }
-        return Ok(format!("{out}\n"));
-    }
-    let mut out = format!("consumer_key:    {}\n", args.key);
-    match &shown_secret {
-        Some(shown) => out.push_str(&format!("consumer_secret: {shown}\n")),
-        None => out.push_str("consumer_secret: none (JWT only)\n"),
-    }
-    out.push_str(&format!(
-        "rights:          {}\n\n",
-        rights::to_list(&rights)
-    ));
-    out.push_str(if shown_secret.is_some() {
-        "The secret is shown only now; keep it in the EPD's configuration.\n"
-    } else {
-        "Register the EPD's public key with `outcomes token add-key`; HTTP Basic is refused.\n"
+    let mut out = json!({
+        "consumer_key": args.key,
+        "webhook_secret": webhook.shown(),
+        "rights": rights.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
+        "ip_allow": ips.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "allowed_origins": origins,
+        "jwt_only": args.jwt_only,
     });
+    if !args.jwt_only {
+        out["consumer_secret"] = json!(consumer_secret);
+    }
     Ok(out)
+}
+
+/// What `outcomes token create` prints without `--json`.
+fn created_text(created: &serde_json::Value) -> String {
+    let field = |name: &str| created[name].as_str().unwrap_or_default().to_owned();
+    let jwt_only = created["jwt_only"].as_bool().unwrap_or(false);
+    let rights: Vec<&str> = created["rights"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(serde_json::Value::as_str)
+        .collect();
+    let mut out = format!("consumer_key:    {}\n", field("consumer_key"));
+    if jwt_only {
+        out.push_str("consumer_secret: none (JWT only)\n");
+    } else {
+        out.push_str(&format!("consumer_secret: {}\n", field("consumer_secret")));
+    }
+    out.push_str(&format!("webhook_secret:  {}\n", field("webhook_secret")));
+    out.push_str(&format!("rights:          {}\n\n", rights.join(",")));
+    out.push_str(if jwt_only {
+        "Register the EPD's public key with `outcomes token add-key`; HTTP Basic is refused.\n"
+    } else {
+        "The secrets are shown only now. Keep the consumer secret in the EPD's configuration.\n"
+    });
+    out.push_str("Give the webhook secret to the receiver of the token's callbacks.\n");
+    out
 }
 
 async fn list(store: &Store, as_json: bool, zone: Tz) -> anyhow::Result<()> {
     let tokens = store.tokens().await?;
+    let signed = store.tokens_with_webhook_secret().await?;
     if as_json {
         let out: Vec<_> = tokens
             .iter()
@@ -247,6 +309,7 @@ async fn list(store: &Store, as_json: bool, zone: Tz) -> anyhow::Result<()> {
                         "algorithms": k.algorithms.split(',').collect::<Vec<_>>(),
                     })).collect::<Vec<_>>(),
                     "jwt_only": t.jwt_only,
+                    "webhook_secret": signed.contains(&t.consumer_key),
                     "created_at": time::format(t.created_at, zone),
                     "revoked_at": t.revoked_at.map(|r| time::format(r, zone)),
                 })
@@ -289,6 +352,9 @@ async fn list(store: &Store, as_json: bool, zone: Tz) -> anyhow::Result<()> {
                 })
                 .collect();
             detail.push_str(&format!(" / keys {}", algorithms.join(", ")));
+        }
+        if !signed.contains(&t.consumer_key) {
+            detail.push_str(" / no webhook secret: callbacks unsigned");
         }
         println!(
             "{:<24} {:<9} {:<5} {:<29} {detail}",

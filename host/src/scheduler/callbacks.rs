@@ -3,11 +3,22 @@
 //! or the next attempt after a backoff, or given up). The HTTP client is
 //! built once at start-up ([`client`]) and kept in the app state. Knows
 //! nothing of the other steps.
+//!
+//! Each call is signed as Standard Webhooks has it ([`crate::auth::webhook`])
+//! and goes only to an allowed address ([`crate::auth::destination`]): an
+//! address in the URL is checked here, a host name by the client's
+//! resolver ([`super::resolve`]), and the connection is made to the
+//! address that was checked. A redirect is never followed.
+
+use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 
+use super::resolve::{CheckedResolver, refusal};
 use crate::AppState;
+use crate::auth::destination::Destinations;
 use crate::auth::links::Links;
+use crate::auth::webhook::WebhookKey;
 use crate::store::{ClaimedCallback, Store, StoreError};
 
 /// Delays before the next attempt after a failed callback: after the first
@@ -31,13 +42,26 @@ const CALLBACK_LEASE: Duration = Duration::minutes(5);
 /// Callbacks sent at once.
 pub const CALLBACK_BATCH: usize = 50;
 
-/// The HTTP client callbacks are sent with, made once at start-up.
-pub fn client() -> reqwest::Result<reqwest::Client> {
+/// The HTTP client callbacks are sent with, made once at start-up. Host
+/// names are looked up by a [`CheckedResolver`] over `destinations`; no
+/// proxy is used (one would look names up itself, unchecked).
+pub fn client(destinations: Destinations) -> reqwest::Result<reqwest::Client> {
     reqwest::Client::builder()
         .timeout(CALLBACK_TIMEOUT)
         // A callback goes where it was registered, nowhere else.
         .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .dns_resolver(Arc::new(CheckedResolver::new(destinations)))
         .build()
+}
+
+/// Why a callback call failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Failure {
+    /// Not sent: its address is not allowed.
+    Refused(String),
+    /// Sent, or tried to, and not accepted.
+    Failed(String),
 }
 
 /// What sending one batch did.
@@ -60,10 +84,22 @@ pub async fn send_batch(
         .claim_callbacks(now, CALLBACK_LEASE, CALLBACK_BATCH)
         .await?;
     let client = app.callback_client();
-    let outcomes =
-        futures_util::future::join_all(claimed.iter().map(|c| send(client, c, app.links()))).await;
+    let destinations = Destinations::new(app.config().callback_allowed_networks.clone());
+    let outcomes = futures_util::future::join_all(
+        claimed
+            .iter()
+            .map(|c| send(client, &destinations, c, app.links(), now)),
+    )
+    .await;
     let mut delivered = 0;
     for (callback, outcome) in claimed.iter().zip(outcomes) {
+        let outcome = outcome.map_err(|failure| match failure {
+            Failure::Refused(why) => {
+                app.metrics().inc("outcomes_callbacks_refused_total", &[]);
+                format!("refused: {why}")
+            }
+            Failure::Failed(why) => why,
+        });
         let retry_at = match &outcome {
             Ok(()) => {
                 delivered += 1;
@@ -106,25 +142,74 @@ fn retry_at(attempts: i64, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         .map(|delay| now + *delay)
 }
 
-/// One callback call: POST JSON, any 2xx within the timeout is success.
-/// `url` is the respondent's `completing_url` while there is something to
-/// fill out (null with `expired`).
+/// One callback call at `now`: POST JSON, signed; any 2xx within the
+/// timeout is success (a redirect is not). `url` is the respondent's
+/// `completing_url` while there is something to fill out (null with
+/// `expired`); `event_id` is the `webhook-id`, the same on every attempt.
 async fn send(
     client: &reqwest::Client,
+    destinations: &Destinations,
     callback: &ClaimedCallback,
     links: &Links,
-) -> Result<(), String> {
+    now: DateTime<Utc>,
+) -> Result<(), Failure> {
+    // An address written in the URL is connected to without a lookup, so
+    // the resolver never sees it: check it here, under today's settings.
+    let url = url::Url::parse(&callback.url).map_err(|e| Failure::Failed(e.to_string()))?;
+    destinations
+        .check_literal(&url)
+        .map_err(|refused| Failure::Refused(refused.to_string()))?;
     let body = serde_json::json!({
         "dossier_id": callback.epd_id,
         "event": callback.event,
         "fill_out_request_id": callback.fill_out_request_id,
         "url": callback.offers_link().then(|| links.completing_url(callback.respondent_id)),
+        "event_id": callback.event_id,
     });
-    match client.post(&callback.url).json(&body).send().await {
-        Ok(answer) if answer.status().is_success() => Ok(()),
-        Ok(answer) => Err(format!("answered {}", answer.status())),
-        Err(e) => Err(e.to_string()),
+    let body = serde_json::to_vec(&body).map_err(|e| Failure::Failed(e.to_string()))?;
+    let timestamp = now.timestamp();
+    let mut request = client
+        .post(url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .header("webhook-id", &callback.event_id)
+        .header("webhook-timestamp", timestamp.to_string());
+    match &callback.webhook_secret {
+        Some(stored) => {
+            let key = WebhookKey::from_stored(&stored.0).ok_or_else(|| {
+                Failure::Failed("the token's stored webhook secret is unreadable".to_owned())
+            })?;
+            request = request.header(
+                "webhook-signature",
+                key.sign(&callback.event_id, timestamp, &body),
+            );
+        }
+        None => tracing::warn!(
+            fill_out_request = callback.fill_out_request_id,
+            "callback sent unsigned: the token that made the request has no webhook secret \
+             (make one with `outcomes token webhook-secret KEY`)"
+        ),
     }
+    match request.body(body).send().await {
+        Ok(answer) if answer.status().is_success() => Ok(()),
+        Ok(answer) => Err(Failure::Failed(format!("answered {}", answer.status()))),
+        Err(e) => match refusal(&e) {
+            Some(refused) => Err(Failure::Refused(refused.to_string())),
+            None => Err(Failure::Failed(error_chain(&e))),
+        },
+    }
+}
+
+/// An error with its causes, `: `-separated (reqwest's own message names
+/// only the URL).
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        cause = e.source();
+    }
+    text
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@
 //! was offered them.
 
 pub mod callbacks;
+pub mod resolve;
 pub mod steps;
 
 use chrono::{DateTime, Utc};

@@ -8,12 +8,15 @@
 //! recorded afterwards (delivered, or the next attempt after a backoff). So
 //! two hosts never send the same callback at once, and a callback that was
 //! accepted is not sent again; only a host that dies between a successful
-//! call and recording it can cause a repeat, after the lease.
+//! call and recording it can cause a repeat, after the lease. Each callback
+//! has an event id, made with it and the same on every attempt, so a
+//! receiver can drop such a repeat.
 
 use chrono::{DateTime, Duration, Utc};
+use rand::RngCore;
 use serde_json::Value;
 
-use super::{Store, StoreError, dossiers};
+use super::{Store, StoreError, StoredSecret, dossiers};
 use crate::domain::ids::{QuestionnaireId, RespondentId};
 use crate::domain::response::COMPLETER_PATIENT;
 use crate::domain::time::to_millis;
@@ -22,6 +25,9 @@ use crate::domain::time::to_millis;
 #[derive(Debug, Clone)]
 pub struct NewFillOutRequest {
     pub epd_id: String,
+    /// The API token making the request: its webhook key signs the
+    /// callbacks.
+    pub consumer_key: String,
     pub questionnaire_ids: Vec<QuestionnaireId>,
     /// The respondent named by the request; None: the dossier's patient.
     pub respondent_id: Option<RespondentId>,
@@ -54,6 +60,11 @@ pub struct ClaimedCallback {
     pub attempts: i64,
     /// Who was asked: the callback carries their `completing_url`.
     pub respondent_id: RespondentId,
+    /// The message id receivers deduplicate on: the same on every attempt.
+    pub event_id: String,
+    /// The webhook signing key of the token that made the request; None
+    /// when it has none (made before keys existed, and not given one since).
+    pub webhook_secret: Option<StoredSecret>,
 }
 
 impl ClaimedCallback {
@@ -65,8 +76,18 @@ impl ClaimedCallback {
 }
 
 /// A due callback with what sending it needs: id, request, EPD id, event,
-/// callback URL, attempts so far, respondent.
-type CallbackRow = (i64, i64, String, String, Option<String>, i64, i64);
+/// callback URL, attempts so far, respondent, event id, webhook key.
+type CallbackRow = (
+    i64,
+    i64,
+    String,
+    String,
+    Option<String>,
+    i64,
+    i64,
+    String,
+    Option<String>,
+);
 
 /// The events a fill-out request reports.
 pub const OPENED: &str = "opened";
@@ -103,8 +124,8 @@ impl Store {
                     let (dossier, patient) = dossiers::ensure(conn, &new.epd_id, new.now).await?;
                     let (open_from, open_till) = (to_millis(new.open_from), to_millis(new.open_till));
                     let (request,): (i64,) = sqlx::query_as(
-                        "INSERT INTO fill_out_requests (dossier_id, respondent_id, callback_url, reminders, open_from, open_till, created_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+                        "INSERT INTO fill_out_requests (dossier_id, respondent_id, callback_url, reminders, open_from, open_till, created_at, \
+                         token_id) VALUES ($1, $2, $3, $4, $5, $6, $7, (SELECT id FROM api_tokens WHERE consumer_key = $8)) RETURNING id",
                     )
                     .bind(dossier.0)
                     .bind(patient.0)
@@ -113,6 +134,7 @@ impl Store {
                     .bind(open_from)
                     .bind(open_till)
                     .bind(now)
+                    .bind(&new.consumer_key)
                     .fetch_one(&mut *conn)
                     .await?;
                     let (invitation,): (i64,) = sqlx::query_as(
@@ -146,11 +168,12 @@ impl Store {
                     if new.callback_url.is_some() {
                         for (event, due) in callback_times(&new) {
                             sqlx::query(
-                                "INSERT INTO callbacks (fill_out_request_id, event, due_at, next_attempt_at) VALUES ($1, $2, $3, $3)",
+                                "INSERT INTO callbacks (fill_out_request_id, event, due_at, next_attempt_at, event_id) VALUES ($1, $2, $3, $3, $4)",
                             )
                             .bind(request)
                             .bind(event)
                             .bind(due)
+                            .bind(event_id())
                             .execute(&mut *conn)
                             .await?;
                         }
@@ -218,9 +241,10 @@ impl Store {
             .write(move |conn| {
                 Box::pin(async move {
                     let sql = format!(
-                        "SELECT c.id, c.fill_out_request_id, d.epd_id, c.event, f.callback_url, c.attempts, f.respondent_id FROM callbacks c \
+                        "SELECT c.id, c.fill_out_request_id, d.epd_id, c.event, f.callback_url, c.attempts, f.respondent_id, \
+                         COALESCE(c.event_id, 'msg_' || c.id), t.webhook_secret FROM callbacks c \
                          JOIN fill_out_requests f ON f.id = c.fill_out_request_id JOIN dossiers d ON d.id = f.dossier_id \
-                         WHERE c.next_attempt_at <= $1 ORDER BY c.next_attempt_at, c.id LIMIT $2{lock}"
+                         LEFT JOIN api_tokens t ON t.id = f.token_id WHERE c.next_attempt_at <= $1 ORDER BY c.next_attempt_at, c.id LIMIT $2{lock}"
                     );
                     let rows: Vec<CallbackRow> = sqlx::query_as(&sql)
                         .bind(to_millis(now))
@@ -228,7 +252,7 @@ impl Store {
                         .fetch_all(&mut *conn)
                         .await?;
                     let mut claimed = Vec::with_capacity(rows.len());
-                    for (id, request, epd_id, event, url, attempts, respondent) in rows {
+                    for (id, request, epd_id, event, url, attempts, respondent, event_id, secret) in rows {
                         sqlx::query("UPDATE callbacks SET attempts = attempts + 1, next_attempt_at = $1 WHERE id = $2")
                             .bind(to_millis(now + lease))
                             .bind(id)
@@ -243,6 +267,8 @@ impl Store {
                                 url,
                                 attempts: attempts + 1,
                                 respondent_id: RespondentId(respondent),
+                                event_id,
+                                webhook_secret: secret.map(StoredSecret),
                             });
                         }
                     }
@@ -290,6 +316,14 @@ impl Store {
             })
             .await
     }
+}
+
+/// A new callback's event id: `msg_` and 128 random bits in hex.
+fn event_id() -> String {
+    let mut bytes = [0u8; 16];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("msg_{hex}")
 }
 
 /// When each callback of a request is due: opened at `open_from`, each

@@ -42,7 +42,7 @@ pub use outcomes::{ArchivedModule, RescoreFilter};
 pub use responses::{CompleteError, Preparation, ResponseFilter};
 pub use stats::{DossierStats, InvitationCounts, ResponseCounts, SubscriptionCounts};
 pub use subscriptions::{EXPIRED_REASON, NewSubscription, Planner, Prepared, Settled, StartResult};
-pub use tokens::{NewToken, StoredKey, StoredToken};
+pub use tokens::{NewToken, StoredKey, StoredSecret, StoredToken};
 
 use writer::Writer;
 

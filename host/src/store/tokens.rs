@@ -49,6 +49,19 @@ pub struct NewToken {
     pub allowed_origins: String,
     /// Authenticates with JWTs only: HTTP Basic is refused.
     pub jwt_only: bool,
+    /// The webhook signing key, as [`StoredSecret`] text.
+    pub webhook_secret: StoredSecret,
+}
+
+/// A secret the host must be able to use (a token's webhook signing key),
+/// as stored text; auth reads it. Never printed by `Debug`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoredSecret(pub String);
+
+impl std::fmt::Debug for StoredSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StoredSecret(..)")
+    }
 }
 
 impl Store {
@@ -105,8 +118,8 @@ impl Store {
             .write(move |conn| {
                 Box::pin(async move {
                     let inserted = sqlx::query(
-                        "INSERT INTO api_tokens (consumer_key, secret_sha256, rights, ip_allow, allowed_origins, created_at, jwt_only) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (consumer_key) DO NOTHING",
+                        "INSERT INTO api_tokens (consumer_key, secret_sha256, rights, ip_allow, allowed_origins, created_at, \
+                         jwt_only, webhook_secret) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (consumer_key) DO NOTHING",
                     )
                     .bind(&token.consumer_key)
                     .bind(&token.secret_sha256)
@@ -115,6 +128,7 @@ impl Store {
                     .bind(&token.allowed_origins)
                     .bind(to_millis(now))
                     .bind(i64::from(token.jwt_only))
+                    .bind(&token.webhook_secret.0)
                     .execute(&mut *conn)
                     .await?;
                     Ok(inserted.rows_affected() == 1)
@@ -166,6 +180,38 @@ impl Store {
                 })
             })
             .await
+    }
+
+    /// Replaces the webhook signing key of an unrevoked token; false when
+    /// there is no such token. Callbacks sent from then on are signed with
+    /// the new key, queued ones included.
+    pub async fn set_webhook_secret(
+        &self,
+        consumer_key: String,
+        secret: StoredSecret,
+    ) -> Result<bool, StoreError> {
+        self.writer
+            .write(move |conn| {
+                Box::pin(async move {
+                    let done = sqlx::query("UPDATE api_tokens SET webhook_secret = $1 WHERE consumer_key = $2 AND revoked_at IS NULL")
+                        .bind(&secret.0)
+                        .bind(&consumer_key)
+                        .execute(&mut *conn)
+                        .await?;
+                    Ok(done.rows_affected() == 1)
+                })
+            })
+            .await
+    }
+
+    /// The consumer keys of the tokens that have a webhook signing key.
+    pub async fn tokens_with_webhook_secret(&self) -> Result<Vec<String>, StoreError> {
+        let keys: Vec<(String,)> = sqlx::query_as(
+            "SELECT consumer_key FROM api_tokens WHERE webhook_secret IS NOT NULL ORDER BY id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(keys.into_iter().map(|(k,)| k).collect())
     }
 
     /// Registers a public key for JWTs with `kid` = this consumer key, for

@@ -4,7 +4,7 @@
 //! reloads keep failing (stale, then refused). The JWT helpers are those
 //! of `auth`.
 
-use host::commands::{CreateToken, create};
+use host::commands::{self, CreateToken};
 use jsonwebtoken::Algorithm;
 use serde_json::Value;
 use tests::reqwest::Method;
@@ -168,10 +168,9 @@ fn create_args(key: &str, jwt_only: bool) -> CreateToken {
 db_test!(
     async fn a_jwt_only_token_is_refused_over_basic_and_accepted_as_jwt(app) {
         // `outcomes token create --jwt-only --json` prints no secret.
-        let printed = create(app.state.store(), create_args("epd-jwt-only", true))
+        let printed = commands::create_token(app.state.store(), &create_args("epd-jwt-only", true))
             .await
             .expect("created");
-        let printed: Value = serde_json::from_str(&printed).expect("JSON");
         assert_eq!(printed["jwt_only"], json!(true));
         assert_eq!(printed.get("consumer_secret"), None, "{printed}");
         app.state.reload_tokens().await.expect("reload");
@@ -186,10 +185,9 @@ db_test!(
             assert_eq!(answer.text, unknown.text);
         }
         // A token made without the flag prints its secret, which works.
-        let printed = create(app.state.store(), create_args("epd-basic", false))
+        let printed = commands::create_token(app.state.store(), &create_args("epd-basic", false))
             .await
             .expect("created");
-        let printed: Value = serde_json::from_str(&printed).expect("JSON");
         assert_eq!(printed["jwt_only"], json!(false));
         let secret = printed["consumer_secret"].as_str().expect("a secret").to_owned();
         app.state.reload_tokens().await.expect("reload");

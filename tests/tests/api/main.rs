@@ -80,6 +80,10 @@
 //! - `fill_out_sessions`: POST fill_out_sessions: the signed link, every
 //!   error shape (the bare `missing` pair, `return_url`, `not_allowed` for
 //!   URL tricks), 404s, the right and the token's own origins.
+//! - `fill_out_requests`: fill-out requests and their callbacks: retries,
+//!   withdrawal, validation, Standard Webhooks signatures checked by the
+//!   receiver, destinations refused (literal addresses at request time,
+//!   names resolving to loopback at send time), redirects not followed.
 //! - `fill_out_pages`: the hosted pages over HTTP: login with tampered,
 //!   replayed and expired links, the cookie, the progress page, incomplete,
 //!   complete (scored) and interrupted submissions, resuming, CSRF, other
