@@ -3,6 +3,7 @@
 //! registered RSA key, rights per endpoint group, IP allow-lists, and the
 //! append-only access log.
 
+pub mod at_rest;
 pub mod guard;
 pub mod ip;
 pub mod jwt;

@@ -61,7 +61,8 @@ pub async fn send_batch(
         .await?;
     let client = app.callback_client();
     let outcomes =
-        futures_util::future::join_all(claimed.iter().map(|c| send(client, c, app.links()))).await;
+        futures_util::future::join_all(claimed.iter().map(|c| send(client, c, app.links(), now)))
+            .await;
     let mut delivered = 0;
     for (callback, outcome) in claimed.iter().zip(outcomes) {
         let retry_at = match &outcome {
@@ -113,12 +114,15 @@ async fn send(
     client: &reqwest::Client,
     callback: &ClaimedCallback,
     links: &Links,
+    now: DateTime<Utc>,
 ) -> Result<(), String> {
     let body = serde_json::json!({
         "dossier_id": callback.epd_id,
         "event": callback.event,
         "fill_out_request_id": callback.fill_out_request_id,
-        "url": callback.offers_link().then(|| links.completing_url(callback.respondent_id)),
+        "url": callback.offers_link().then(|| {
+            links.completing_url(callback.respondent_id, callback.link_generation, now)
+        }),
     });
     match client.post(&callback.url).json(&body).send().await {
         Ok(answer) if answer.status().is_success() => Ok(()),

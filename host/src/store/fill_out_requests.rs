@@ -36,8 +36,9 @@ pub struct NewFillOutRequest {
 /// What making a fill-out request came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FillOutRequestResult {
-    /// Made, with its id, for this respondent.
-    Made(i64, RespondentId),
+    /// Made, with its id, for this respondent, whose link generation is
+    /// the last number.
+    Made(i64, RespondentId, i64),
     /// `respondent_id` is not a respondent of the dossier who can be asked.
     NoSuchRespondent,
 }
@@ -54,6 +55,8 @@ pub struct ClaimedCallback {
     pub attempts: i64,
     /// Who was asked: the callback carries their `completing_url`.
     pub respondent_id: RespondentId,
+    /// Their link generation, which the `completing_url` names.
+    pub link_generation: i64,
 }
 
 impl ClaimedCallback {
@@ -65,8 +68,8 @@ impl ClaimedCallback {
 }
 
 /// A due callback with what sending it needs: id, request, EPD id, event,
-/// callback URL, attempts so far, respondent.
-type CallbackRow = (i64, i64, String, String, Option<String>, i64, i64);
+/// callback URL, attempts so far, respondent, their link generation.
+type CallbackRow = (i64, i64, String, String, Option<String>, i64, i64, i64);
 
 /// The events a fill-out request reports.
 pub const OPENED: &str = "opened";
@@ -155,7 +158,12 @@ impl Store {
                             .await?;
                         }
                     }
-                    Ok(FillOutRequestResult::Made(request, patient))
+                    let (generation,): (i64,) =
+                        sqlx::query_as("SELECT link_generation FROM respondents WHERE id = $1")
+                            .bind(patient.0)
+                            .fetch_one(&mut *conn)
+                            .await?;
+                    Ok(FillOutRequestResult::Made(request, patient, generation))
                 })
             })
             .await
@@ -218,7 +226,8 @@ impl Store {
             .write(move |conn| {
                 Box::pin(async move {
                     let sql = format!(
-                        "SELECT c.id, c.fill_out_request_id, d.epd_id, c.event, f.callback_url, c.attempts, f.respondent_id FROM callbacks c \
+                        "SELECT c.id, c.fill_out_request_id, d.epd_id, c.event, f.callback_url, c.attempts, f.respondent_id, \
+                         (SELECT p.link_generation FROM respondents p WHERE p.id = f.respondent_id) FROM callbacks c \
                          JOIN fill_out_requests f ON f.id = c.fill_out_request_id JOIN dossiers d ON d.id = f.dossier_id \
                          WHERE c.next_attempt_at <= $1 ORDER BY c.next_attempt_at, c.id LIMIT $2{lock}"
                     );
@@ -228,7 +237,7 @@ impl Store {
                         .fetch_all(&mut *conn)
                         .await?;
                     let mut claimed = Vec::with_capacity(rows.len());
-                    for (id, request, epd_id, event, url, attempts, respondent) in rows {
+                    for (id, request, epd_id, event, url, attempts, respondent, link_generation) in rows {
                         sqlx::query("UPDATE callbacks SET attempts = attempts + 1, next_attempt_at = $1 WHERE id = $2")
                             .bind(to_millis(now + lease))
                             .bind(id)
@@ -243,6 +252,7 @@ impl Store {
                                 url,
                                 attempts: attempts + 1,
                                 respondent_id: RespondentId(respondent),
+                                link_generation,
                             });
                         }
                     }
