@@ -521,11 +521,16 @@ db_test!(
         assert_eq!(first.status, 303, "{}", first.text);
         let completed = stored(&app, "d1", "phq9").await.remove(0);
         assert_eq!(completed["status"], "completed");
-        // The double click, with other answers: on to what is next, and
-        // the first answers stay.
+        // Sent again with other answers (the back button, then changes):
+        // not stored, and the respondent is told so; the first answers stay.
         app.clock.advance(Duration::minutes(2));
-        let second = visitor
+        let changed = visitor
             .post_form(&action, &pairs(&phq9_form(&csrf, "a3")))
+            .await;
+        changed.assert_message(409, "This questionnaire was completed already");
+        // The double click (the same answers): on to what is next.
+        let second = visitor
+            .post_form(&action, &pairs(&phq9_form(&csrf, "a1")))
             .await;
         assert_eq!(second.status, 303, "{}", second.text);
         assert_eq!(second.location(), "/fill_out/session");
