@@ -277,6 +277,42 @@ pub struct Settings {
     )]
     pub fill_out_link_ttl: Option<u64>,
 
+    /// Seconds a completing_url works after it was handed out (in a
+    /// response, a fill-out request or a callback); revoking the
+    /// respondent's links ends it sooner [default: 2592000, 30 days]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_COMPLETING_URL_TTL",
+        value_name = "SECONDS"
+    )]
+    pub completing_url_ttl: Option<u64>,
+
+    /// File holding the secret that signs fill-out links (at least 32
+    /// characters; surrounding white space is ignored), for a secret store
+    /// that mounts secrets as files; instead of --fill-out-secret
+    /// [default: none]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_FILL_OUT_SECRET_FILE",
+        value_name = "FILE"
+    )]
+    pub fill_out_secret_file: Option<PathBuf>,
+
+    /// Key file (32 random bytes) that encrypts the secrets the service
+    /// keeps in the database (the link-signing secret when none is
+    /// configured). Made, readable by its owner only, on first start if
+    /// missing; hosts that share a database must share it
+    /// [default: <data-dir>/secrets.key]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_SECRETS_KEY_FILE",
+        value_name = "FILE"
+    )]
+    pub secrets_key_file: Option<PathBuf>,
+
     /// PEM file with the TLS certificate chain; with --tls-key the service
     /// serves HTTPS itself [default: plain HTTP, for loopback and for a
     /// TLS-terminating proxy listed in --trusted-proxies]
@@ -376,6 +412,9 @@ pub struct FileSettings {
     pub public_url: Option<String>,
     pub fill_out_secret: Option<String>,
     pub fill_out_link_ttl: Option<u64>,
+    pub completing_url_ttl: Option<u64>,
+    pub fill_out_secret_file: Option<PathBuf>,
+    pub secrets_key_file: Option<PathBuf>,
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
     pub scheduler_interval: Option<u64>,
@@ -416,10 +455,14 @@ pub struct Config {
     /// The origin respondents reach the service at; None: the listen
     /// address, known once bound.
     pub public_url: Option<String>,
-    /// The secret of fill-out links; None: the one kept in the database.
-    pub fill_out_secret: Option<String>,
+    /// Where the secret of fill-out links comes from.
+    pub fill_out_secret: Option<SecretSource>,
     /// How long a fill_out_url can be used after it was made.
     pub fill_out_link_ttl: std::time::Duration,
+    /// How long a completing_url works after it was handed out.
+    pub completing_url_ttl: std::time::Duration,
+    /// The key that encrypts secrets kept in the database.
+    pub secrets_key_file: PathBuf,
     /// Certificate chain and key for serving HTTPS.
     pub tls: Option<TlsFiles>,
     /// Time between scheduler passes; None: no scheduler in this process.
@@ -450,6 +493,34 @@ impl RateLimit {
             burst,
             every: std::time::Duration::from_secs(1) / per_second,
         }))
+    }
+}
+
+/// Whether `secret` may sign fill-out links: at least 32 characters. The
+/// start-up checks a secret read from a file with it too.
+pub fn check_link_secret(secret: &str) -> Result<(), String> {
+    if secret.chars().count() < 32 {
+        return Err("must be at least 32 characters".into());
+    }
+    Ok(())
+}
+
+/// Where a configured secret comes from. None of it is read here (no I/O):
+/// start-up reads the file.
+#[derive(Clone)]
+pub enum SecretSource {
+    /// Given as text (flag, environment or config file).
+    Text(String),
+    /// A file that holds it (a secret store's mount).
+    File(PathBuf),
+}
+
+impl std::fmt::Debug for SecretSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SecretSource::Text(_) => f.write_str("Text(..)"),
+            SecretSource::File(path) => f.debug_tuple("File").field(path).finish(),
+        }
     }
 }
 
@@ -638,16 +709,26 @@ impl Config {
             ),
             None => None,
         };
-        let fill_out_secret = cli.fill_out_secret.or(file.fill_out_secret);
-        if fill_out_secret
-            .as_ref()
-            .is_some_and(|s| s.chars().count() < 32)
-        {
-            return Err(ConfigError {
-                setting: "fill_out_secret",
-                problem: "must be at least 32 characters".into(),
-            });
-        }
+        let fill_out_secret = match (
+            cli.fill_out_secret.or(file.fill_out_secret),
+            cli.fill_out_secret_file.or(file.fill_out_secret_file),
+        ) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError {
+                    setting: "fill_out_secret_file",
+                    problem: "give fill_out_secret or fill_out_secret_file, not both".into(),
+                });
+            }
+            (Some(text), None) => {
+                check_link_secret(&text).map_err(|problem| ConfigError {
+                    setting: "fill_out_secret",
+                    problem,
+                })?;
+                Some(SecretSource::Text(text))
+            }
+            (None, Some(path)) => Some(SecretSource::File(path)),
+            (None, None) => None,
+        };
         let fill_out_link_ttl = cli
             .fill_out_link_ttl
             .or(file.fill_out_link_ttl)
@@ -658,6 +739,22 @@ impl Config {
                 problem: format!("{fill_out_link_ttl} seconds: give 10 to 604800 (a week)"),
             });
         }
+        let completing_url_ttl = cli
+            .completing_url_ttl
+            .or(file.completing_url_ttl)
+            .unwrap_or(30 * 24 * 3600);
+        if !(3600..=366 * 24 * 3600).contains(&completing_url_ttl) {
+            return Err(ConfigError {
+                setting: "completing_url_ttl",
+                problem: format!(
+                    "{completing_url_ttl} seconds: give 3600 (an hour) to 31622400 (366 days)"
+                ),
+            });
+        }
+        let secrets_key_file = cli
+            .secrets_key_file
+            .or(file.secrets_key_file)
+            .unwrap_or_else(|| data_dir.join("secrets.key"));
         let tls = match (cli.tls_cert.or(file.tls_cert), cli.tls_key.or(file.tls_key)) {
             (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
             (None, None) => None,
@@ -727,6 +824,8 @@ impl Config {
             public_url,
             fill_out_secret,
             fill_out_link_ttl: std::time::Duration::from_secs(fill_out_link_ttl),
+            completing_url_ttl: std::time::Duration::from_secs(completing_url_ttl),
+            secrets_key_file,
             listen: cli
                 .listen
                 .or(file.listen)
@@ -982,6 +1081,21 @@ mod tests {
                     ..Default::default()
                 },
                 "fill_out_link_ttl",
+            ),
+            (
+                Settings {
+                    completing_url_ttl: Some(60),
+                    ..Default::default()
+                },
+                "completing_url_ttl",
+            ),
+            (
+                Settings {
+                    fill_out_secret: Some("a secret long enough to be accepted!".into()),
+                    fill_out_secret_file: Some("secret.txt".into()),
+                    ..Default::default()
+                },
+                "fill_out_secret_file",
             ),
         ] {
             let err = Config::resolve(cli, FileSettings::default()).expect_err("invalid");

@@ -38,7 +38,7 @@ use crate::auth::links::Links;
 use crate::auth::refusals::Refusals;
 use crate::auth::tokens::{Freshness, STALE_AFTER_FAILED_RELOADS, TokenTable};
 use crate::clock::Clock;
-use crate::config::Config;
+use crate::config::{Config, SecretSource};
 use crate::domain::catalog::Catalog;
 use crate::metrics::Metrics;
 use crate::plugins::Plugins;
@@ -547,13 +547,7 @@ async fn links(
     tls: bool,
     now: DateTime<Utc>,
 ) -> anyhow::Result<Links> {
-    let secret = match &config.fill_out_secret {
-        Some(secret) => secret.clone(),
-        None => store
-            .host_secret("fill_out_links", auth::secret::generate, now)
-            .await
-            .context("reading the secret of fill-out links")?,
-    };
+    let secret = link_secret(config, store, now).await?;
     let public_url = match &config.public_url {
         Some(url) => url.clone(),
         None => {
@@ -572,7 +566,58 @@ async fn links(
     };
     let window = chrono::Duration::from_std(config.fill_out_link_ttl)
         .context("the fill-out link lifetime")?;
-    Ok(Links::new(secret.as_bytes(), &public_url, window))
+    let completing = chrono::Duration::from_std(config.completing_url_ttl)
+        .context("the completing_url lifetime")?;
+    Ok(Links::new(
+        secret.as_bytes(),
+        &public_url,
+        window,
+        completing,
+    ))
+}
+
+/// The name of the link-signing secret among the database's secrets.
+const LINK_SECRET: &str = "fill_out_links";
+
+/// The secret that signs fill-out links (docs/operations.md#secrets): the
+/// configured one (text or a file), else the one kept in the database,
+/// sealed with the secrets key. A secret an older version kept there in
+/// plain text is sealed now, so links handed out before keep working.
+async fn link_secret(config: &Config, store: &Store, now: DateTime<Utc>) -> anyhow::Result<String> {
+    match &config.fill_out_secret {
+        Some(SecretSource::Text(secret)) => return Ok(secret.clone()),
+        Some(SecretSource::File(path)) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading fill_out_secret_file {}", path.display()))?;
+            let secret = text.trim().to_owned();
+            crate::config::check_link_secret(&secret).map_err(|problem| {
+                anyhow::anyhow!(
+                    "fill_out_secret_file {}: the secret {problem}",
+                    path.display()
+                )
+            })?;
+            return Ok(secret);
+        }
+        None => {}
+    }
+    let key = auth::at_rest::SecretsKey::load_or_create(&config.secrets_key_file)?;
+    let stored = store
+        .host_secret(
+            LINK_SECRET,
+            || key.seal(LINK_SECRET, &auth::secret::generate()),
+            now,
+        )
+        .await
+        .context("reading the secret of fill-out links")?;
+    if auth::at_rest::is_sealed(&stored) {
+        return Ok(key.open(LINK_SECRET, &stored)?);
+    }
+    store
+        .replace_host_secret(LINK_SECRET, &stored, key.seal(LINK_SECRET, &stored))
+        .await
+        .context("sealing the secret of fill-out links")?;
+    tracing::info!("the secret of fill-out links kept in the database is now encrypted");
+    Ok(stored)
 }
 
 /// Archives module versions by hash (a no-op for versions already

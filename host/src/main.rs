@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 use host::clock::SystemClock;
 use host::commands::plugin::PluginCommand;
 use host::commands::rescore::RescoreArgs;
-use host::commands::{self, TokenCommand};
+use host::commands::{self, RespondentCommand, TokenCommand};
 use host::config::{Config, FileSettings, Settings};
 use host::store::{Store, StoreOptions};
 use host::{App, telemetry};
@@ -60,6 +60,13 @@ enum Command {
     Token {
         #[command(subcommand)]
         command: TokenCommand,
+        #[command(flatten)]
+        settings: Settings,
+    },
+    /// Respondents: revoke the links handed out for one.
+    Respondent {
+        #[command(subcommand)]
+        command: RespondentCommand,
         #[command(flatten)]
         settings: Settings,
     },
@@ -156,6 +163,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Token { command, settings } => {
             let (store, config) = open_store(settings, file).await?;
             let result = commands::token(&store, command, config.time_zone).await;
+            store.close().await;
+            result
+        }
+        Command::Respondent { command, settings } => {
+            let (store, _) = open_store(settings, file).await?;
+            let result = commands::respondent(&store, command, chrono::Utc::now()).await;
             store.close().await;
             result
         }

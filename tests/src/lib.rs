@@ -65,10 +65,15 @@ pub struct TestApp {
     pub secret: String,
     /// The URL of this test's own database.
     pub database_url: String,
+    /// The configuration the host was built with.
+    pub config: Config,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+    /// The PostgreSQL database to drop afterwards; None for a second host
+    /// on another's database.
     postgres_db: Option<String>,
-    _dir: tempfile::TempDir,
+    /// Shared with a second host on the same database.
+    dir: Arc<tempfile::TempDir>,
 }
 
 /// An HTTP answer: status, headers and the body parsed as JSON (Null when
@@ -120,7 +125,7 @@ impl TestApp {
             Config::resolve(settings, FileSettings::default()).expect("test configuration");
         adjust(&mut config);
         let clock = Arc::new(ManualClock::new(start_time()));
-        let app = App::build(config, clock.clone())
+        let app = App::build(config.clone(), clock.clone())
             .await
             .expect("the host starts");
         let port = app.local_addr().expect("bound").port();
@@ -144,17 +149,53 @@ impl TestApp {
             db,
             secret,
             database_url,
+            config,
             shutdown: Some(shutdown),
             server: Some(server),
             postgres_db,
-            _dir: dir,
+            dir: Arc::new(dir),
+        }
+    }
+
+    /// A second real host on this one's database (and data folder, so it
+    /// shares the secrets key), with its own port and the same clock: how
+    /// several hosts share one PostgreSQL database (on SQLite, one file).
+    /// Its `secret` is this one's: the token is in the shared database.
+    pub async fn another_host(&self) -> TestApp {
+        let app = App::build(self.config.clone(), self.clock.clone())
+            .await
+            .expect("the second host starts");
+        let port = app.local_addr().expect("bound").port();
+        let base = if app.is_tls() {
+            format!("https://localhost:{port}")
+        } else {
+            format!("http://127.0.0.1:{port}")
+        };
+        let state = app.state();
+        let (shutdown, stop) = oneshot::channel::<()>();
+        let server = tokio::spawn(app.run(async move {
+            let _ = stop.await;
+        }));
+        TestApp {
+            base,
+            client: reqwest::Client::new(),
+            clock: self.clock.clone(),
+            state,
+            db: self.db,
+            secret: self.secret.clone(),
+            database_url: self.database_url.clone(),
+            config: self.config.clone(),
+            shutdown: Some(shutdown),
+            server: Some(server),
+            postgres_db: None,
+            dir: self.dir.clone(),
         }
     }
 
     /// The temporary folder of this test app (its SQLite file, and room for
     /// plugin and definition folders a test builds).
     pub fn dir(&self) -> &Path {
-        self._dir.path()
+        self.dir.path()
     }
 
     /// The absolute URL of `path`.

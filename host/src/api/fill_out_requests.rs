@@ -116,10 +116,15 @@ pub async fn create_fill_out_request(
     )?;
     let made = app.store().create_fill_out_request(new).await?;
     match made {
-        FillOutRequestResult::Made(id, respondent) => Ok(json(
-            StatusCode::OK,
-            &FillOutRequestView::patient(id, Some(app.links().completing_url(respondent))),
-        )),
+        FillOutRequestResult::Made(id, respondent, generation) => {
+            let url = app
+                .links()
+                .completing_url(respondent, generation, app.now());
+            Ok(json(
+                StatusCode::OK,
+                &FillOutRequestView::patient(id, Some(url)),
+            ))
+        }
         FillOutRequestResult::NoSuchRespondent => Err(ApiError::NotFound("respondent_id")),
     }
 }

@@ -1,9 +1,11 @@
 //! `/api/v1/dossier/:epd_id/respondents`: who fills out a dossier's
-//! questionnaires. The professional respondent is never listed.
+//! questionnaires, and revoking a respondent's links. The professional
+//! respondent is never listed.
 
+use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -11,6 +13,7 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::api::extract::{DossierPath, PathParams};
+use crate::auth::guard::{AccessLogged, PendingAccess};
 use crate::domain::ids::RespondentId;
 use crate::domain::respondent::Respondent;
 use crate::error::{ApiError, ErrorBody, json};
@@ -19,6 +22,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_respondents))
         .routes(routes!(get_respondent))
+        .routes(routes!(revoke_links))
 }
 
 /// A respondent.
@@ -98,4 +102,51 @@ pub async fn get_respondent(
         .await?
         .ok_or(ApiError::NotFound("respondent"))?;
     Ok(json(StatusCode::OK, &RespondentView::from(&respondent)))
+}
+
+/// Revoke a respondent's links
+///
+/// Every `completing_url` handed out for the respondent so far stops
+/// working (the respondent's link generation moves on; responses read
+/// from now on carry a new one), and their fill-out sessions end: ones
+/// logged in, and ones whose one-time `fill_out_url` was not used yet.
+/// Their responses are untouched. For a link that may have reached the
+/// wrong person.
+#[utoipa::path(
+    post,
+    path = "/dossiers/{dossier_id}/respondents/{id}/revoke_links",
+    tag = "respondents",
+    params(
+        ("dossier_id" = String, Path, description = "The EPD's identifier of the patient"),
+        ("id" = i64, Path, description = "Respondent id"),
+    ),
+    responses(
+        (status = 204, description = "Revoked"),
+        (status = 404, description = "`{\"errors\":{\"respondent\":[\"not_found\"]}}`: no such respondent in this dossier", body = ErrorBody),
+        (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`: a dossier id over 255 characters or with control characters", body = ErrorBody),
+    )
+)]
+pub async fn revoke_links(
+    State(app): State<AppState>,
+    access: Option<Extension<PendingAccess>>,
+    DossierPath(dossier): DossierPath,
+    params: PathParams,
+) -> Result<Response, ApiError> {
+    let id = params.id("id", "respondent")?;
+    // The access-log row is stored with the revocation, in one commit.
+    let access = access.map(|Extension(PendingAccess(entry))| entry);
+    let logged = access.is_some();
+    let revoked = app
+        .store()
+        .revoke_respondent_links(&dossier, RespondentId(id), app.now(), access)
+        .await?;
+    let mut response = if revoked {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        ApiError::NotFound("respondent").into_response()
+    };
+    if logged {
+        response.extensions_mut().insert(AccessLogged);
+    }
+    Ok(response)
 }

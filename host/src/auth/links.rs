@@ -1,6 +1,7 @@
 //! Signed links into the hosted fill-out pages (docs/api/fill-out.md): the
-//! one-time `fill_out_url` of a fill-out session, the lasting
-//! `completing_url` of a respondent's pending responses, and the CSRF
+//! one-time `fill_out_url` of a fill-out session, the `completing_url` of a
+//! respondent's pending responses (valid until it expires or the
+//! respondent's links are revoked), and the CSRF
 //! token and `interrupt_url` token of a browser session. Each is an
 //! HMAC-SHA256 under one server secret, so nobody can make or alter a link
 //! without it, and every host that shares the secret (hosts on one
@@ -12,6 +13,17 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 use crate::domain::ids::RespondentId;
+
+/// A respondent's `completing_url` as it arrives: the parts of its query.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompletingQuery {
+    /// Unix seconds after which the link no longer opens anything.
+    pub expires: String,
+    /// The respondent's link generation it was made in: revoking the
+    /// respondent's links moves it on.
+    pub generation: String,
+    pub token: String,
+}
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -28,6 +40,8 @@ pub struct Links {
     public_url: String,
     /// How long a `fill_out_url` can be used after it was made.
     login_window: Duration,
+    /// How long a `completing_url` works after it was handed out.
+    completing_ttl: Duration,
 }
 
 impl std::fmt::Debug for Links {
@@ -35,6 +49,7 @@ impl std::fmt::Debug for Links {
         f.debug_struct("Links")
             .field("public_url", &self.public_url)
             .field("login_window", &self.login_window)
+            .field("completing_ttl", &self.completing_ttl)
             .finish_non_exhaustive()
     }
 }
@@ -60,11 +75,17 @@ pub enum LinkError {
 
 impl Links {
     /// `public_url` is an absolute http(s) URL; a trailing slash is dropped.
-    pub fn new(secret: &[u8], public_url: &str, login_window: Duration) -> Links {
+    pub fn new(
+        secret: &[u8],
+        public_url: &str,
+        login_window: Duration,
+        completing_ttl: Duration,
+    ) -> Links {
         Links {
             secret: secret.to_vec(),
             public_url: public_url.trim_end_matches('/').to_owned(),
             login_window,
+            completing_ttl,
         }
     }
 
@@ -125,27 +146,69 @@ impl Links {
         Ok(())
     }
 
-    /// The `completing_url` of a respondent's pending responses: one
-    /// lasting link per respondent, which opens the fill-out pages for
-    /// whatever they have open when it is used.
-    pub fn completing_url(&self, respondent: RespondentId) -> String {
-        format!(
-            "{}?token={}",
-            self.absolute(&format!("/fill_out/respondents/{respondent}")),
-            self.completing_token(respondent)
-        )
+    /// The `completing_url` of a respondent's pending responses, handed
+    /// out at `now`: it opens the fill-out pages for whatever the respondent
+    /// has open when it is used, until `now` plus the configured lifetime,
+    /// and only while the respondent's link generation is still
+    /// `generation` (revoking moves it on).
+    pub fn completing_url(
+        &self,
+        respondent: RespondentId,
+        generation: i64,
+        now: DateTime<Utc>,
+    ) -> String {
+        let expires = (now + self.completing_ttl).timestamp().to_string();
+        let generation = generation.to_string();
+        let parts = completing_parts(respondent, &generation, &expires);
+        let token = self.sign(&parts.each_ref().map(Vec::as_slice));
+        let query = form_urlencoded::Serializer::new(String::new())
+            .append_pair("expires", &expires)
+            .append_pair("generation", &generation)
+            .append_pair("token", &token)
+            .finish();
+        self.absolute(&format!("/fill_out/respondents/{respondent}?{query}"))
     }
 
-    /// Whether `token` is the respondent's `completing_url` token.
-    pub fn check_completing(&self, respondent: RespondentId, token: &str) -> bool {
-        self.verify(
-            &[b"completing_url", respondent.0.to_string().as_bytes()],
-            token,
-        )
-    }
-
-    fn completing_token(&self, respondent: RespondentId) -> String {
-        self.sign(&[b"completing_url", respondent.0.to_string().as_bytes()])
+    /// Checks a `completing_url`: its signature, then its expiry at `now`.
+    /// Gives the generation it names; that it is still the respondent's is
+    /// the store's to check. A link of the first format (a token over the
+    /// respondent id alone, no expiry) is expired: it was a bearer
+    /// credential for ever (docs/api/quirks.md).
+    pub fn check_completing(
+        &self,
+        respondent: RespondentId,
+        q: &CompletingQuery,
+        now: DateTime<Utc>,
+    ) -> Result<i64, LinkError> {
+        if q.expires.is_empty() && q.generation.is_empty() {
+            let id = respondent.0.to_string();
+            return Err(
+                if self.verify(&[b"completing_url", id.as_bytes()], &q.token) {
+                    LinkError::Expired
+                } else {
+                    LinkError::Tampered
+                },
+            );
+        }
+        let parts = completing_parts(respondent, &q.generation, &q.expires);
+        if !self.verify(&parts.each_ref().map(Vec::as_slice), &q.token) {
+            return Err(LinkError::Tampered);
+        }
+        // Signed, so these are numbers we wrote.
+        let generation = q
+            .generation
+            .parse::<i64>()
+            .map_err(|_| LinkError::Tampered)?;
+        let expires = q
+            .expires
+            .parse::<i64>()
+            .ok()
+            .and_then(|s| DateTime::from_timestamp(s, 0))
+            .ok_or(LinkError::Tampered)?;
+        if now >= expires {
+            return Err(LinkError::Expired);
+        }
+        Ok(generation)
     }
 
     /// The CSRF token of the browser session whose cookie is `cookie`: the
@@ -199,6 +262,21 @@ impl Links {
     }
 }
 
+/// What a `completing_url`'s token signs. The label differs from the first
+/// format's (`completing_url`), so no token of one is a token of the other.
+fn completing_parts<'a>(
+    respondent: RespondentId,
+    generation: &'a str,
+    expires: &'a str,
+) -> [Vec<u8>; 4] {
+    [
+        b"completing_url/2".to_vec(),
+        respondent.0.to_string().into_bytes(),
+        generation.as_bytes().to_vec(),
+        expires.as_bytes().to_vec(),
+    ]
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -224,6 +302,7 @@ mod tests {
             b"a test secret of enough length!!",
             "https://rom.example.org/",
             Duration::minutes(10),
+            Duration::days(30),
         )
     }
 
@@ -294,6 +373,7 @@ mod tests {
             b"another secret, just as long!!!!",
             "https://rom.example.org",
             Duration::minutes(10),
+            Duration::days(30),
         );
         assert_eq!(other.check_login(&good, at(1)), Err(LinkError::Tampered));
     }
@@ -310,20 +390,97 @@ mod tests {
         assert_eq!(links.check_login(&shifted, at(0)), Err(LinkError::Tampered));
     }
 
+    fn completing_query_of(url: &str) -> CompletingQuery {
+        let (_, query) = url.split_once('?').expect("a query");
+        let mut q = CompletingQuery::default();
+        for (k, v) in form_urlencoded::parse(query.as_bytes()) {
+            let v = v.into_owned();
+            match k.as_ref() {
+                "expires" => q.expires = v,
+                "generation" => q.generation = v,
+                "token" => q.token = v,
+                other => panic!("unexpected parameter {other}"),
+            }
+        }
+        q
+    }
+
+    #[test]
+    fn a_completing_url_names_its_generation_until_it_expires() {
+        let links = links();
+        let url = links.completing_url(RespondentId(7), 3, at(0));
+        assert!(url.starts_with("https://rom.example.org/fill_out/respondents/7?expires="));
+        let q = completing_query_of(&url);
+        assert_eq!(
+            q.expires,
+            (at(0) + Duration::days(30)).timestamp().to_string()
+        );
+        assert_eq!(links.check_completing(RespondentId(7), &q, at(0)), Ok(3));
+        let last = at(0) + Duration::days(30) - Duration::seconds(1);
+        assert_eq!(links.check_completing(RespondentId(7), &q, last), Ok(3));
+        let after = at(0) + Duration::days(30);
+        assert_eq!(
+            links.check_completing(RespondentId(7), &q, after),
+            Err(LinkError::Expired)
+        );
+        // Another respondent, a later expiry or an older generation is
+        // tampering.
+        assert_eq!(
+            links.check_completing(RespondentId(8), &q, at(0)),
+            Err(LinkError::Tampered)
+        );
+        let later = CompletingQuery {
+            expires: (at(0) + Duration::days(300)).timestamp().to_string(),
+            ..q.clone()
+        };
+        assert_eq!(
+            links.check_completing(RespondentId(7), &later, at(0)),
+            Err(LinkError::Tampered)
+        );
+        let older = CompletingQuery {
+            generation: "2".into(),
+            ..q
+        };
+        assert_eq!(
+            links.check_completing(RespondentId(7), &older, at(0)),
+            Err(LinkError::Tampered)
+        );
+    }
+
+    #[test]
+    fn a_completing_url_of_the_first_format_is_expired() {
+        let links = links();
+        // The first format: a token over the respondent id alone.
+        let old = CompletingQuery {
+            token: links.sign(&[b"completing_url", b"7"]),
+            ..CompletingQuery::default()
+        };
+        assert_eq!(
+            links.check_completing(RespondentId(7), &old, at(0)),
+            Err(LinkError::Expired)
+        );
+        assert_eq!(
+            links.check_completing(RespondentId(8), &old, at(0)),
+            Err(LinkError::Tampered)
+        );
+    }
+
     #[test]
     fn completing_tokens_and_csrf_tokens_belong_to_one_holder() {
         let links = links();
-        let url = links.completing_url(RespondentId(7));
-        let token = url.split_once("token=").map(|(_, t)| t).expect("a token");
-        assert!(url.starts_with("https://rom.example.org/fill_out/respondents/7?token="));
-        assert!(links.check_completing(RespondentId(7), token));
-        assert!(!links.check_completing(RespondentId(8), token));
-        assert!(!links.check_completing(RespondentId(7), "00"));
         let csrf = links.csrf_token("cookie-a");
         assert!(links.check_csrf("cookie-a", &csrf));
         assert!(!links.check_csrf("cookie-b", &csrf));
         // A CSRF token is not a completing token, even for the same text.
-        assert!(!links.check_completing(RespondentId(7), &links.csrf_token("7")));
+        let forged = CompletingQuery {
+            expires: "9999999999".into(),
+            generation: "0".into(),
+            token: links.csrf_token("7"),
+        };
+        assert_eq!(
+            links.check_completing(RespondentId(7), &forged, at(0)),
+            Err(LinkError::Tampered)
+        );
         // Nor is an interrupt token a CSRF token, or the other way round.
         let interrupt = links.interrupt_token("cookie-a");
         assert!(links.check_interrupt("cookie-a", &interrupt));

@@ -3,6 +3,7 @@
 //! registered RSA key, rights per endpoint group, IP allow-lists, rate
 //! limits, and the append-only access log.
 
+pub mod at_rest;
 pub mod destination;
 pub mod forwarded;
 pub mod guard;

@@ -1,5 +1,5 @@
 //! Operator commands of the `outcomes` binary that work on the database
-//! directly: API tokens and the access log. They print to standard output,
+//! directly: API tokens, respondents' links and the access log. They print to standard output,
 //! which is their interface.
 #![allow(
     clippy::print_stdout,
@@ -14,7 +14,7 @@ mod scaffold;
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use clap::{Args, Subcommand};
 use serde_json::json;
@@ -22,8 +22,9 @@ use serde_json::json;
 use crate::auth::jwt::{KeyAlgorithm, RsaPublicKey};
 use crate::auth::webhook::WebhookKey;
 use crate::auth::{ip, origin, rights, secret};
+use crate::domain::ids::RespondentId;
 use crate::domain::time;
-use crate::store::{NewToken, Store, StoredKey, StoredSecret, Verification};
+use crate::store::{AccessEntry, NewToken, Store, StoredKey, StoredSecret, Verification};
 
 /// `outcomes token ...`
 #[derive(Debug, Subcommand)]
@@ -196,6 +197,57 @@ pub async fn new_webhook_secret(store: &Store, key: &str) -> anyhow::Result<Stri
         bail!("no active token {key:?}");
     }
     Ok(webhook.shown())
+}
+
+/// `outcomes respondent ...`
+#[derive(Debug, Subcommand)]
+pub enum RespondentCommand {
+    /// Revoke a respondent's links: every completing_url handed out for
+    /// them stops working, and their fill-out sessions end (as POST
+    /// .../respondents/{id}/revoke_links does). Logged in the dossier's
+    /// access log.
+    RevokeLinks {
+        /// The dossier (the EPD's identifier)
+        #[arg(long)]
+        dossier: String,
+        /// The respondent's id
+        #[arg(long)]
+        respondent: i64,
+    },
+}
+
+/// Runs a respondent command against `store` at `now`.
+pub async fn respondent(
+    store: &Store,
+    command: RespondentCommand,
+    now: DateTime<Utc>,
+) -> anyhow::Result<()> {
+    match command {
+        RespondentCommand::RevokeLinks {
+            dossier,
+            respondent,
+        } => {
+            let entry = AccessEntry {
+                at: now,
+                dossier: Some(dossier.clone()),
+                action: "outcomes respondent revoke-links".to_owned(),
+                status: 204,
+                client: "command line".to_owned(),
+                ..AccessEntry::default()
+            };
+            if !store
+                .revoke_respondent_links(&dossier, RespondentId(respondent), now, Some(entry))
+                .await?
+            {
+                bail!("dossier {dossier:?} has no respondent {respondent}");
+            }
+            println!(
+                "revoked the links of respondent {respondent} of {dossier}; new ones come with \
+                 their responses"
+            );
+            Ok(())
+        }
+    }
 }
 
 /// Checks a consumer key: the Basic scheme splits at the first colon, so a

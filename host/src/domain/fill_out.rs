@@ -152,6 +152,7 @@ mod tests {
             requesters: Vec::new(),
             entered_by: None,
             created_at: at(8),
+            link_generation: Some(0),
         }
     }
 

@@ -105,6 +105,11 @@ pub struct Response {
     /// respondent did.
     pub entered_by: Option<String>,
     pub created_at: DateTime<Utc>,
+    /// The respondent's link generation when this was read: a
+    /// `completing_url` made from it names it, and revoking the
+    /// respondent's links moves it on. None when not read (a response just
+    /// POSTed, which is completed: no `completing_url` is made for it).
+    pub link_generation: Option<i64>,
 }
 
 /// A completed response to be stored (POST) or to complete a pending one

@@ -17,7 +17,7 @@ use chrono::{DateTime, Utc};
 use super::flow::{left, refused};
 use super::i18n::{Lang, Msg};
 use super::pages::{self, Form, QuestionError};
-use super::session::{Live, accept_language, failed, html, page, redirect};
+use super::session::{Live, accept_language, failed, html, log_refusal, page, redirect};
 use crate::AppState;
 use crate::domain::answers::Answers;
 use crate::domain::fill_out::Progress;
@@ -43,7 +43,7 @@ pub async fn show(
     let (response, progress) = match find(&app, &live, id, browser).await {
         Ok(Found::Fillable(r, p)) => (r, p),
         // Done already (the back button): on to what is next.
-        Ok(Found::Done) => return redirect("/fill_out/session"),
+        Ok(Found::Done(_)) => return redirect("/fill_out/session"),
         Err(answer) => return answer,
     };
     let catalog = app.catalog();
@@ -115,9 +115,9 @@ pub async fn submit(
     }
     let (response, progress) = match find(&app, &live, id, browser).await {
         Ok(Found::Fillable(r, p)) => (r, p),
-        // Sent twice (a double click, the back button): the first one
-        // counted; on to what is next.
-        Ok(Found::Done) => return redirect("/fill_out/session"),
+        Ok(Found::Done(done)) => {
+            return completed_already(&app, &live, &parts, &done, &form.answers, browser).await;
+        }
         Err(answer) => return answer,
     };
     let catalog = app.catalog();
@@ -177,11 +177,55 @@ pub async fn submit(
                 .inc("outcomes_fill_out_total", &[("event", "completed")]);
             redirect("/fill_out/session")
         }
-        // Completed in another window, or its time ran out meanwhile:
-        // whatever is next says so.
-        Ok(false) => redirect("/fill_out/session"),
+        // Completed meanwhile (by the care provider's PUT, another host,
+        // another window), or its time ran out: the first is said here,
+        // the second by whatever is next.
+        Ok(false) => {
+            let now_stored = match app.store().session_responses(&live.session).await {
+                Ok(responses) => responses.into_iter().find(|r| r.id == response.id),
+                Err(e) => return failed(browser, &e),
+            };
+            match now_stored {
+                Some(done) if done.times.completed_at.is_some() => {
+                    completed_already(&app, &live, &parts, &done, &form.answers, browser).await
+                }
+                _ => redirect("/fill_out/session"),
+            }
+        }
         Err(e) => failed(browser, &e),
     }
+}
+
+/// A page submitted for a response that is completed already. With the
+/// very answers it holds, it is this page sent twice (a double click, the
+/// back button): the first one counted, on to what is next. Otherwise
+/// someone else completed it meanwhile and these answers were not stored:
+/// the respondent is told so (409), never moved on as if they were.
+async fn completed_already(
+    app: &AppState,
+    live: &Live,
+    parts: &Parts,
+    done: &StoredResponse,
+    given: &BTreeMap<String, String>,
+    lang: Lang,
+) -> Response {
+    let catalog = app.catalog();
+    if let Some(q) = catalog.questionnaire_by_id(done.questionnaire_id) {
+        let variant = Variant::from_stored(&done.flags, &done.textvars);
+        let (valid, _) = check(&q.def, &variant, given);
+        if answers(&q.def, &valid) == done.answers {
+            return redirect("/fill_out/session");
+        }
+    }
+    let action = format!("POST /fill_out/session/responses/{}", done.id);
+    log_refusal(app, live.access(app, parts, &action, 409)).await;
+    page(
+        StatusCode::CONFLICT,
+        lang,
+        Msg::CompletedAlreadyTitle,
+        Msg::CompletedAlreadyText,
+        Some(&live.session),
+    )
 }
 
 /// When the page was shown, as the form says: the respondent's own clock
@@ -203,7 +247,7 @@ enum Found {
     /// In the session and fillable, with the session's progress.
     Fillable(Box<StoredResponse>, Progress),
     /// In the session and completed.
-    Done,
+    Done(Box<StoredResponse>),
 }
 
 /// The session's response named by the path: another dossier's, another
@@ -231,7 +275,7 @@ async fn find(
         .find(|r| r.id == id)
         .ok_or_else(|| not_available(live, lang))?;
     if response.times.completed_at.is_some() {
-        return Ok(Found::Done);
+        return Ok(Found::Done(Box::new(response)));
     }
     if progress.position(id).is_none() {
         return Err(not_available(live, lang));

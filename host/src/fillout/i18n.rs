@@ -126,6 +126,13 @@ pub enum Msg {
     LinkExpiredText,
     LinkSpentTitle,
     LinkSpentText,
+    LinkRevokedTitle,
+    LinkRevokedText,
+    StartTitle,
+    StartText,
+    StartButton,
+    CompletedAlreadyTitle,
+    CompletedAlreadyText,
     SessionGoneTitle,
     SessionGoneText,
     FormRefusedTitle,
@@ -189,6 +196,25 @@ impl Msg {
             Msg::LinkSpentText => (
                 "For your safety a link works only once. Please ask for a new link where you received this one.",
                 "Voor uw veiligheid werkt een link maar één keer. Vraag een nieuwe link aan waar u deze hebt gekregen.",
+            ),
+            Msg::LinkRevokedTitle => ("This link no longer works", "Deze link werkt niet meer"),
+            Msg::LinkRevokedText => (
+                "It has been withdrawn. Please ask for a new link where you received this one.",
+                "Hij is ingetrokken. Vraag een nieuwe link aan waar u deze hebt gekregen.",
+            ),
+            Msg::StartTitle => ("Your questionnaires", "Uw vragenlijsten"),
+            Msg::StartText => (
+                "Press the button to start. The link works once: after that, this browser continues where you are.",
+                "Druk op de knop om te beginnen. De link werkt één keer: daarna gaat u in deze browser verder.",
+            ),
+            Msg::StartButton => ("Start", "Beginnen"),
+            Msg::CompletedAlreadyTitle => (
+                "This questionnaire was completed already",
+                "Deze vragenlijst was al ingevuld",
+            ),
+            Msg::CompletedAlreadyText => (
+                "It was completed elsewhere in the meantime, so the answers on this page were not saved. Open the link you were given again to go on with anything that is left.",
+                "Hij is intussen ergens anders ingevuld, dus de antwoorden op deze pagina zijn niet bewaard. Open de link die u kreeg opnieuw om verder te gaan met wat er nog over is.",
             ),
             Msg::SessionGoneTitle => ("Your session has ended", "Uw sessie is afgelopen"),
             Msg::SessionGoneText => (

@@ -5,8 +5,10 @@
 //! questionnaires and back to `return_to` at the end.
 //!
 //! Routes, all under `/fill_out`:
-//! - `GET session/login?...`: the one-time `fill_out_url` ([`login`]).
-//! - `GET respondents/{id}?token=...`: a respondent's `completing_url`.
+//! - `GET session/login?...`: the one-time `fill_out_url`: a page with a
+//!   button; `POST session/login` (the button) spends it ([`login`]).
+//! - `GET respondents/{id}?expires=...&generation=...&token=...`: a
+//!   respondent's `completing_url`.
 //! - `GET session`: where to go next: the progress page, the next
 //!   questionnaire, or the end ([`flow`]).
 //! - `GET session/continue`, `GET session/interrupt?token=...`: the
@@ -43,7 +45,10 @@ use session::{accept_language, page};
 /// Every fill-out route, with state.
 pub fn router(state: AppState) -> Router {
     Router::new()
-        .route("/fill_out/session/login", get(login::log_in))
+        .route(
+            "/fill_out/session/login",
+            get(login::show_login).post(login::log_in),
+        )
         .route(
             "/fill_out/respondents/{id}",
             get(login::open_completing_url),

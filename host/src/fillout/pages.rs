@@ -71,6 +71,36 @@ pub fn message(lang: Lang, title: Msg, text: Msg, stylesheet: Option<&str>) -> S
     })
 }
 
+/// The page a one-time `fill_out_url` opens: a button whose form posts the
+/// link's parts back, so only a person's click spends the link (a mail
+/// scanner's GET spends nothing). `fields` are the link's query
+/// parameters; `stylesheet` the session's.
+pub fn start(
+    lang: Lang,
+    action: &str,
+    stylesheet: Option<&str>,
+    fields: &[(&'static str, &str)],
+) -> String {
+    document(lang, Msg::StartTitle.text(lang), stylesheet, |h| {
+        h.raw("<h1>")
+            .text(Msg::StartTitle.text(lang))
+            .raw("</h1>\n");
+        h.raw("<p>").text(Msg::StartText.text(lang)).raw("</p>\n");
+        h.raw("<form method=\"post\"")
+            .attr("action", action)
+            .raw(">\n");
+        for &(name, value) in fields {
+            h.raw("<input type=\"hidden\"")
+                .attr("name", name)
+                .attr("value", value)
+                .raw(">\n");
+        }
+        h.raw("<div class=\"actions\">\n<button type=\"submit\">")
+            .text(Msg::StartButton.text(lang))
+            .raw("</button>\n</div>\n</form>\n");
+    })
+}
+
 /// Everything a questionnaire page shows.
 #[derive(Debug)]
 pub struct Form<'a> {

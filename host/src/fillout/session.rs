@@ -14,7 +14,7 @@ use crate::AppState;
 use crate::auth::guard::{client_of, client_text, truncate};
 use crate::auth::origin;
 use crate::domain::fill_out::FillOutSession;
-use crate::store::{AccessEntry, StoreError};
+use crate::store::{AccessEntry, SessionTargets, StoreError};
 
 /// The session cookie. `__Host-`: the browser keeps it only when it is
 /// Secure, for this host alone and for every path.
@@ -132,18 +132,32 @@ pub fn accept_language(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// The Content-Security-Policy of a session's pages: nothing but this
-/// service, plus the caller's stylesheet (and the images and fonts it
-/// loads from its origin), and, as targets of forms (a submitted form is
-/// redirected to them), the origins of `return_to` and `progress_url`.
+/// service, plus the caller's stylesheet, and, as targets of forms (a
+/// submitted form is redirected to them), the origins of `return_to` and
+/// `progress_url`. The caller's stylesheet may load nothing itself: images,
+/// fonts and connections come from this service only (`default-src
+/// 'none'` covers connections), since a stylesheet can send what a page
+/// holds out through the URLs it loads (`input[value^="a"] {
+/// background: url(...) }`, or a font per character).
 pub fn policy(session: Option<&FillOutSession>) -> String {
+    let targets = session.map(|s| SessionTargets {
+        return_to: s.return_to.clone(),
+        progress_url: s.progress_url.clone(),
+        stylesheet: s.stylesheet.clone(),
+    });
+    policy_for(targets.as_ref())
+}
+
+/// [`policy`] for a session known by its URLs (before login).
+pub fn policy_for(targets: Option<&SessionTargets>) -> String {
     let origin_of = |url: &Option<String>| {
         url.as_deref()
             .and_then(origin::absolute_url)
             .map(|(_, origin)| origin)
     };
-    let styles = session.and_then(|s| origin_of(&s.stylesheet));
+    let styles = targets.and_then(|s| origin_of(&s.stylesheet));
     let mut forms = Vec::new();
-    if let Some(s) = session {
+    if let Some(s) = targets {
         forms.extend(origin_of(&s.return_to));
         forms.extend(origin_of(&s.progress_url));
     }
@@ -156,10 +170,8 @@ pub fn policy(session: Option<&FillOutSession>) -> String {
     };
     let styles: Vec<String> = styles.into_iter().collect();
     format!(
-        "default-src 'none'; style-src {}; img-src {}; font-src {}; form-action {}; \
+        "default-src 'none'; style-src {}; img-src 'self'; font-src 'self'; form-action {}; \
          frame-ancestors 'none'; base-uri 'none'",
-        with("'self'", &styles),
-        with("'self'", &styles),
         with("'self'", &styles),
         with("'self'", &forms),
     )
@@ -192,13 +204,18 @@ pub async fn secure_headers(req: Request, next: axum::middleware::Next) -> Respo
 
 /// An HTML page with `status`, under the session's policy.
 pub fn html(status: StatusCode, body: String, session: Option<&FillOutSession>) -> Response {
+    html_under(status, body, &policy(session))
+}
+
+/// An HTML page with `status`, under `policy`.
+pub fn html_under(status: StatusCode, body: String, policy: &str) -> Response {
     let mut response = (
         status,
         [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
         body,
     )
         .into_response();
-    if let Ok(value) = HeaderValue::from_str(&policy(session)) {
+    if let Ok(value) = HeaderValue::from_str(policy) {
         response
             .headers_mut()
             .insert(header::CONTENT_SECURITY_POLICY, value);
@@ -297,6 +314,29 @@ mod tests {
         );
         assert_eq!(cookie_of(&h), None);
         assert_eq!(cookie_of(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn a_caller_s_stylesheet_loads_nothing_from_its_origin() {
+        let session = FillOutSession {
+            id: 1,
+            dossier_id: crate::domain::ids::DossierId(1),
+            epd_id: "d".to_owned(),
+            respondent_id: crate::domain::ids::RespondentId(1),
+            response_ids: Vec::new(),
+            return_to: Some("https://epd.example.org/back".to_owned()),
+            progress_url: None,
+            stylesheet: Some("https://style.example.org/s.css".to_owned()),
+            logged_in_at: chrono::DateTime::UNIX_EPOCH,
+            last_seen_at: chrono::DateTime::UNIX_EPOCH,
+            ended_at: None,
+        };
+        assert_eq!(
+            policy(Some(&session)),
+            "default-src 'none'; style-src 'self' https://style.example.org; img-src 'self'; \
+             font-src 'self'; form-action 'self' https://epd.example.org; frame-ancestors 'none'; \
+             base-uri 'none'"
+        );
     }
 
     #[test]

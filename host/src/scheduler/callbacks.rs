@@ -163,7 +163,9 @@ async fn send(
         "dossier_id": callback.epd_id,
         "event": callback.event,
         "fill_out_request_id": callback.fill_out_request_id,
-        "url": callback.offers_link().then(|| links.completing_url(callback.respondent_id)),
+        "url": callback.offers_link().then(|| {
+            links.completing_url(callback.respondent_id, callback.link_generation, now)
+        }),
         "event_id": callback.event_id,
     });
     let body = serde_json::to_vec(&body).map_err(|e| Failure::Failed(e.to_string()))?;

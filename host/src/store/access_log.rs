@@ -83,7 +83,10 @@ fn hashed_fields(e: &AccessEntry) -> Vec<(&'static str, Field<'_>)> {
         ("status", Field::Int(i64::from(e.status))),
         ("client", Field::Text(&e.client)),
         ("request_id", Field::text(&e.request_id)),
-        ("refusals", e.refusals.map_or(Field::Null, |n| Field::Int(i64::from(n)))),
+        (
+            "refusals",
+            e.refusals.map_or(Field::Null, |n| Field::Int(i64::from(n))),
+        ),
     ]
 }
 

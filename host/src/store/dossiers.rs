@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{AnyConnection, Row};
 
+use super::access_log::{self, AccessEntry};
 use super::{Store, StoreError};
 use crate::domain::ids::{DossierId, RespondentId};
 use crate::domain::respondent::{self, Respondent};
@@ -143,5 +144,56 @@ impl Store {
             .fetch_optional(&self.pool)
             .await?;
         Ok(row.map(Respondent::from))
+    }
+}
+
+impl Store {
+    /// Revokes every link of a listed respondent of the dossier: their
+    /// link generation moves on (each `completing_url` handed out so far
+    /// names an older one), and their fill-out sessions end, whether
+    /// logged in or still waiting for their one-time link. The access-log
+    /// row, when given, is stored in the same commit (with 204, or 404 when
+    /// the dossier has no such respondent). False in that case.
+    pub async fn revoke_respondent_links(
+        &self,
+        epd_id: &str,
+        id: RespondentId,
+        now: DateTime<Utc>,
+        access: Option<AccessEntry>,
+    ) -> Result<bool, StoreError> {
+        let epd_id = epd_id.to_owned();
+        let backend = self.backend;
+        self.writer
+            .write(move |conn| {
+                Box::pin(async move {
+                    let found: Option<RespondentRow> =
+                        sqlx::query_as(&format!("{RESPONDENTS} AND r.id = $2"))
+                            .bind(&epd_id)
+                            .bind(id.0)
+                            .fetch_optional(&mut *conn)
+                            .await?;
+                    if found.is_some() {
+                        sqlx::query(
+                            "UPDATE respondents SET link_generation = link_generation + 1 WHERE id = $1",
+                        )
+                        .bind(id.0)
+                        .execute(&mut *conn)
+                        .await?;
+                        sqlx::query(
+                            "UPDATE fill_out_sessions SET ended_at = $1 WHERE respondent_id = $2 AND ended_at IS NULL",
+                        )
+                        .bind(to_millis(now))
+                        .bind(id.0)
+                        .execute(&mut *conn)
+                        .await?;
+                    }
+                    if let Some(mut entry) = access {
+                        entry.status = if found.is_some() { 204 } else { 404 };
+                        access_log::insert(conn, backend, &[&entry]).await?;
+                    }
+                    Ok(found.is_some())
+                })
+            })
+            .await
     }
 }

@@ -42,8 +42,9 @@ pub struct NewFillOutRequest {
 /// What making a fill-out request came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FillOutRequestResult {
-    /// Made, with its id, for this respondent.
-    Made(i64, RespondentId),
+    /// Made, with its id, for this respondent, whose link generation is
+    /// the last number.
+    Made(i64, RespondentId, i64),
     /// `respondent_id` is not a respondent of the dossier who can be asked.
     NoSuchRespondent,
 }
@@ -65,6 +66,8 @@ pub struct ClaimedCallback {
     /// The webhook signing key of the token that made the request; None
     /// when it has none (made before keys existed, and not given one since).
     pub webhook_secret: Option<StoredSecret>,
+    /// Their link generation, which the `completing_url` names.
+    pub link_generation: i64,
 }
 
 impl ClaimedCallback {
@@ -76,7 +79,8 @@ impl ClaimedCallback {
 }
 
 /// A due callback with what sending it needs: id, request, EPD id, event,
-/// callback URL, attempts so far, respondent, event id, webhook key.
+/// callback URL, attempts so far, respondent, event id, webhook key, the
+/// respondent's link generation.
 type CallbackRow = (
     i64,
     i64,
@@ -87,6 +91,7 @@ type CallbackRow = (
     i64,
     String,
     Option<String>,
+    i64,
 );
 
 /// The events a fill-out request reports.
@@ -178,7 +183,12 @@ impl Store {
                             .await?;
                         }
                     }
-                    Ok(FillOutRequestResult::Made(request, patient))
+                    let (generation,): (i64,) =
+                        sqlx::query_as("SELECT link_generation FROM respondents WHERE id = $1")
+                            .bind(patient.0)
+                            .fetch_one(&mut *conn)
+                            .await?;
+                    Ok(FillOutRequestResult::Made(request, patient, generation))
                 })
             })
             .await
@@ -242,7 +252,8 @@ impl Store {
                 Box::pin(async move {
                     let sql = format!(
                         "SELECT c.id, c.fill_out_request_id, d.epd_id, c.event, f.callback_url, c.attempts, f.respondent_id, \
-                         COALESCE(c.event_id, 'msg_' || c.id), t.webhook_secret FROM callbacks c \
+                         COALESCE(c.event_id, 'msg_' || c.id), t.webhook_secret, \
+                         (SELECT p.link_generation FROM respondents p WHERE p.id = f.respondent_id) FROM callbacks c \
                          JOIN fill_out_requests f ON f.id = c.fill_out_request_id JOIN dossiers d ON d.id = f.dossier_id \
                          LEFT JOIN api_tokens t ON t.id = f.token_id WHERE c.next_attempt_at <= $1 ORDER BY c.next_attempt_at, c.id LIMIT $2{lock}"
                     );
@@ -252,7 +263,7 @@ impl Store {
                         .fetch_all(&mut *conn)
                         .await?;
                     let mut claimed = Vec::with_capacity(rows.len());
-                    for (id, request, epd_id, event, url, attempts, respondent, event_id, secret) in rows {
+                    for (id, request, epd_id, event, url, attempts, respondent, event_id, secret, link_generation) in rows {
                         sqlx::query("UPDATE callbacks SET attempts = attempts + 1, next_attempt_at = $1 WHERE id = $2")
                             .bind(to_millis(now + lease))
                             .bind(id)
@@ -269,6 +280,7 @@ impl Store {
                                 respondent_id: RespondentId(respondent),
                                 event_id,
                                 webhook_secret: secret.map(StoredSecret),
+                                link_generation,
                             });
                         }
                     }

@@ -40,6 +40,14 @@ pub struct NewFillOutSession {
     pub now: DateTime<Utc>,
 }
 
+/// The URLs of a session that its pages' Content-Security-Policy names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionTargets {
+    pub return_to: Option<String>,
+    pub progress_url: Option<String>,
+    pub stylesheet: Option<String>,
+}
+
 /// What making a session came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StartSessionResult {
@@ -56,6 +64,21 @@ pub enum LoginResult {
     Unknown,
     /// The link was used before (by the session with this id).
     Spent(i64),
+    /// The session ended before its link was used (the respondent's links
+    /// were revoked).
+    Revoked,
+}
+
+/// What opening a respondent's `completing_url` came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpenResult {
+    /// A session with every response they can fill out now (possibly
+    /// none).
+    Opened(FillOutSession),
+    /// No such respondent.
+    Unknown,
+    /// The link names an older link generation: revoked.
+    Revoked,
 }
 
 /// The part of a response a submitted page changes.
@@ -126,6 +149,7 @@ struct LinkRow {
     questionnaire_ids: String,
     resume_ids: String,
     logged_in_at: Option<i64>,
+    ended_at: Option<i64>,
     epd_id: String,
 }
 
@@ -168,6 +192,33 @@ impl Store {
                             .fetch_one(&mut *conn)
                             .await?;
                     Ok(value)
+                })
+            })
+            .await
+    }
+
+    /// Replaces the stored value of the secret `name` with `new` if it is
+    /// still `old` (sealing a secret an older version kept in plain text;
+    /// of hosts doing it at once, one does, and all agree on the secret).
+    pub async fn replace_host_secret(
+        &self,
+        name: &str,
+        old: &str,
+        new: String,
+    ) -> Result<(), StoreError> {
+        let (name, old) = (name.to_owned(), old.to_owned());
+        self.writer
+            .write(move |conn| {
+                Box::pin(async move {
+                    sqlx::query(
+                        "UPDATE host_secrets SET value = $1 WHERE name = $2 AND value = $3",
+                    )
+                    .bind(&new)
+                    .bind(&name)
+                    .bind(&old)
+                    .execute(&mut *conn)
+                    .await?;
+                    Ok(())
                 })
             })
             .await
@@ -217,6 +268,31 @@ impl Store {
             .await
     }
 
+    /// Where the session a link names may send the browser, and its
+    /// stylesheet (return_to, progress_url, stylesheet), for the page that
+    /// shows the link's button; None when no session has this key and
+    /// nonce. Reads nothing of the dossier and spends nothing.
+    pub async fn session_targets(
+        &self,
+        link_key: &str,
+        nonce: &str,
+    ) -> Result<Option<SessionTargets>, StoreError> {
+        let row: Option<(Option<String>, Option<String>, Option<String>)> = sqlx::query_as(
+            "SELECT return_to, progress_url, stylesheet FROM fill_out_sessions WHERE link_key = $1 AND nonce = $2",
+        )
+        .bind(link_key)
+        .bind(nonce)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(
+            row.map(|(return_to, progress_url, stylesheet)| SessionTargets {
+                return_to,
+                progress_url,
+                stylesheet,
+            }),
+        )
+    }
+
     /// Uses a session's link: spends it, prepares a response for each
     /// blank questionnaire, fixes the flow (the responses to resume that
     /// can still be filled out, then the new ones) and binds the browser
@@ -234,7 +310,7 @@ impl Store {
             .write(move |conn| {
                 Box::pin(async move {
                     let row: Option<LinkRow> = sqlx::query_as(
-                        "SELECT s.id, s.dossier_id, s.respondent_id, s.questionnaire_ids, s.resume_ids, s.logged_in_at, d.epd_id \
+                        "SELECT s.id, s.dossier_id, s.respondent_id, s.questionnaire_ids, s.resume_ids, s.logged_in_at, s.ended_at, d.epd_id \
                          FROM fill_out_sessions s JOIN dossiers d ON d.id = s.dossier_id \
                          WHERE s.link_key = $1 AND s.nonce = $2",
                     )
@@ -242,19 +318,24 @@ impl Store {
                     .bind(&nonce)
                     .fetch_optional(&mut *conn)
                     .await?;
-                    let Some(LinkRow { id, dossier_id: dossier, respondent_id: respondent, questionnaire_ids: questionnaires, resume_ids: resume, logged_in_at, epd_id }) = row else {
+                    let Some(LinkRow { id, dossier_id: dossier, respondent_id: respondent, questionnaire_ids: questionnaires, resume_ids: resume, logged_in_at, ended_at, epd_id }) = row else {
                         return Ok(LoginResult::Unknown);
                     };
                     let mut entry = AccessEntry {
                         dossier: Some(epd_id),
                         ..access
                     };
+                    if logged_in_at.is_none() && ended_at.is_some() {
+                        entry.status = 410;
+                        access_log::insert(conn, backend, &[&entry]).await?;
+                        return Ok(LoginResult::Revoked);
+                    }
                     // Spend the link first: of two logins at once (two hosts,
                     // or PostgreSQL's concurrent writers) one finds it spent.
                     let claimed = logged_in_at.is_none()
                         && sqlx::query(
                             "UPDATE fill_out_sessions SET logged_in_at = $1, last_seen_at = $1, cookie_sha256 = $2 \
-                             WHERE id = $3 AND logged_in_at IS NULL",
+                             WHERE id = $3 AND logged_in_at IS NULL AND ended_at IS NULL",
                         )
                         .bind(to_millis(now))
                         .bind(&cookie_sha256)
@@ -297,29 +378,40 @@ impl Store {
             .await
     }
 
-    /// Opens a session for a respondent's `completing_url`: every response
-    /// of theirs that can be filled out now, oldest first (possibly none);
-    /// with the access-log row. None when there is no such respondent.
+    /// Opens a session for a respondent's `completing_url` made in link
+    /// generation `generation`: every response of theirs that can be filled
+    /// out now, oldest first (possibly none); with the access-log row.
     pub async fn open_respondent_session(
         &self,
         respondent: RespondentId,
+        generation: i64,
         cookie_sha256: String,
         now: DateTime<Utc>,
         access: AccessEntry,
-    ) -> Result<Option<FillOutSession>, StoreError> {
+    ) -> Result<OpenResult, StoreError> {
         let backend = self.backend;
         self.writer
             .write(move |conn| {
                 Box::pin(async move {
-                    let found: Option<(i64, String)> = sqlx::query_as(
-                        "SELECT d.id, d.epd_id FROM respondents r JOIN dossiers d ON d.id = r.dossier_id WHERE r.id = $1",
+                    let found: Option<(i64, String, i64)> = sqlx::query_as(
+                        "SELECT d.id, d.epd_id, r.link_generation FROM respondents r JOIN dossiers d ON d.id = r.dossier_id \
+                         WHERE r.id = $1",
                     )
                     .bind(respondent.0)
                     .fetch_optional(&mut *conn)
                     .await?;
-                    let Some((dossier, epd_id)) = found else {
-                        return Ok(None);
+                    let Some((dossier, epd_id, current)) = found else {
+                        return Ok(OpenResult::Unknown);
                     };
+                    if generation != current {
+                        let entry = AccessEntry {
+                            dossier: Some(epd_id),
+                            status: 410,
+                            ..access
+                        };
+                        access_log::insert(conn, backend, &[&entry]).await?;
+                        return Ok(OpenResult::Revoked);
+                    }
                     let sql = format!(
                         "SELECT id FROM responses WHERE {FILLABLE} AND respondent_id = $2 AND dossier_id = $3 ORDER BY id"
                     );
@@ -348,7 +440,7 @@ impl Store {
                         ..access
                     };
                     access_log::insert(conn, backend, &[&entry]).await?;
-                    Ok(Some(session))
+                    Ok(OpenResult::Opened(session))
                 })
             })
             .await

@@ -56,7 +56,8 @@ pub(super) const COLUMNS: &str = "r.id, r.dossier_id, r.respondent_id, r.questio
     q.name AS questionnaire_name, r.external_id, r.completer_type, r.flags, r.textvars, r.measurement_id, \
     r.protocol_subscription_id, r.non_response_id, r.open_from, r.open_till, r.started_at, r.completed_at, \
     r.aborted_at, r.answers, r.outcome, r.outcome_plugin, r.outcome_plugin_version, r.outcome_plugin_sha256, \
-    r.requesters, r.entered_by, r.created_at";
+    r.requesters, r.entered_by, r.created_at, \
+    (SELECT p.link_generation FROM respondents p WHERE p.id = r.respondent_id) AS link_generation";
 
 pub(super) const FROM: &str = "FROM responses r JOIN questionnaires q ON q.id = r.questionnaire_id";
 
@@ -88,6 +89,7 @@ pub(super) struct ResponseRow {
     pub requesters: String,
     pub entered_by: Option<String>,
     pub created_at: i64,
+    pub link_generation: Option<i64>,
 }
 
 fn json<T: serde::de::DeserializeOwned>(
@@ -138,6 +140,7 @@ impl TryFrom<ResponseRow> for Response {
             requesters: json(r.id, "requesters", &r.requesters)?,
             entered_by: r.entered_by,
             created_at: from_millis(r.created_at),
+            link_generation: r.link_generation,
         })
     }
 }

@@ -206,8 +206,12 @@ db_test!(
         .await;
         let browser = Browser::start("en").await;
 
-        // The link: logged in, on to the progress page first.
+        // The link: a page with a button (a mail scanner's visit spends
+        // nothing); the click logs in, on to the progress page first.
         browser.goto(&link).await;
+        assert_eq!(browser.text("h1").await, "Your questionnaires");
+        look_at(&browser, db, "start").await;
+        browser.click_to_leave("button[type='submit']").await;
         assert!(
             browser
                 .url()
@@ -316,6 +320,7 @@ db_test!(
         )
         .await;
         browser.goto(&link).await;
+        browser.click_to_leave("button[type='submit']").await;
         assert_eq!(browser.text("h1").await, "GAD-7");
         assert!(browser.is_selected("input[name='v_1'][value='a3']").await);
         assert!(browser.is_selected("input[name='v_2'][value='a2']").await);
@@ -348,6 +353,7 @@ db_test!(
 
         // The link was spent: a page says so.
         browser.goto(&link).await;
+        browser.click_to_leave("button[type='submit']").await;
         assert_eq!(browser.text("h1").await, "This link has been used already");
         look_at(&browser, db, "link-used").await;
     }

@@ -36,11 +36,51 @@ async fn first_id(app: &TestApp, dossier: &str, key: &str) -> i64 {
         .expect("an id")
 }
 
+/// Asserts that a page's Content-Security-Policy lets nothing but this
+/// service be loaded besides stylesheets: an allowed stylesheet could
+/// otherwise send what the page holds out in the URLs of images or fonts
+/// (`input[value^="a"] { background: url(...) }`).
+pub fn assert_only_self_loads(csp: &str) {
+    let directives: Vec<(&str, Vec<&str>)> = csp
+        .split(';')
+        .filter_map(|d| {
+            let mut words = d.split_whitespace();
+            Some((words.next()?, words.collect()))
+        })
+        .collect();
+    let sources = |name: &str| {
+        directives
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, s)| s.clone())
+    };
+    assert_eq!(sources("default-src"), Some(vec!["'none'"]), "{csp}");
+    for name in ["img-src", "font-src"] {
+        assert_eq!(sources(name), Some(vec!["'self'"]), "{name} in {csp}");
+    }
+    // Connections, media, objects, frames, workers and manifests fall back
+    // to default-src 'none'.
+    for name in [
+        "connect-src",
+        "media-src",
+        "object-src",
+        "frame-src",
+        "child-src",
+        "worker-src",
+        "manifest-src",
+        "script-src",
+        "prefetch-src",
+    ] {
+        assert_eq!(sources(name), None, "{name} in {csp}");
+    }
+    assert_eq!(sources("base-uri"), Some(vec!["'none'"]), "{csp}");
+}
+
 /// Logs in with `link`, follows to the first page that is not a redirect
 /// within the app.
 async fn open<'a>(app: &'a TestApp, link: &str) -> (Visitor<'a>, Page) {
     let mut visitor = Visitor::new(app);
-    let login = visitor.get(link).await;
+    let login = visitor.log_in(link).await;
     assert_eq!(login.status, 303, "{}", login.text);
     let page = visitor.follow(login).await;
     (visitor, page)
@@ -50,7 +90,7 @@ db_test!(
     async fn a_link_logs_in_once_with_a_locked_down_cookie(app: spawn_with_epd) {
         let link = start_blank(&app, "d1", &["phq9"]).await;
         let mut visitor = Visitor::new(&app);
-        let login = visitor.get(&link).await;
+        let login = visitor.log_in(&link).await;
         assert_eq!(login.status, 303, "{}", login.text);
         assert_eq!(login.location(), "/fill_out/session");
         let cookie = login.header("set-cookie");
@@ -62,7 +102,7 @@ db_test!(
         assert_eq!(login.header("referrer-policy"), "no-referrer");
         // The same link again: spent, whoever uses it.
         let mut other = Visitor::new(&app);
-        let replay = other.get(&link).await;
+        let replay = other.log_in(&link).await;
         replay.assert_message(403, "This link has been used already");
         assert!(replay.header("set-cookie").is_empty());
         // A mail client or chat app looking at a link (HEAD) spends nothing.
@@ -76,7 +116,7 @@ db_test!(
         assert_eq!(head.status(), 200);
         assert!(head.headers().get("set-cookie").is_none());
         assert_eq!(
-            Visitor::new(&app).get(&fresh).await.status,
+            Visitor::new(&app).log_in(&fresh).await.status,
             303,
             "still usable"
         );
@@ -218,6 +258,7 @@ db_test!(
         );
         assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
         assert!(!csp.contains("script-src"), "{csp}");
+        assert_only_self_loads(csp);
         assert_eq!(form.header("x-frame-options"), "DENY");
         assert_eq!(form.header("x-content-type-options"), "nosniff");
         assert_eq!(form.header("cache-control"), "no-store");
@@ -480,11 +521,16 @@ db_test!(
         assert_eq!(first.status, 303, "{}", first.text);
         let completed = stored(&app, "d1", "phq9").await.remove(0);
         assert_eq!(completed["status"], "completed");
-        // The double click, with other answers: on to what is next, and
-        // the first answers stay.
+        // Sent again with other answers (the back button, then changes):
+        // not stored, and the respondent is told so; the first answers stay.
         app.clock.advance(Duration::minutes(2));
-        let second = visitor
+        let changed = visitor
             .post_form(&action, &pairs(&phq9_form(&csrf, "a3")))
+            .await;
+        changed.assert_message(409, "This questionnaire was completed already");
+        // The double click (the same answers): on to what is next.
+        let second = visitor
+            .post_form(&action, &pairs(&phq9_form(&csrf, "a1")))
             .await;
         assert_eq!(second.status, 303, "{}", second.text);
         assert_eq!(second.location(), "/fill_out/session");
@@ -502,13 +548,13 @@ db_test!(
         let link = start_blank(&app, "d1", &["phq9"]).await;
         let (mut visitor, form) = open(&app, &link).await;
         assert_eq!(form.status, 200, "{}", form.text);
-        let reload = visitor.get(&link).await;
+        let reload = visitor.log_in(&link).await;
         assert_eq!(reload.status, 303, "{}", reload.text);
         assert_eq!(reload.location(), "/fill_out/session");
         assert!(reload.header("set-cookie").is_empty(), "the same session");
         // Another browser, or this one after the session ended, is refused.
         Visitor::new(&app)
-            .get(&link)
+            .log_in(&link)
             .await
             .assert_message(403, "This link has been used already");
         let id = first_id(&app, "d1", "phq9").await;
@@ -525,7 +571,7 @@ db_test!(
         let mut ended = Visitor::new(&app);
         ended.cookie = cookie;
         ended
-            .get(&link)
+            .log_in(&link)
             .await
             .assert_message(403, "This link has been used already");
     }
@@ -535,7 +581,7 @@ db_test!(
     async fn a_link_used_twice_at_once_logs_in_once(app: spawn_with_epd) {
         let link = start_blank(&app, "d1", &["phq9", "gad7"]).await;
         let (mut a, mut b) = (Visitor::new(&app), Visitor::new(&app));
-        let (a, b) = tokio::join!(a.get(&link), b.get(&link));
+        let (a, b) = tokio::join!(a.log_in(&link), b.log_in(&link));
         let mut statuses = [a.status, b.status];
         statuses.sort_unstable();
         assert_eq!(statuses, [303, 403], "{} / {}", a.text, b.text);
@@ -877,7 +923,7 @@ db_test!(
             .map(|e| (e.action.as_str(), e.status, e.consumer_key.as_deref()))
             .collect();
         assert!(
-            actions.contains(&("GET /fill_out/session/login", 303, None)),
+            actions.contains(&("POST /fill_out/session/login", 303, None)),
             "{actions:?}"
         );
         assert!(
@@ -916,7 +962,7 @@ db_test!(
             )
             .await;
         assert_eq!(refused.status, 403);
-        Visitor::new(&app).get(&link).await;
+        Visitor::new(&app).log_in(&link).await;
         Visitor::new(&app)
             .get(&format!("{link}0"))
             .await
@@ -935,7 +981,7 @@ db_test!(
             .collect();
         for row in [
             ("POST /fill_out/session/responses/{id}", 403, Some("d1")),
-            ("GET /fill_out/session/login", 403, Some("d1")),
+            ("POST /fill_out/session/login", 403, Some("d1")),
             ("GET /fill_out/session/login", 403, None),
         ] {
             assert!(rows.contains(&row), "{row:?} in {rows:?}");

@@ -162,12 +162,16 @@ db_test!(
             events(&received),
             ["opened", "opened", "opened", "reminder", "expired"]
         );
-        // `opened` and `reminder` carry the respondent's link; the
-        // pending responses carry the same.
+        // `opened` and `reminder` carry the respondent's link (the same
+        // respondent and generation; it lasts from when it was sent).
         let calls = received.calls.lock().expect("calls").clone();
+        let link_of = |url: &str| url.split("?expires=").next().unwrap_or_default().to_owned();
+        let reminder_url = calls[3]["url"].as_str().expect("a url").to_owned();
+        assert_eq!(link_of(&reminder_url), link_of(&completing_url));
+        assert!(reminder_url.contains("&generation=0&"), "{reminder_url}");
         assert_eq!(
             calls[3],
-            json!({"dossier_id": "d1", "event": "reminder", "fill_out_request_id": id, "url": completing_url,
+            json!({"dossier_id": "d1", "event": "reminder", "fill_out_request_id": id, "url": reminder_url,
                 "event_id": calls[3]["event_id"]})
         );
         // Each event has its own id, kept by the retries of `opened`.
@@ -183,7 +187,10 @@ db_test!(
         assert_eq!(event_ids[1], event_ids[2]);
         assert_ne!(event_ids[2], event_ids[3]);
         assert_ne!(event_ids[3], event_ids[4]);
-        assert_eq!(calls[0]["url"], json!(completing_url));
+        assert_eq!(
+            link_of(calls[0]["url"].as_str().expect("a url")),
+            link_of(&completing_url)
+        );
         let last = received
             .calls
             .lock()

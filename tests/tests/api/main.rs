@@ -51,7 +51,8 @@
 //!   external ids, answer validation, field types, dossier creation.
 //! - `responses_update`: PUT on a pending response by external id or by the
 //!   id of a prepared one; completed, unknown, other dossier, other
-//!   questionnaire.
+//!   questionnaire; races between PUTs, and with a patient's submit, over
+//!   two hosts on one database.
 //! - `responses_delete`: DELETE by external id only: 204, gone afterwards,
 //!   never by numeric id, never in another dossier.
 //! - `responses_list`: order by id, every filter (both array spellings, Unix
@@ -93,6 +94,10 @@
 //!   screenshots at phone and desktop width and an axe-core accessibility
 //!   check of every page.
 //! - `visitor`: a cookie-keeping HTTP client for the pages; no tests.
+//! - `respondent_links`: links as credentials: a mail scanner's GET spends
+//!   no one-time link, a `completing_url` expires and is revoked (API and
+//!   command line), the link secret from a file or encrypted in the
+//!   database (and an older plain one encrypted on start).
 //! - `golden`: every plugin crate's fixtures give the same bytes natively
 //!   and as wasm through the host's runtime (no database).
 //! - `rescore`: `outcomes rescore` recomputes outcomes stored while the
@@ -124,6 +129,7 @@ mod plugins_hostile;
 mod rate_limits;
 mod reports;
 mod rescore;
+mod respondent_links;
 mod responses_create;
 mod responses_delete;
 mod responses_list;

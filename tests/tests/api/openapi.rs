@@ -43,6 +43,11 @@ const ROUTES: &[(&str, &str, &[u16])] = &[
         &[200, 401, 403, 404, 422],
     ),
     (
+        "post",
+        "/api/v1/dossiers/{dossier_id}/respondents/{id}/revoke_links",
+        &[204, 401, 403, 404, 422],
+    ),
+    (
         "get",
         "/api/v1/dossiers/{dossier_id}/protocol_subscriptions",
         &[200, 401, 403, 422],

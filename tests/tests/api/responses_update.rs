@@ -1,5 +1,6 @@
 //! PUT /api/v1/dossiers/:dossier_id/responses/:external_id: completing a
-//! pending response found by external id or by the id of a prepared one.
+//! pending response found by external id or by the id of a prepared one,
+//! once, however many hosts and patients race for it.
 
 use chrono::Duration;
 use futures_util::future::join_all;
@@ -12,6 +13,7 @@ use serde_json::Value;
 use tests::{TestApp, db_test, json};
 
 use crate::support::*;
+use crate::visitor::{Visitor, pairs, phq9_form};
 
 fn phq9_body(answers: Value) -> Value {
     json!({"questionnaire_key": "phq9", "answer_data": answers})
@@ -236,4 +238,73 @@ db_test!(async fn a_pending_response_is_completed_once_when_two_hosts_race(app) 
         _ => unreachable!("exactly one winner"),
     };
     assert_eq!(stored, won);
+});
+
+/// PHQ-9 answers that differ for every `n` below 16.
+fn distinct_answers(n: usize) -> Value {
+    let mut answers = phq9_all_answered();
+    answers["v_1"] = json!(format!("a{}", n % 4));
+    answers["v_2"] = json!(format!("a{}", (n / 4) % 4));
+    answers["v_3"] = json!(format!("a{}", (n / 16) % 4));
+    answers
+}
+
+db_test!(async fn twenty_puts_over_two_hosts_complete_a_response_once(app) {
+    let other = app.another_host().await;
+    let id = prepare(&app, "d1", "phq9", Some(Duration::hours(-1)), Some(Duration::hours(1))).await;
+    // Twenty PUTs at once, every other one to the second host's port.
+    let puts = (0..20).map(|n| {
+        let host = if n % 2 == 0 { &app } else { &other };
+        async move { host.put(&response("d1", id), &phq9_body(distinct_answers(n))).await }
+    });
+    let answers = join_all(puts).await;
+    let wins: Vec<_> = answers.iter().filter(|a| a.status == 200).collect();
+    assert_eq!(wins.len(), 1, "exactly one PUT is acknowledged: {answers:?}");
+    for answer in answers.iter().filter(|a| a.status != 200) {
+        assert_error(answer, 403, error("base", "already_completed"));
+    }
+    // What either host has stored is what the winner was told.
+    let won = &wins[0].body["values"];
+    for host in [&app, &other] {
+        let stored = host.get(&responses("d1")).await.body;
+        assert_eq!(&stored[0]["values"], won, "{stored}");
+        assert_eq!(stored[0]["status"], "completed");
+    }
+});
+
+db_test!(async fn a_put_racing_a_patient_s_submit_completes_once_and_the_loser_is_told(app) {
+    let other = app.another_host().await;
+    // A few rounds, so both orders are likely to be seen.
+    for round in 0..4 {
+        let dossier = format!("d{round}");
+        let id = prepare(&app, &dossier, "phq9", None, None).await;
+        let list = app.get(&responses(&dossier)).await.body;
+        let link = list[0]["completing_url"].as_str().expect("a completing_url");
+        // The patient opens the form on the second host.
+        let mut patient = Visitor::new(&other);
+        let form = patient.go(&link.replace(&app.base, &other.base)).await;
+        assert!(form.text.contains("<h1>PHQ-9</h1>"), "{}", form.text);
+        let fields = phq9_form(&form.field("csrf"), "a0");
+        let path = format!("/fill_out/session/responses/{id}");
+        let put_body = phq9_body(distinct_answers(5));
+        let put_path = response(&dossier, id);
+        let form_fields = pairs(&fields);
+        let (submitted, put) = tokio::join!(
+            patient.post_form(&path, &form_fields),
+            app.put(&put_path, &put_body)
+        );
+        let stored = app.get(&responses(&dossier)).await.body[0].clone();
+        assert_eq!(stored["status"], "completed");
+        if put.status == 200 {
+            // The patient is told their answers were not stored.
+            submitted.assert_message(409, "This questionnaire was completed already");
+            assert_eq!(stored["values"], put.body["values"]);
+        } else {
+            assert_error(&put, 403, error("base", "already_completed"));
+            assert_eq!(submitted.status, 303, "{}", submitted.text);
+            assert_eq!(submitted.location(), "/fill_out/session");
+            assert_eq!(stored["values"]["v_1"], "a0");
+            assert_eq!(stored["values"]["v_2"], "a0");
+        }
+    }
 });

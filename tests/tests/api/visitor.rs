@@ -148,6 +148,29 @@ impl<'a> Visitor<'a> {
         }
     }
 
+    /// Uses a one-time `fill_out_url` as a respondent does: its GET shows a
+    /// page with a button (and spends nothing), the button posts the link's
+    /// parts back. The answer to that POST; the GET's answer when it shows
+    /// no such page (a refused link).
+    pub async fn log_in(&mut self, link: &str) -> Page {
+        let page = self.get(link).await;
+        if page.status != 200 {
+            return page;
+        }
+        assert!(
+            page.text
+                .contains("<form method=\"post\" action=\"/fill_out/session/login\">"),
+            "{}",
+            page.text
+        );
+        let fields: Vec<(String, String)> = ["fill_out_session_key", "nonce", "timestamp", "hmac"]
+            .into_iter()
+            .map(|name| (name.to_owned(), page.field(name)))
+            .collect();
+        self.post_form("/fill_out/session/login", &pairs(&fields))
+            .await
+    }
+
     /// GET, then follow redirects within the app.
     pub async fn go(&mut self, url: &str) -> Page {
         let first = self.get(url).await;

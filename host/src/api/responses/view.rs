@@ -32,7 +32,9 @@ pub struct ResponseView {
     /// that opens the hosted fill-out pages with all their responses that
     /// can be filled out at that moment (this one once it is open). Set on
     /// scheduled, open and aborted responses; null once completed, expired
-    /// or in a non-response.
+    /// or in a non-response. It works until its `expires` (30 days after
+    /// this answer, by default) and until the respondent's links are
+    /// revoked (`POST .../respondents/{id}/revoke_links`).
     pub completing_url: Option<String>,
     /// Flag name to boolean.
     #[schema(value_type = Object)]
@@ -132,7 +134,10 @@ impl ResponseView {
             respondent_id: r.respondent_id.0,
             completed_at: at(r.times.completed_at),
             completer_type: r.completer_type.clone(),
-            completing_url: pending.then(|| links.completing_url(r.respondent_id)),
+            completing_url: r
+                .link_generation
+                .filter(|_| pending)
+                .map(|generation| links.completing_url(r.respondent_id, generation, now)),
             flags: r.flags.clone(),
             textvars: r.textvars.clone(),
             measurement_id: r.measurement_id.map(|m| m.0),

@@ -426,5 +426,8 @@ fn stored_row(
         requesters: "[]".to_owned(),
         entered_by: row.item.entered_by.clone(),
         created_at: to_millis(row.item.now),
+        // Not read: a POSTed response is completed, and no completing_url
+        // is made for it.
+        link_generation: None,
     }
 }

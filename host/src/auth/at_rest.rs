@@ -1,0 +1,225 @@
+//! Secrets the service keeps in its database (the secret that signs
+//! fill-out links, when none is configured) are stored encrypted, with
+//! AES-256-GCM under a key that is not in the database: a key file,
+//! readable by its owner only (docs/operations.md#secrets). A copy of the
+//! database alone then reveals no secret, so read access to a backup is not
+//! the power to make links into patients' questionnaires.
+//!
+//! The sealed form is `aes256gcm:` and the hex of a random 96-bit nonce
+//! followed by the ciphertext and its tag. The secret's name is the
+//! associated data, so a sealed value moved to another name does not open.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+use ring::rand::{SecureRandom, SystemRandom};
+
+/// What a sealed value starts with; a stored value without it is a secret
+/// kept in plain text by an older version, to be sealed on start.
+const PREFIX: &str = "aes256gcm:";
+
+/// The length of the key in bytes (AES-256).
+const KEY_LEN: usize = 32;
+
+/// Why a key file or a sealed value cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum AtRestError {
+    #[error("the secrets key file {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the secrets key file {0} does not hold 64 hexadecimal digits (a 256-bit key)")]
+    BadKey(PathBuf),
+    #[error(
+        "a secret kept in the database does not open with this secrets key: every host of one \
+         database must use the same secrets_key_file"
+    )]
+    WrongKey,
+}
+
+/// The key that seals secrets kept in the database.
+pub struct SecretsKey(LessSafeKey);
+
+impl std::fmt::Debug for SecretsKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretsKey(..)")
+    }
+}
+
+impl SecretsKey {
+    /// The key in `path` (64 hex digits; white space around them is
+    /// ignored). A missing file is made with a new random key, readable and
+    /// writable by its owner only; of hosts that make it at once, all end
+    /// up with the one that was linked into place first.
+    pub fn load_or_create(path: &Path) -> Result<SecretsKey, AtRestError> {
+        let io = |source| AtRestError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        match std::fs::read_to_string(path) {
+            Ok(text) => return SecretsKey::from_hex(text.trim(), path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(e)),
+        }
+        let mut bytes = [0u8; KEY_LEN];
+        fill(&mut bytes);
+        let text = format!("{}\n", hex(&bytes));
+        // Written whole under a temporary name, then linked into place,
+        // which fails if another process was first.
+        let mut suffix = [0u8; 8];
+        fill(&mut suffix);
+        let temporary = path.with_extension(format!("{}.tmp", hex(&suffix)));
+        let written = write_private(&temporary, text.as_bytes());
+        let linked = written.and_then(|()| std::fs::hard_link(&temporary, path));
+        let _ = std::fs::remove_file(&temporary);
+        match linked {
+            Ok(()) => {
+                tracing::info!(file = %path.display(), "made a new secrets key file; keep it with the database's backups, apart from them");
+                SecretsKey::from_hex(text.trim(), path)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let text = std::fs::read_to_string(path).map_err(io)?;
+                SecretsKey::from_hex(text.trim(), path)
+            }
+            Err(e) => Err(io(e)),
+        }
+    }
+
+    fn from_hex(text: &str, path: &Path) -> Result<SecretsKey, AtRestError> {
+        let bytes: [u8; KEY_LEN] = from_hex(text)
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(|| AtRestError::BadKey(path.to_owned()))?;
+        Ok(SecretsKey::from_bytes(&bytes))
+    }
+
+    /// A key of 32 bytes.
+    fn from_bytes(bytes: &[u8; KEY_LEN]) -> SecretsKey {
+        let key = UnboundKey::new(&AES_256_GCM, bytes)
+            .unwrap_or_else(|_| unreachable!("AES-256-GCM takes a 32-byte key"));
+        SecretsKey(LessSafeKey::new(key))
+    }
+
+    /// The stored form of the secret called `name`.
+    pub fn seal(&self, name: &str, secret: &str) -> String {
+        let mut nonce = [0u8; NONCE_LEN];
+        fill(&mut nonce);
+        let mut sealed = secret.as_bytes().to_vec();
+        self.0
+            .seal_in_place_append_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(name.as_bytes()),
+                &mut sealed,
+            )
+            .unwrap_or_else(|_| unreachable!("a secret is far below AES-GCM's length limit"));
+        format!("{PREFIX}{}{}", hex(&nonce), hex(&sealed))
+    }
+
+    /// The secret called `name` out of its stored form.
+    pub fn open(&self, name: &str, stored: &str) -> Result<String, AtRestError> {
+        let bytes = stored
+            .strip_prefix(PREFIX)
+            .and_then(from_hex)
+            .filter(|b| b.len() > NONCE_LEN)
+            .ok_or(AtRestError::WrongKey)?;
+        let (nonce, sealed) = bytes.split_at(NONCE_LEN);
+        let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| AtRestError::WrongKey)?;
+        let mut sealed = sealed.to_vec();
+        let plain = self
+            .0
+            .open_in_place(nonce, Aad::from(name.as_bytes()), &mut sealed)
+            .map_err(|_| AtRestError::WrongKey)?;
+        String::from_utf8(plain.to_vec()).map_err(|_| AtRestError::WrongKey)
+    }
+}
+
+/// Whether a stored value is sealed (else it is a plain secret an older
+/// version kept).
+pub fn is_sealed(stored: &str) -> bool {
+    stored.starts_with(PREFIX)
+}
+
+/// Random bytes from the operating system.
+fn fill(bytes: &mut [u8]) {
+    SystemRandom::new()
+        .fill(bytes)
+        .unwrap_or_else(|_| panic!("the operating system gives no random bytes"));
+}
+
+/// Makes `path` (it must not exist) readable and writable by its owner
+/// only, with `bytes`, on disk before it returns.
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn from_hex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sealed_secret_opens_with_its_key_and_name_only() {
+        let key = SecretsKey::from_bytes(&[7; KEY_LEN]);
+        let sealed = key.seal("fill_out_links", "the secret");
+        assert!(is_sealed(&sealed));
+        assert!(!sealed.contains("the secret"));
+        assert_eq!(
+            key.open("fill_out_links", &sealed).expect("opens"),
+            "the secret"
+        );
+        // A fresh nonce each time.
+        assert_ne!(sealed, key.seal("fill_out_links", "the secret"));
+        assert!(key.open("another_name", &sealed).is_err());
+        let other = SecretsKey::from_bytes(&[8; KEY_LEN]);
+        assert!(other.open("fill_out_links", &sealed).is_err());
+        let mut flipped = sealed.clone();
+        let last = if flipped.ends_with('0') { "1" } else { "0" };
+        flipped.replace_range(flipped.len() - 1.., last);
+        assert!(key.open("fill_out_links", &flipped).is_err());
+        assert!(key.open("fill_out_links", "the secret").is_err());
+        assert!(!is_sealed("the secret"));
+    }
+
+    #[test]
+    fn a_missing_key_file_is_made_private_and_read_back() {
+        let dir = tempfile::tempdir().expect("a folder");
+        let path = dir.path().join("secrets.key");
+        let made = SecretsKey::load_or_create(&path).expect("made");
+        let sealed = made.seal("n", "s");
+        let read = SecretsKey::load_or_create(&path).expect("read");
+        assert_eq!(read.open("n", &sealed).expect("same key"), "s");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).expect("made").permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        // Only the key file is left behind.
+        assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 1);
+        std::fs::write(&path, "not a key").expect("write");
+        assert!(matches!(
+            SecretsKey::load_or_create(&path),
+            Err(AtRestError::BadKey(_))
+        ));
+    }
+}
