@@ -68,6 +68,9 @@ struct Inner {
     metrics: Arc<Metrics>,
     /// Signs and checks the links into the fill-out pages.
     links: Links,
+    /// Seals the secrets kept in the database (the link secret, webhook
+    /// keys) with a key kept outside it.
+    secrets_key: auth::at_rest::SecretsKey,
     /// Sends the fill-out requests' callbacks (the scheduler's).
     callback_client: reqwest::Client,
     /// Counts definition reloads, successful or not, for whoever waits on
@@ -198,6 +201,12 @@ impl AppState {
     /// The process's metrics.
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.0.metrics
+    }
+
+    /// The key that seals secrets kept in the database
+    /// (docs/operations.md#secrets).
+    pub fn secrets_key(&self) -> &auth::at_rest::SecretsKey {
+        &self.0.secrets_key
     }
 
     /// The signed links into the fill-out pages.
@@ -373,9 +382,12 @@ impl App {
         let listener = TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("listening on {}", config.listen))?;
+        let secrets_key = auth::at_rest::SecretsKey::load_or_create(&config.secrets_key_file)
+            .context("reading the secrets key")?;
         let links = links(
             &config,
             &store,
+            &secrets_key,
             listener.local_addr()?,
             tls.is_some(),
             clock.now(),
@@ -415,6 +427,7 @@ impl App {
             plugins,
             metrics,
             links,
+            secrets_key,
             callback_client,
             definition_reloads: tokio::sync::watch::Sender::new(0),
             limits,
@@ -543,11 +556,12 @@ fn private_data_dir(dir: &std::path::Path) -> anyhow::Result<()> {
 async fn links(
     config: &Config,
     store: &Store,
+    secrets_key: &auth::at_rest::SecretsKey,
     bound: SocketAddr,
     tls: bool,
     now: DateTime<Utc>,
 ) -> anyhow::Result<Links> {
-    let secret = link_secret(config, store, now).await?;
+    let secret = link_secret(config, store, secrets_key, now).await?;
     let public_url = match &config.public_url {
         Some(url) => url.clone(),
         None => {
@@ -583,7 +597,12 @@ const LINK_SECRET: &str = "fill_out_links";
 /// configured one (text or a file), else the one kept in the database,
 /// sealed with the secrets key. A secret an older version kept there in
 /// plain text is sealed now, so links handed out before keep working.
-async fn link_secret(config: &Config, store: &Store, now: DateTime<Utc>) -> anyhow::Result<String> {
+async fn link_secret(
+    config: &Config,
+    store: &Store,
+    key: &auth::at_rest::SecretsKey,
+    now: DateTime<Utc>,
+) -> anyhow::Result<String> {
     match &config.fill_out_secret {
         Some(SecretSource::Text(secret)) => return Ok(secret.clone()),
         Some(SecretSource::File(path)) => {
@@ -600,7 +619,6 @@ async fn link_secret(config: &Config, store: &Store, now: DateTime<Utc>) -> anyh
         }
         None => {}
     }
-    let key = auth::at_rest::SecretsKey::load_or_create(&config.secrets_key_file)?;
     let stored = store
         .host_secret(
             LINK_SECRET,

@@ -162,7 +162,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Token { command, settings } => {
             let (store, config) = open_store(settings, file).await?;
-            let result = commands::token(&store, command, config.time_zone).await;
+            // Webhook keys are kept sealed with the service's secrets key:
+            // run token commands as the service's user, with its settings.
+            let secrets = host::auth::at_rest::SecretsKey::load_or_create(&config.secrets_key_file)
+                .context("reading the secrets key")?;
+            let result = commands::token(&store, &secrets, command, config.time_zone).await;
             store.close().await;
             result
         }

@@ -386,7 +386,7 @@ pub async fn create_token_with(
         allowed_origins: origin::parse_list(origins).expect("origins").join(","),
         jwt_only: false,
         webhook_secret: host::store::StoredSecret(
-            host::auth::webhook::WebhookKey::generate().stored(),
+            host::auth::webhook::WebhookKey::generate().sealed(state.secrets_key()),
         ),
     };
     assert!(

@@ -18,11 +18,16 @@ use hmac::{Hmac, Mac};
 use rand::RngCore;
 use sha2::Sha256;
 
+use super::at_rest::SecretsKey;
+
 /// The prefix of the form a receiver is given.
 pub const SHOWN_PREFIX: &str = "whsec_";
 
 /// Bytes in a new key: the spec asks for 24 to 64.
 const KEY_BYTES: usize = 32;
+
+/// The name a webhook key is sealed under (authenticated with it).
+const AT_REST_NAME: &str = "webhook_secret";
 
 /// A token's signing key: its raw bytes.
 #[derive(Clone, PartialEq, Eq)]
@@ -53,7 +58,20 @@ impl WebhookKey {
             .map(WebhookKey)
     }
 
-    /// The form kept in the database: base64 of the raw bytes.
+    /// The form kept in the database: base64 of the raw bytes, sealed with
+    /// the secrets key (docs/operations.md#secrets), so a copy of the
+    /// database alone cannot sign callbacks an EPD would believe.
+    pub fn sealed(&self, key: &SecretsKey) -> String {
+        key.seal(AT_REST_NAME, &self.stored())
+    }
+
+    /// Reads the form [`WebhookKey::sealed`] keeps; None when it does not
+    /// open with `key` or holds no key.
+    pub fn unseal(stored: &str, key: &SecretsKey) -> Option<WebhookKey> {
+        WebhookKey::from_stored(&key.open(AT_REST_NAME, stored).ok()?)
+    }
+
+    /// Base64 of the raw bytes.
     pub fn stored(&self) -> String {
         STANDARD.encode(&self.0)
     }

@@ -19,6 +19,7 @@ use chrono_tz::Tz;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
+use crate::auth::at_rest::SecretsKey;
 use crate::auth::jwt::{KeyAlgorithm, RsaPublicKey};
 use crate::auth::webhook::WebhookKey;
 use crate::auth::{ip, origin, rights, secret};
@@ -114,10 +115,15 @@ pub struct CreateToken {
 }
 
 /// Runs a token command against `store`.
-pub async fn token(store: &Store, command: TokenCommand, zone: Tz) -> anyhow::Result<()> {
+pub async fn token(
+    store: &Store,
+    secrets: &SecretsKey,
+    command: TokenCommand,
+    zone: Tz,
+) -> anyhow::Result<()> {
     match command {
         TokenCommand::Create(args) => {
-            let created = create_token(store, &args).await?;
+            let created = create_token(store, secrets, &args).await?;
             if args.json {
                 println!("{created}");
             } else {
@@ -134,7 +140,7 @@ pub async fn token(store: &Store, command: TokenCommand, zone: Tz) -> anyhow::Re
             Ok(())
         }
         TokenCommand::WebhookSecret { key, json } => {
-            let shown = new_webhook_secret(store, &key).await?;
+            let shown = new_webhook_secret(store, secrets, &key).await?;
             if json {
                 println!("{}", json!({"consumer_key": key, "webhook_secret": shown}));
             } else {
@@ -188,10 +194,14 @@ pub async fn token(store: &Store, command: TokenCommand, zone: Tz) -> anyhow::Re
 
 /// Gives the unrevoked token `key` a new webhook secret, as `outcomes
 /// token webhook-secret` does, and answers it as printed (`whsec_...`).
-pub async fn new_webhook_secret(store: &Store, key: &str) -> anyhow::Result<String> {
+pub async fn new_webhook_secret(
+    store: &Store,
+    secrets: &SecretsKey,
+    key: &str,
+) -> anyhow::Result<String> {
     let webhook = WebhookKey::generate();
     if !store
-        .set_webhook_secret(key.to_owned(), StoredSecret(webhook.stored()))
+        .set_webhook_secret(key.to_owned(), StoredSecret(webhook.sealed(secrets)))
         .await?
     {
         bail!("no active token {key:?}");
@@ -268,7 +278,11 @@ pub fn check_consumer_key(key: &str) -> anyhow::Result<()> {
 /// answers what it prints with `--json`: `consumer_key`, `consumer_secret`
 /// (none for a JWT-only token: no secret exists to show), `webhook_secret`
 /// (`whsec_...`), `rights`, `ip_allow`, `allowed_origins`, `jwt_only`.
-pub async fn create_token(store: &Store, args: &CreateToken) -> anyhow::Result<serde_json::Value> {
+pub async fn create_token(
+    store: &Store,
+    secrets: &SecretsKey,
+    args: &CreateToken,
+) -> anyhow::Result<serde_json::Value> {
     check_consumer_key(&args.key)?;
     let rights = rights::parse_list(&args.rights)
         .map_err(anyhow::Error::msg)
@@ -294,7 +308,7 @@ pub async fn create_token(store: &Store, args: &CreateToken) -> anyhow::Result<s
         ip_allow: ip::to_list(&ips),
         allowed_origins: origins.join(","),
         jwt_only: args.jwt_only,
-        webhook_secret: StoredSecret(webhook.stored()),
+        webhook_secret: StoredSecret(webhook.sealed(secrets)),
     };
     if !store.create_token(token, Utc::now()).await? {
         bail!(

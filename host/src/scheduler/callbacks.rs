@@ -16,6 +16,7 @@ use chrono::{DateTime, Duration, Utc};
 
 use super::resolve::{CheckedResolver, refusal};
 use crate::AppState;
+use crate::auth::at_rest::SecretsKey;
 use crate::auth::destination::Destinations;
 use crate::auth::links::Links;
 use crate::auth::webhook::WebhookKey;
@@ -85,11 +86,16 @@ pub async fn send_batch(
         .await?;
     let client = app.callback_client();
     let destinations = Destinations::new(app.config().callback_allowed_networks.clone());
-    let outcomes = futures_util::future::join_all(
-        claimed
-            .iter()
-            .map(|c| send(client, &destinations, c, app.links(), now)),
-    )
+    let outcomes = futures_util::future::join_all(claimed.iter().map(|c| {
+        send(
+            client,
+            &destinations,
+            app.secrets_key(),
+            c,
+            app.links(),
+            now,
+        )
+    }))
     .await;
     let mut delivered = 0;
     for (callback, outcome) in claimed.iter().zip(outcomes) {
@@ -149,6 +155,7 @@ fn retry_at(attempts: i64, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
 async fn send(
     client: &reqwest::Client,
     destinations: &Destinations,
+    secrets: &SecretsKey,
     callback: &ClaimedCallback,
     links: &Links,
     now: DateTime<Utc>,
@@ -177,8 +184,11 @@ async fn send(
         .header("webhook-timestamp", timestamp.to_string());
     match &callback.webhook_secret {
         Some(stored) => {
-            let key = WebhookKey::from_stored(&stored.0).ok_or_else(|| {
-                Failure::Failed("the token's stored webhook secret is unreadable".to_owned())
+            let key = WebhookKey::unseal(&stored.0, secrets).ok_or_else(|| {
+                Failure::Failed(
+                    "the token's stored webhook secret does not open with this host's secrets key"
+                        .to_owned(),
+                )
             })?;
             request = request.header(
                 "webhook-signature",

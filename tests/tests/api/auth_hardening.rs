@@ -168,7 +168,7 @@ fn create_args(key: &str, jwt_only: bool) -> CreateToken {
 db_test!(
     async fn a_jwt_only_token_is_refused_over_basic_and_accepted_as_jwt(app) {
         // `outcomes token create --jwt-only --json` prints no secret.
-        let printed = commands::create_token(app.state.store(), &create_args("epd-jwt-only", true))
+        let printed = commands::create_token(app.state.store(), app.state.secrets_key(), &create_args("epd-jwt-only", true))
             .await
             .expect("created");
         assert_eq!(printed["jwt_only"], json!(true));
@@ -185,7 +185,7 @@ db_test!(
             assert_eq!(answer.text, unknown.text);
         }
         // A token made without the flag prints its secret, which works.
-        let printed = commands::create_token(app.state.store(), &create_args("epd-basic", false))
+        let printed = commands::create_token(app.state.store(), app.state.secrets_key(), &create_args("epd-basic", false))
             .await
             .expect("created");
         assert_eq!(printed["jwt_only"], json!(false));

@@ -438,7 +438,7 @@ async fn token_create(app: &TestApp, key: &str) -> Value {
         jwt_only: false,
         json: true,
     };
-    let printed = commands::create_token(app.state.store(), &args)
+    let printed = commands::create_token(app.state.store(), app.state.secrets_key(), &args)
         .await
         .expect("the token is made");
     app.state.reload_tokens().await.expect("tokens reloaded");
@@ -500,6 +500,16 @@ db_test!(
             .expect("a webhook secret")
             .to_owned();
         assert!(webhook_secret.starts_with("whsec_"), "{printed}");
+        // Kept sealed with the secrets key: a copy of the database alone
+        // cannot sign callbacks.
+        let stored = app
+            .sql_strings("SELECT webhook_secret FROM api_tokens WHERE consumer_key = 'signer'")
+            .await;
+        let key = webhook_secret.trim_start_matches("whsec_");
+        assert!(
+            stored.len() == 1 && stored[0].starts_with("aes256gcm:") && !stored[0].contains(key),
+            "{stored:?}"
+        );
         let now = start_time().timestamp();
         let body = json!({"questionnaire_keys": ["phq9"], "callback_url": format!("{origin}/cb"),
             "open_from": now, "open_till": now + 3600});
@@ -540,9 +550,10 @@ db_test!(
         assert!(!signed_by(&webhook_secret, &changed));
         // `outcomes token webhook-secret` makes a new secret: the next
         // callback (`expired`, an event of its own) is signed with it alone.
-        let rotated = commands::new_webhook_secret(app.state.store(), "signer")
-            .await
-            .expect("a new secret");
+        let rotated =
+            commands::new_webhook_secret(app.state.store(), app.state.secrets_key(), "signer")
+                .await
+                .expect("a new secret");
         assert_ne!(rotated, webhook_secret);
         tick_at(&app, Duration::hours(1)).await;
         let calls = receiver.calls();
