@@ -38,6 +38,9 @@ async fn history(app: &TestApp) {
         401
     );
     assert_eq!(app.get("/api/v1/stats").await.status, 200);
+    // The refusal is counted, and its row written with the minute's others:
+    // chained like every row.
+    app.state.flush_refusals().await;
 }
 
 async fn verify(app: &TestApp) -> Verification {

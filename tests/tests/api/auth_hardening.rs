@@ -76,11 +76,25 @@ db_test!(
             assert_bad_jwt(&answer);
         }
         // Nothing was read or written with them: only the fine request's
-        // row and the refusals are in the log, all as refusals after the first.
-        let statuses = app
-            .sql_strings("SELECT CAST(status AS TEXT) FROM access_log ORDER BY id")
+        // row and the refusals are in the log, the refusals counted
+        // (docs/api/rights.md#access-log).
+        app.state.flush_refusals().await;
+        let rows = app
+            .sql_strings(
+                "SELECT CAST(status AS TEXT) || ' ' || CAST(COALESCE(refusals, 0) AS TEXT) \
+                 FROM access_log ORDER BY id",
+            )
             .await;
-        assert_eq!(statuses, vec!["200", "401", "401", "401", "401", "401"]);
+        assert_eq!(rows[0], "200 0", "{rows:?}");
+        let refused: u32 = rows[1..]
+            .iter()
+            .map(|row| {
+                let (status, count) = row.split_once(' ').expect("two fields");
+                assert_eq!(status, "401", "{rows:?}");
+                count.parse::<u32>().expect("a count")
+            })
+            .sum();
+        assert_eq!(refused, 5, "{rows:?}");
     }
 );
 

@@ -20,6 +20,8 @@ use crate::visitor::{Visitor, start_blank};
 /// The route of the responses list, as logged.
 const LIST_ACTION: &str = "GET /api/v1/dossiers/{dossier_id}/responses";
 const LOGIN_ACTION: &str = "GET /fill_out/session/login";
+/// The button's POST, which spends a working link.
+const LOGIN_POST_ACTION: &str = "POST /fill_out/session/login";
 
 /// `burst` requests, then one an hour: no refill while a test runs.
 fn burst_of(burst: u32) -> Option<RateLimit> {
@@ -290,18 +292,23 @@ db_test!(
         // API refusals count against the same address.
         assert_too_many(&anonymous(&app).await);
         // A link that works still does: the respondent is not locked out.
-        let page = Visitor::new(&app).get(&link).await;
+        let page = Visitor::new(&app).log_in(&link).await;
         assert_eq!(page.status, 303, "{}", page.text);
         let rows: Vec<(String, u16, Option<u32>, Option<String>)> = whole_log(&app)
             .await
             .into_iter()
-            .filter(|e| e.action == LOGIN_ACTION)
+            .filter(|e| e.action == LOGIN_ACTION || e.action == LOGIN_POST_ACTION)
             .map(|e| (e.action, e.status, e.refusals, e.dossier))
             .collect();
         assert_eq!(
             rows,
             vec![
-                (LOGIN_ACTION.to_owned(), 303, None, Some("d1".to_owned())),
+                (
+                    LOGIN_POST_ACTION.to_owned(),
+                    303,
+                    None,
+                    Some("d1".to_owned())
+                ),
                 (LOGIN_ACTION.to_owned(), 403, Some(3), None),
                 (LOGIN_ACTION.to_owned(), 429, Some(1), None),
             ]
