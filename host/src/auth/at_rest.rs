@@ -63,6 +63,17 @@ impl SecretsKey {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(io(e)),
         }
+        // A command run before the service ever started (`outcomes token
+        // create` on a new machine) finds no data folder yet: make it, for
+        // the service's user only, as the service would.
+        if let Some(folder) = path.parent().filter(|f| !f.as_os_str().is_empty()) {
+            use std::os::unix::fs::DirBuilderExt as _;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(folder)
+                .map_err(io)?;
+        }
         let mut bytes = [0u8; KEY_LEN];
         fill(&mut bytes);
         let text = format!("{}\n", hex(&bytes));
@@ -76,7 +87,7 @@ impl SecretsKey {
         let _ = std::fs::remove_file(&temporary);
         match linked {
             Ok(()) => {
-                tracing::info!(file = %path.display(), "made a new secrets key file; keep it with the database's backups, apart from them");
+                tracing::info!(file = %path.display(), "made a new secrets key file; back it up, apart from the database's backups");
                 SecretsKey::from_hex(text.trim(), path)
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -176,6 +187,22 @@ fn from_hex(text: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_file_in_a_folder_not_made_yet_makes_the_folder_private() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("data").join("secrets.key");
+        let made = SecretsKey::load_or_create(&path).expect("made");
+        let mode = |p: &Path| std::fs::metadata(p).expect("exists").permissions().mode() & 0o777;
+        assert_eq!(mode(&dir.path().join("data")), 0o700);
+        assert_eq!(mode(&path), 0o600);
+        let again = SecretsKey::load_or_create(&path).expect("read");
+        assert_eq!(
+            again.open("n", &made.seal("n", "s")).expect("same key"),
+            "s"
+        );
+    }
 
     #[test]
     fn a_sealed_secret_opens_with_its_key_and_name_only() {
