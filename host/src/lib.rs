@@ -6,6 +6,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod build_info;
 pub mod clock;
 pub mod commands;
 pub mod config;
