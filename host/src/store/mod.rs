@@ -29,7 +29,7 @@ use std::time::Duration;
 use sqlx::any::{AnyArguments, AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyConnection, AnyPool, ConnectOptions, Connection, Executor};
 
-pub use access_log::{AccessEntry, Verification};
+pub use access_log::{AccessEntry, Verification, link_hash};
 pub use catalog::DefinitionSource;
 pub use create::{CreateResult, NewResponse};
 pub use error::StoreError;

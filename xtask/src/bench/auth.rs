@@ -90,6 +90,7 @@ pub async fn auth_phase(
                 Duration::from_secs(args.seconds),
                 200,
                 make.clone(),
+                load::Pace::Closed,
             )
             .await?;
             println!("{}", report.describe());

@@ -142,6 +142,37 @@ pub struct LoadReport {
     pub histogram: Histogram<u64>,
     pub window: Duration,
     pub cpu: Option<CpuUse>,
+    /// How requests were paced, which says what the percentiles mean.
+    pub pace: Pace,
+}
+
+/// How a load sends its requests.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pace {
+    /// Each connection sends its next request when the previous answer
+    /// arrives. A slow answer delays the requests behind it, which are then
+    /// never timed as waiting (coordinated omission): the percentiles
+    /// understate what clients arriving on their own would see.
+    Closed,
+    /// Requests are due at this many per second in all, each connection
+    /// taking every `clients`-th due time; latency is measured from the due
+    /// time, not from when the request could be sent, so time spent queued
+    /// behind a slow answer counts (as wrk2 does).
+    Open(f64),
+}
+
+impl Pace {
+    /// The words that go next to the percentiles.
+    pub fn label(self) -> String {
+        match self {
+            Pace::Closed => {
+                "closed-loop: coordinated omission, the percentiles understate queueing".to_owned()
+            }
+            Pace::Open(rate) => {
+                format!("open-loop at {rate:.0}/s: latency from the intended send time")
+            }
+        }
+    }
 }
 
 impl LoadReport {
@@ -164,12 +195,13 @@ impl LoadReport {
         let h = &self.histogram;
         let ms = |p: f64| h.value_at_percentile(p) as f64 / 1000.0;
         let mut out = format!(
-            "{}: {:.0} req/s ({} x {} in {:.1} s); latency p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            "{}: {:.0} req/s ({} x {} in {:.1} s); latency ({}) p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
             self.label,
             self.throughput(),
             self.ok,
             self.expect,
             self.window.as_secs_f64(),
+            self.pace.label(),
             ms(50.0),
             ms(90.0),
             ms(99.0),
@@ -197,6 +229,22 @@ impl LoadReport {
                 cpu.client,
                 cpu.machine * 100.0
             );
+            if let Some(io) = cpu.io
+                && self.ok > 0
+            {
+                // Per request over the window: socket traffic is in the
+                // call and byte counts too; storage bytes are the disk's.
+                let per = |v: u64| v as f64 / self.ok as f64;
+                let _ = write!(
+                    out,
+                    "\n      I/O per request: {:.1} read calls ({:.1} KB), {:.1} write calls ({:.1} KB), {:.1} KB to storage",
+                    per(io.read_calls),
+                    per(io.read_bytes) / 1024.0,
+                    per(io.write_calls),
+                    per(io.written_bytes) / 1024.0,
+                    per(io.storage_written) / 1024.0
+                );
+            }
         }
         out
     }
@@ -228,6 +276,7 @@ pub async fn run_load(
     duration: Duration,
     expect: u16,
     make: MakeRequest,
+    pace: Pace,
 ) -> anyhow::Result<LoadReport> {
     let start = Instant::now();
     let measure_from = start + warmup;
@@ -240,8 +289,12 @@ pub async fn run_load(
                 clients,
                 expect,
                 make.clone(),
-                measure_from,
-                end,
+                Schedule {
+                    start,
+                    measure_from,
+                    end,
+                    pace,
+                },
             ))
         })
         .collect();
@@ -259,6 +312,7 @@ pub async fn run_load(
         histogram: histogram(),
         window: duration,
         cpu,
+        pace,
     };
     for task in tasks {
         let r = task.await.context("a load task failed")?;
@@ -278,6 +332,7 @@ pub async fn run_load(
 
 /// `clients` connections post PHQ-9 responses to `dossiers` dossiers; a
 /// 201 is a success.
+#[allow(clippy::too_many_arguments)]
 pub async fn post_load(
     target: &Target,
     server_pid: u32,
@@ -285,6 +340,7 @@ pub async fn post_load(
     dossiers: usize,
     warmup: Duration,
     duration: Duration,
+    pace: Pace,
 ) -> anyhow::Result<LoadReport> {
     let make: MakeRequest = Arc::new(move |n| {
         // Every request a new external id; consecutive requests of one
@@ -307,9 +363,18 @@ pub async fn post_load(
         (Method::POST, path, Some(Bytes::from(body)))
     });
     run_load(
-        "POST", target, server_pid, clients, warmup, duration, 201, make,
+        "POST", target, server_pid, clients, warmup, duration, 201, make, pace,
     )
     .await
+}
+
+/// When a load runs and how it is paced.
+#[derive(Debug, Clone, Copy)]
+struct Schedule {
+    start: Instant,
+    measure_from: Instant,
+    end: Instant,
+    pace: Pace,
 }
 
 async fn client_loop(
@@ -318,9 +383,14 @@ async fn client_loop(
     clients: usize,
     expect: u16,
     make: MakeRequest,
-    measure_from: Instant,
-    end: Instant,
+    schedule: Schedule,
 ) -> ClientResult {
+    let Schedule {
+        start,
+        measure_from,
+        end,
+        pace,
+    } = schedule;
     let mut result = ClientResult {
         ok: 0,
         ok_total: 0,
@@ -347,6 +417,19 @@ async fn client_loop(
         };
         let n = seq * clients + client;
         seq += 1;
+        // Open loop: request n is due at n / rate; the connection waits for
+        // that time if it is early, and is timed from it if it is late.
+        let due = match pace {
+            Pace::Closed => None,
+            Pace::Open(rate) => {
+                let due = start + Duration::from_secs_f64(n as f64 / rate);
+                if due >= end {
+                    break;
+                }
+                tokio::time::sleep_until(due.into()).await;
+                Some(due)
+            }
+        };
         let (method, path, body) = make(n);
         let request = match target.request(method, &path, body) {
             Ok(r) => r,
@@ -357,7 +440,7 @@ async fn client_loop(
                 break;
             }
         };
-        let sent = Instant::now();
+        let sent = due.unwrap_or_else(Instant::now);
         let answer = send(s, request).await;
         let done = Instant::now();
         let counted = done >= measure_from && done <= end;

@@ -26,6 +26,16 @@
 //!   complete (scored, stored), `--fill-out-pages` times one after the
 //!   other: the latency of each.
 //!
+//! - Growth (`--preload N`): the POST load also runs on a copy of a
+//!   database that holds N responses already (`preload`), alternating with
+//!   the empty database, round by round; the list is then read at N.
+//!
+//! - The peer (`--peer`): the same POST load against Medplum's FHIR router
+//!   (`peer`), alternating with ours, one server at a time.
+//!
+//! The load is closed-loop unless `--rate` is given (open-loop at that
+//! many requests per second; see `load::Pace`); every report says which.
+//!
 //! The POST, auth, list and fill-out phases each get their own server and database; servers
 //! are killed and PostgreSQL databases dropped at the end, also on error or
 //! Ctrl-C.
@@ -36,8 +46,11 @@
 mod auth;
 mod fill_out;
 mod load;
+mod peer;
+mod preload;
 mod seed;
 mod server;
+mod startup;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -145,6 +158,44 @@ pub struct BenchArgs {
     /// compare two versions)
     #[arg(long, value_name = "FILE", conflicts_with = "no_build")]
     binary: Option<PathBuf>,
+
+    /// Also measure POST on a database holding this many responses already
+    /// (with their dossiers, outcomes and access-log rows), alternating
+    /// with the empty database each round; the list is then read at this
+    /// size. The preloaded database is built with SQL once and kept under
+    /// <target>/bench-preload (PostgreSQL: a database on the server) for
+    /// later runs
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    preload: u64,
+
+    /// Build the preloaded database again even if one is kept
+    #[arg(long)]
+    rebuild_preload: bool,
+
+    /// With --preload, skip the POST runs on the empty database
+    #[arg(long)]
+    no_empty: bool,
+
+    /// Open-loop load: requests are due at this many per second in all,
+    /// and latency counts from the due time (without it, closed-loop: each
+    /// connection waits for its answer before sending again)
+    #[arg(long, value_name = "PER_SECOND")]
+    rate: Option<f64>,
+
+    /// Measure the start with 20 plugin folders (spawn to /health, with
+    /// the compiled-module cache filled) and the idle resident memory
+    #[arg(long)]
+    startup: bool,
+
+    /// Starts timed with --startup (after the one that fills the cache)
+    #[arg(long, default_value_t = 5)]
+    startup_runs: usize,
+
+    /// Also run the POST load against the peer (Medplum's FHIR router in
+    /// memory, installed with npm), alternating with ours, and report the
+    /// ratio
+    #[arg(long)]
+    peer: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -177,6 +228,11 @@ const GOAL_POSTS_PER_SECOND: f64 = 5000.0;
 const GOAL_LIST_RATIO: f64 = 1.5;
 const GOAL_FILL_OUT_MS: f64 = 5.0;
 const GOAL_SCORING_COST_PERCENT: f64 = 10.0;
+/// Growth goals (#20): SQLite keeps 90% of its empty-database throughput
+/// at 1M responses, PostgreSQL 80%; SQLite posts 1.5x the peer's.
+const GOAL_SQLITE_KEPT: f64 = 0.9;
+const GOAL_POSTGRES_KEPT: f64 = 0.8;
+const GOAL_PEER_RATIO: f64 = 1.5;
 
 /// The median of some figures (the mean of the middle two for an even
 /// count); NaN for none.
@@ -198,6 +254,14 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.list_requests > 0, "--list-requests must be positive");
     anyhow::ensure!(args.rounds > 0, "--rounds must be positive");
     anyhow::ensure!(args.fill_out_pages > 0, "--fill-out-pages must be positive");
+    anyhow::ensure!(
+        args.rate.is_none_or(|r| r.is_finite() && r > 0.0),
+        "--rate must be positive"
+    );
+    anyhow::ensure!(
+        !args.no_empty || args.preload > 0,
+        "--no-empty needs --preload"
+    );
     anyhow::ensure!(
         args.small >= LIST_SIZE
             && args.small.is_multiple_of(LIST_SIZE)
@@ -231,10 +295,21 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             .enable_all()
             .build()?
     };
+    let peer_dir = if args.peer && !args.no_post {
+        Some(peer::install(&root)?)
+    } else {
+        None
+    };
     let mut reports = Vec::new();
     for backend in backends {
         println!("== {} ==", backend.name());
-        let report = runtime.block_on(bench_backend(backend, &args, &binary, &root))?;
+        let report = runtime.block_on(bench_backend(
+            backend,
+            &args,
+            &binary,
+            &root,
+            peer_dir.as_deref(),
+        ))?;
         reports.push((backend, report));
     }
     print_summary(&args, &reports);
@@ -286,6 +361,16 @@ struct BackendReport {
     /// Server CPU per request of those runs, in microseconds.
     post_cpu: Vec<f64>,
     unscored_cpu: Vec<f64>,
+    /// --preload: each round's run on the preloaded database, and the
+    /// median one.
+    preloaded_runs: Vec<f64>,
+    preloaded: Option<load::LoadReport>,
+    /// Responses the preloaded database held.
+    preloaded_rows: u64,
+    startup: Option<startup::StartupReport>,
+    /// --peer: each round's run against the peer, and the median one.
+    peer_runs: Vec<f64>,
+    peer: Option<load::LoadReport>,
     auth: Option<auth::AuthReport>,
     list: Option<ListReport>,
     fill_out: Option<fill_out::FillOutReport>,
@@ -295,6 +380,9 @@ struct BackendReport {
 struct ListReport {
     small: load::Latency,
     large: load::Latency,
+    /// Responses in the database at each measurement.
+    small_rows: u64,
+    large_rows: u64,
 }
 
 impl ListReport {
@@ -308,13 +396,51 @@ async fn bench_backend(
     args: &BenchArgs,
     binary: &Path,
     root: &Path,
+    peer_dir: Option<&Path>,
 ) -> anyhow::Result<BackendReport> {
     let mut report = BackendReport::default();
+    let cached = if args.preload > 0 {
+        Some(
+            preload::ensure(
+                backend,
+                args.preload,
+                binary,
+                root,
+                &args.postgres_url,
+                args.rebuild_preload,
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
     if !args.no_post {
         let mut scored = Vec::new();
-        for _ in 0..args.rounds {
+        let mut preloaded = Vec::new();
+        let mut peers = Vec::new();
+        for round in 0..args.rounds {
+            if args.rounds > 1 {
+                println!("POST: round {} of {}", round + 1, args.rounds);
+            }
+            if let Some(dir) = peer_dir {
+                let run = peer_phase(args, dir).await?;
+                report.peer_runs.push(run.throughput());
+                peers.push(run);
+            }
+            if let Some(cached) = &cached {
+                report.preloaded_rows = cached.responses;
+                let run = phase_on(backend, args, Some(cached), async |fresh| {
+                    post_phase(backend, args, binary, root, fresh, Scoring::On).await
+                })
+                .await?;
+                report.preloaded_runs.push(run.throughput());
+                preloaded.push(run);
+            }
             for scoring in [Scoring::On, Scoring::Off] {
                 if scoring == Scoring::Off && !args.scoring_baseline {
+                    continue;
+                }
+                if scoring == Scoring::On && args.no_empty {
                     continue;
                 }
                 let run = phase(backend, args, async |fresh| {
@@ -335,8 +461,17 @@ async fn bench_backend(
                 }
             }
         }
-        scored.sort_by(|a, b| a.throughput().total_cmp(&b.throughput()));
-        report.post = scored.into_iter().nth(args.rounds / 2);
+        report.post = median_run(scored);
+        report.preloaded = median_run(preloaded);
+        report.peer = median_run(peers);
+    }
+    if args.startup {
+        report.startup = Some(
+            phase(backend, args, async |fresh| {
+                startup::startup_phase(backend, args, binary, root, fresh).await
+            })
+            .await?,
+        );
     }
     if !args.no_auth {
         report.auth = Some(
@@ -355,14 +490,72 @@ async fn bench_backend(
         );
     }
     if !args.no_list {
-        report.list = Some(
-            phase(backend, args, async |fresh| {
-                list_phase(backend, args, binary, root, fresh).await
-            })
-            .await?,
-        );
+        report.list = Some(match &cached {
+            None => {
+                phase(backend, args, async |fresh| {
+                    list_phase(backend, args, binary, root, fresh).await
+                })
+                .await?
+            }
+            Some(cached) => {
+                let small = phase(backend, args, async |fresh| {
+                    list_small(backend, args, binary, root, fresh).await
+                })
+                .await?;
+                let large = phase_on(backend, args, Some(cached), async |fresh| {
+                    list_preloaded(args, binary, root, fresh, cached).await
+                })
+                .await?;
+                let report = ListReport {
+                    small,
+                    large,
+                    small_rows: args.small,
+                    large_rows: cached.responses,
+                };
+                println!(
+                    "List: {}: median at {} rows / at {} rows = {:.2}",
+                    backend.name(),
+                    report.large_rows,
+                    report.small_rows,
+                    report.ratio()
+                );
+                report
+            }
+        });
     }
     Ok(report)
+}
+
+/// The run with the median throughput (the upper one of an even count).
+fn median_run(mut runs: Vec<load::LoadReport>) -> Option<load::LoadReport> {
+    runs.sort_by(|a, b| a.throughput().total_cmp(&b.throughput()));
+    let middle = runs.len() / 2;
+    runs.into_iter().nth(middle)
+}
+
+/// The POST load against a fresh peer.
+async fn peer_phase(args: &BenchArgs, dir: &Path) -> anyhow::Result<load::LoadReport> {
+    let peer = peer::Peer::start(dir).await?;
+    println!(
+        "POST (peer): Medplum's FHIR router in memory, {} connections, {} s warm-up + {} s measured",
+        args.clients, args.warmup, args.seconds
+    );
+    let report = peer::post_load(
+        &peer,
+        args.clients,
+        args.dossiers,
+        Duration::from_secs(args.warmup),
+        Duration::from_secs(args.seconds),
+        pace(args),
+    )
+    .await?;
+    println!("{}", report.describe());
+    drop(peer);
+    Ok(report)
+}
+
+fn pace(args: &BenchArgs) -> load::Pace {
+    args.rate.map_or(load::Pace::Closed, load::Pace::Open)
 }
 
 /// Runs `body` on a fresh database, then removes that database whatever
@@ -373,7 +566,20 @@ async fn phase<T>(
     args: &BenchArgs,
     body: impl AsyncFnOnce(&Fresh) -> anyhow::Result<T>,
 ) -> anyhow::Result<T> {
-    let fresh = Fresh::create(backend, &args.postgres_url).await?;
+    phase_on(backend, args, None, body).await
+}
+
+/// [`phase`] on a copy of a preloaded database, or a fresh one.
+async fn phase_on<T>(
+    backend: Backend,
+    args: &BenchArgs,
+    cached: Option<&preload::Cached>,
+    body: impl AsyncFnOnce(&Fresh) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    let fresh = match cached {
+        Some(cached) => Fresh::from_cache(cached, &args.postgres_url).await?,
+        None => Fresh::create(backend, &args.postgres_url).await?,
+    };
     let result = tokio::select! {
         r = body(&fresh) => r,
         _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted")),
@@ -390,10 +596,16 @@ async fn post_phase(
     fresh: &Fresh,
     scoring: Scoring,
 ) -> anyhow::Result<load::LoadReport> {
+    let before = if fresh.copied {
+        seed::count_responses(&fresh.url()).await?
+    } else {
+        0
+    };
     let server = Server::start_with(binary, root, fresh, scoring).await?;
     println!("POST: plugins: {}", server.plugins().await);
     println!(
-        "POST: {} connections, {} s warm-up + {} s measured, {} dossiers ({} at {})",
+        "POST: {} responses in the database; {} connections, {} s warm-up + {} s measured, {} dossiers ({} at {})",
+        before,
         args.clients,
         args.warmup,
         args.seconds,
@@ -408,12 +620,13 @@ async fn post_phase(
         args.dossiers,
         Duration::from_secs(args.warmup),
         Duration::from_secs(args.seconds),
+        pace(args),
     )
     .await?;
     println!("{}", report.describe());
     server.stop();
     // Every 201 is a response on disk, and nothing else is.
-    let stored = seed::count_responses(&fresh.url()).await?;
+    let stored = seed::count_responses(&fresh.url()).await? - before;
     anyhow::ensure!(
         stored == report.ok_total,
         "the server answered 201 {} times but the database holds {stored} responses",
@@ -423,6 +636,59 @@ async fn post_phase(
         "      stored: all {stored} responses answered with 201 (warm-up included), no others"
     );
     Ok(report)
+}
+
+/// The list at `--small` rows, seeded as [`list_phase`] does.
+async fn list_small(
+    backend: Backend,
+    args: &BenchArgs,
+    binary: &Path,
+    root: &Path,
+    fresh: &Fresh,
+) -> anyhow::Result<load::Latency> {
+    let server = Server::start(binary, root, fresh).await?;
+    let mut seeder = seed::Seeder::connect(backend, &fresh.url(), server.target()).await?;
+    let dossier = seeder.grow_to(args.small, LIST_SIZE, "small").await?;
+    seeder.close().await;
+    let latency = load::list_latency(
+        server.target(),
+        server.pid(),
+        &dossier,
+        LIST_SIZE as usize,
+        args.list_warmup,
+        args.list_requests,
+    )
+    .await?;
+    println!("List: {} rows: {}", args.small, latency.describe());
+    server.stop();
+    Ok(latency)
+}
+
+/// The list of the preloaded database's list dossier.
+async fn list_preloaded(
+    args: &BenchArgs,
+    binary: &Path,
+    root: &Path,
+    fresh: &Fresh,
+    cached: &preload::Cached,
+) -> anyhow::Result<load::Latency> {
+    let server = Server::start(binary, root, fresh).await?;
+    let latency = load::list_latency(
+        server.target(),
+        server.pid(),
+        preload::LIST_DOSSIER,
+        preload::LIST_SIZE as usize,
+        args.list_warmup,
+        args.list_requests,
+    )
+    .await?;
+    println!(
+        "List: {} rows (preloaded): {}",
+        cached.responses,
+        latency.describe()
+    );
+    server.stop();
+    Ok(latency)
 }
 
 async fn list_phase(
@@ -457,7 +723,12 @@ async fn list_phase(
     let large = measure(args.large, "large").await?;
     seeder.close().await;
     server.stop();
-    let report = ListReport { small, large };
+    let report = ListReport {
+        small,
+        large,
+        small_rows: args.small,
+        large_rows: args.large,
+    };
     println!(
         "List: {}: median at {} rows / at {} rows = {:.2}",
         backend.name(),
@@ -485,8 +756,8 @@ fn print_summary(args: &BenchArgs, reports: &[(Backend, BackendReport)]) {
         "p90 ms",
         "p99 ms",
         "errors",
-        "list 1k ms",
-        "list 1M ms",
+        "list small",
+        "list large",
         "ratio"
     );
     for (backend, report) in reports {
@@ -513,9 +784,23 @@ fn print_summary(args: &BenchArgs, reports: &[(Backend, BackendReport)]) {
         println!("{:<11} {post} | {list}", backend.name());
     }
     println!(
-        "(list columns: median latency at {} and {} rows in total)",
-        args.small, args.large
+        "(POST latency: {}; list columns: median latency in ms at {} and {} rows in total)",
+        pace(args).label(),
+        args.small,
+        reports
+            .iter()
+            .find_map(|(_, r)| r.list.as_ref().map(|l| l.large_rows))
+            .unwrap_or(args.large)
     );
+    print_growth(args, reports);
+    for (backend, report) in reports {
+        if let Some(startup) = &report.startup {
+            println!("Start-up with 20 plugin folders, {}:", backend.name());
+            for line in startup.summary() {
+                println!("  {line}");
+            }
+        }
+    }
     for (backend, report) in reports {
         if let Some(auth) = &report.auth {
             println!(
@@ -628,8 +913,102 @@ fn print_summary(args: &BenchArgs, reports: &[(Backend, BackendReport)]) {
                 "NOT met"
             };
             println!(
-                "Goal: list median at 1M rows <= {GOAL_LIST_RATIO}x that at 1k on SQLite: {verdict}"
+                "Goal: list median at {} rows <= {GOAL_LIST_RATIO}x that at {} on SQLite: {verdict}",
+                l.large_rows, l.small_rows
             );
+        }
+    }
+}
+
+/// The growth and peer lines: each configuration's runs, medians and
+/// ratios, and the goals of #20.
+fn print_growth(args: &BenchArgs, reports: &[(Backend, BackendReport)]) {
+    let list = |r: &[f64]| {
+        r.iter()
+            .map(|t| format!("{t:.0}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for (backend, report) in reports {
+        let empty = median(&report.post_runs);
+        if !report.preloaded_runs.is_empty() {
+            let full = median(&report.preloaded_runs);
+            println!(
+                "Growth, {}: {} responses preloaded {full:.0} POST/s (runs {}) vs empty {empty:.0} POST/s (runs {}): {:.1}% of empty",
+                backend.name(),
+                report.preloaded_rows,
+                list(&report.preloaded_runs),
+                list(&report.post_runs),
+                100.0 * full / empty
+            );
+            if let Some(p) = &report.preloaded {
+                println!("  preloaded, median run: {}", p.describe());
+            }
+            let paired: Vec<f64> = report
+                .preloaded_runs
+                .iter()
+                .zip(&report.post_runs)
+                .map(|(f, e)| f / e)
+                .collect();
+            if !paired.is_empty() {
+                println!(
+                    "  preloaded/empty per round: {} (median {:.2})",
+                    paired
+                        .iter()
+                        .map(|r| format!("{r:.2}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    median(&paired)
+                );
+            }
+            let goal = match backend {
+                Backend::Sqlite => GOAL_SQLITE_KEPT,
+                Backend::Postgres => GOAL_POSTGRES_KEPT,
+            };
+            if empty.is_finite() {
+                println!(
+                    "Goal: at {} responses >= {:.0}% of the empty database's POST/s on {}: {}",
+                    report.preloaded_rows,
+                    goal * 100.0,
+                    backend.name(),
+                    if full >= goal * empty {
+                        "met"
+                    } else {
+                        "NOT met"
+                    }
+                );
+            }
+        }
+        if !report.peer_runs.is_empty() {
+            let peer = median(&report.peer_runs);
+            let (ours, what) = if report.preloaded_runs.is_empty() {
+                (empty, "empty".to_owned())
+            } else {
+                (
+                    median(&report.preloaded_runs),
+                    format!("{} responses preloaded", report.preloaded_rows),
+                )
+            };
+            println!(
+                "Peer vs {} ({what}): peer {peer:.0} POST/s (runs {}), ours {ours:.0} POST/s: ratio {:.2} ({})",
+                backend.name(),
+                list(&report.peer_runs),
+                ours / peer,
+                pace(args).label()
+            );
+            if let Some(p) = &report.peer {
+                println!("  peer, median run: {}", p.describe());
+            }
+            if *backend == Backend::Sqlite {
+                println!(
+                    "Goal: SQLite ({what}) >= {GOAL_PEER_RATIO}x the peer's POST/s: {}",
+                    if ours >= GOAL_PEER_RATIO * peer {
+                        "met"
+                    } else {
+                        "NOT met"
+                    }
+                );
+            }
         }
     }
 }

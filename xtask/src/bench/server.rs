@@ -23,6 +23,11 @@ pub struct Fresh {
     /// Holds the SQLite file and the server's log.
     dir: TempDir,
     postgres: Option<PostgresDatabase>,
+    /// The consumer key of the token the server is started with: a copy of
+    /// a preloaded database has [`CONSUMER_KEY`] already.
+    token_key: &'static str,
+    /// Whether it is a copy of a preloaded database (else it starts empty).
+    pub copied: bool,
 }
 
 #[derive(Debug)]
@@ -42,7 +47,92 @@ impl Fresh {
             Backend::Sqlite => None,
             Backend::Postgres => Some(PostgresDatabase::create(postgres_url).await?),
         };
-        Ok(Fresh { dir, postgres })
+        Ok(Fresh {
+            dir,
+            postgres,
+            token_key: CONSUMER_KEY,
+            copied: false,
+        })
+    }
+
+    /// A copy of a preloaded database (`super::preload`): the SQLite file
+    /// copied, or a PostgreSQL database made from it as a template.
+    pub async fn from_cache(
+        cached: &super::preload::Cached,
+        postgres_url: &str,
+    ) -> anyhow::Result<Fresh> {
+        let mut fresh = Fresh::create(Backend::Sqlite, postgres_url).await?;
+        fresh.token_key = PRELOADED_CONSUMER_KEY;
+        fresh.copied = true;
+        match (&cached.sqlite, &cached.postgres) {
+            (Some(dir), _) => {
+                let data = fresh.dir.path().join("data");
+                std::fs::create_dir_all(&data)?;
+                for entry in std::fs::read_dir(dir)?.flatten() {
+                    let path = entry.path();
+                    if path.is_file() {
+                        std::fs::copy(&path, data.join(entry.file_name()))
+                            .with_context(|| format!("copying {}", path.display()))?;
+                    }
+                }
+            }
+            (_, Some(template)) => {
+                fresh.postgres =
+                    Some(PostgresDatabase::create_from(postgres_url, Some(template)).await?);
+            }
+            _ => anyhow::bail!("an empty cache entry"),
+        }
+        Ok(fresh)
+    }
+
+    /// Keeps this database as the cache entry `cached` names (the server
+    /// using it stopped): the SQLite file moved there, the PostgreSQL
+    /// database renamed.
+    pub async fn persist(
+        mut self,
+        cached: &super::preload::Cached,
+        postgres_url: &str,
+    ) -> anyhow::Result<()> {
+        match (&cached.sqlite, &cached.postgres, self.postgres.take()) {
+            (Some(dir), _, None) => {
+                let data = self.dir.path().join("data");
+                if dir.exists() {
+                    std::fs::remove_dir_all(dir)?;
+                }
+                if std::fs::rename(&data, dir).is_err() {
+                    std::fs::create_dir_all(dir)?;
+                    for entry in std::fs::read_dir(&data)?.flatten() {
+                        if entry.path().is_file() {
+                            std::fs::copy(entry.path(), dir.join(entry.file_name())).with_context(
+                                || format!("keeping the preload in {}", dir.display()),
+                            )?;
+                        }
+                    }
+                }
+            }
+            (_, Some(name), Some(db)) => {
+                let mut conn = AnyConnection::connect(postgres_url).await?;
+                let renamed = async {
+                    conn.execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str())
+                        .await?;
+                    conn.execute(format!("ALTER DATABASE {} RENAME TO {name}", db.name).as_str())
+                        .await
+                }
+                .await;
+                let _ = conn.close().await;
+                if let Err(e) = renamed {
+                    self.postgres = Some(db);
+                    self.remove().await;
+                    return Err(e).context("keeping the preload database");
+                }
+            }
+            (_, _, db) => {
+                self.postgres = db;
+                self.remove().await;
+                anyhow::bail!("the cache entry is for another database");
+            }
+        }
+        Ok(())
     }
 
     pub fn url(&self) -> String {
@@ -54,6 +144,11 @@ impl Fresh {
 
     pub fn sqlite_path(&self) -> PathBuf {
         self.dir.path().join("data").join("outcomes.db")
+    }
+
+    /// A path in the temporary folder, for files of the run.
+    pub fn scratch(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
     }
 
     fn log_path(&self) -> PathBuf {
@@ -75,6 +170,14 @@ impl Fresh {
 
 impl PostgresDatabase {
     async fn create(admin_url: &str) -> anyhow::Result<PostgresDatabase> {
+        PostgresDatabase::create_from(admin_url, None).await
+    }
+
+    /// A new database, a copy of `template` if given.
+    async fn create_from(
+        admin_url: &str,
+        template: Option<&str>,
+    ) -> anyhow::Result<PostgresDatabase> {
         sqlx::any::install_default_drivers();
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -83,7 +186,8 @@ impl PostgresDatabase {
         let mut conn = AnyConnection::connect(admin_url)
             .await
             .with_context(|| format!("connecting to {admin_url}"))?;
-        conn.execute(format!("CREATE DATABASE {name}").as_str())
+        let template = template.map_or(String::new(), |t| format!(" TEMPLATE {t}"));
+        conn.execute(format!("CREATE DATABASE {name}{template}").as_str())
             .await
             .with_context(|| format!("creating database {name}"))?;
         let _ = conn.close().await;
@@ -107,13 +211,13 @@ impl PostgresDatabase {
 
 /// Creates an API token with every right through `outcomes token create`,
 /// as an operator would; its `Authorization` header.
-fn create_token(binary: &Path, url: &str) -> anyhow::Result<String> {
+fn create_token(binary: &Path, url: &str, key: &str) -> anyhow::Result<String> {
     let out = Command::new(binary)
         .args([
             "token",
             "create",
             "--key",
-            CONSUMER_KEY,
+            key,
             "--rights",
             "all",
             "--json",
@@ -134,12 +238,12 @@ fn create_token(binary: &Path, url: &str) -> anyhow::Result<String> {
         .context("no consumer_secret in the token")?;
     Ok(format!(
         "Basic {}",
-        STANDARD.encode(format!("{CONSUMER_KEY}:{secret}"))
+        STANDARD.encode(format!("{key}:{secret}"))
     ))
 }
 
 /// `url` with its database (path) replaced by `name`.
-fn with_database(url: &str, name: &str) -> Option<String> {
+pub(super) fn with_database(url: &str, name: &str) -> Option<String> {
     let (scheme, rest) = url.split_once("://")?;
     let (rest, query) = match rest.split_once('?') {
         Some((r, q)) => (r, Some(q)),
@@ -160,6 +264,8 @@ pub struct Server {
     child: Child,
     target: Target,
     log: PathBuf,
+    /// When /health first answered 200.
+    healthy_at: Instant,
 }
 
 /// The origin fill-out sessions of the benchmark return to (allowed for
@@ -168,6 +274,8 @@ pub(super) const RETURN_ORIGIN: &str = "http://127.0.0.1:9";
 
 /// Consumer key of the API token the benchmark makes for itself.
 pub(super) const CONSUMER_KEY: &str = "bench";
+/// The same, on a copy of a preloaded database (which holds `bench`).
+const PRELOADED_CONSUMER_KEY: &str = "bench-run";
 
 /// Whether the server scores what it stores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,6 +301,26 @@ impl Server {
         root: &Path,
         fresh: &Fresh,
         scoring: Scoring,
+    ) -> anyhow::Result<Server> {
+        Server::start_in(binary, root, fresh, scoring, None).await
+    }
+
+    /// [`Server::start`] with the plugins of `plugins_dir`.
+    pub async fn start_with_plugins(
+        binary: &Path,
+        root: &Path,
+        fresh: &Fresh,
+        plugins_dir: &Path,
+    ) -> anyhow::Result<Server> {
+        Server::start_in(binary, root, fresh, Scoring::On, Some(plugins_dir)).await
+    }
+
+    async fn start_in(
+        binary: &Path,
+        root: &Path,
+        fresh: &Fresh,
+        scoring: Scoring,
+        plugins_dir: Option<&Path>,
     ) -> anyhow::Result<Server> {
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
@@ -225,6 +353,9 @@ impl Server {
             .arg(root.join("protocols"))
             .arg("--allowed-origins")
             .arg(RETURN_ORIGIN);
+        if let Some(dir) = plugins_dir {
+            command.arg("--plugins-dir").arg(dir);
+        }
         if scoring == Scoring::Off {
             // An empty plugin folder: every POST is stored with the
             // scorer's absence in its outcome; that failure is not logged,
@@ -251,9 +382,11 @@ impl Server {
                 authorization: String::new(),
             },
             log,
+            healthy_at: Instant::now(),
         };
         server.wait_until(|target| async move { matches!(load::get_once(&target, "/health").await, Ok((200, _))) }, "/health").await?;
-        server.target.authorization = create_token(binary, &fresh.url())?;
+        server.healthy_at = Instant::now();
+        server.target.authorization = create_token(binary, &fresh.url(), fresh.token_key)?;
         // Any dossier will do: the list of an unknown one is empty.
         let probe = |target: Target| async move {
             matches!(
@@ -319,6 +452,11 @@ impl Server {
         }
     }
 
+    /// Seconds from `started` until /health first answered 200.
+    pub fn health_after(&self, started: Instant) -> f64 {
+        self.healthy_at.duration_since(started).as_secs_f64()
+    }
+
     /// Where and as whom to send requests.
     pub fn target(&self) -> &Target {
         &self.target
@@ -377,6 +515,49 @@ pub struct CpuSample {
     client_ticks: u64,
     machine_busy: u64,
     machine_total: u64,
+    /// The server's /proc/<pid>/io counters, where readable.
+    io: Option<Io>,
+}
+
+/// I/O counters of a process (/proc/<pid>/io): bytes through read and
+/// write calls, the calls, and bytes that reached the storage layer.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Io {
+    pub read_calls: u64,
+    pub write_calls: u64,
+    pub read_bytes: u64,
+    pub written_bytes: u64,
+    pub storage_written: u64,
+}
+
+impl Io {
+    fn of(pid: u32) -> Option<Io> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+        let mut io = Io::default();
+        for line in text.lines() {
+            let (key, value) = line.split_once(':')?;
+            let value: u64 = value.trim().parse().ok()?;
+            match key {
+                "rchar" => io.read_bytes = value,
+                "wchar" => io.written_bytes = value,
+                "syscr" => io.read_calls = value,
+                "syscw" => io.write_calls = value,
+                "write_bytes" => io.storage_written = value,
+                _ => {}
+            }
+        }
+        Some(io)
+    }
+
+    fn since(self, before: Io) -> Io {
+        Io {
+            read_calls: self.read_calls.saturating_sub(before.read_calls),
+            write_calls: self.write_calls.saturating_sub(before.write_calls),
+            read_bytes: self.read_bytes.saturating_sub(before.read_bytes),
+            written_bytes: self.written_bytes.saturating_sub(before.written_bytes),
+            storage_written: self.storage_written.saturating_sub(before.storage_written),
+        }
+    }
 }
 
 /// CPU use over an interval.
@@ -388,6 +569,8 @@ pub struct CpuUse {
     pub client: f64,
     /// Busy share of all the machine's cores (0..1), other tenants included.
     pub machine: f64,
+    /// The server's I/O over the interval (socket traffic included).
+    pub io: Option<Io>,
 }
 
 impl CpuSample {
@@ -400,6 +583,7 @@ impl CpuSample {
             client_ticks: process_ticks("/proc/self/stat")?,
             machine_busy,
             machine_total,
+            io: Io::of(server),
         })
     }
 
@@ -416,6 +600,7 @@ impl CpuSample {
             } else {
                 0.0
             },
+            io: now.io.zip(self.io).map(|(n, b)| n.since(b)),
         })
     }
 }
