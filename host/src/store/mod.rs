@@ -143,6 +143,7 @@ impl Store {
             Box::pin(async move {
                 let mut conn = AnyConnection::connect_with(&options).await?;
                 configure(&mut conn, backend).await?;
+                configure_writer(&mut conn, backend).await?;
                 Ok(conn)
             })
         });
@@ -225,6 +226,34 @@ async fn configure(conn: &mut AnyConnection, backend: Backend) -> Result<(), sql
         Backend::Postgres => {
             conn.execute("SET TIME ZONE 'UTC'").await?;
         }
+    }
+    Ok(())
+}
+
+/// SQLite, the writer's connection only (the one that changes pages):
+/// what keeps a POST's cost flat as the database grows
+/// (docs/benchmarks.md#growth-post-on-a-database-that-already-holds-responses).
+///
+/// A POST changes a leaf page of each index whose key is the dossier
+/// (`responses_external_id_key`, `responses_dossier`, `access_log_dossier`):
+/// under load from many dossiers, pages all over those indexes. SQLite's
+/// default page cache (2 MiB) holds a few hundred pages, so once the
+/// indexes outgrow it nearly every such change first reads its page back
+/// from the file. 64 MiB holds the changing leaves of a million responses'
+/// indexes. It is the writer's alone: the read connections keep the
+/// default, so memory grows by one cache, not nine.
+///
+/// Each commit appends the pages it changed to the WAL; a checkpoint copies
+/// them into the database file and syncs it, on the connection that
+/// committed, so the writer, which every POST waits for, does it. By
+/// default that happens every 1,000 WAL pages: with random index pages that
+/// is every few dozen commits. Every 16,384 pages (64 MiB of WAL) it
+/// happens a sixteenth as often, and a page changed by many commits in
+/// between is copied once.
+async fn configure_writer(conn: &mut AnyConnection, backend: Backend) -> Result<(), sqlx::Error> {
+    if backend == Backend::Sqlite {
+        conn.execute("PRAGMA cache_size = -65536; PRAGMA wal_autocheckpoint = 16384;")
+            .await?;
     }
     Ok(())
 }
