@@ -84,6 +84,9 @@ pub struct Cached {
     /// SQLite: the server's data folder (the database and the secrets key
     /// that opens the secrets kept in it).
     pub sqlite: Option<PathBuf>,
+    /// The server's data folder: the secrets key (and on SQLite the
+    /// database).
+    pub data: PathBuf,
     /// PostgreSQL: the database's name.
     pub postgres: Option<String>,
     /// Responses it holds in all (the templates included).
@@ -107,18 +110,18 @@ pub async fn ensure(
     );
     sqlx::any::install_default_drivers();
     let key = schema_key(root, backend)?;
+    let dir = cache_dir(root);
+    std::fs::create_dir_all(&dir)?;
     let cached = match backend {
-        Backend::Sqlite => {
-            let dir = cache_dir(root);
-            std::fs::create_dir_all(&dir)?;
-            Cached {
-                sqlite: Some(dir.join(format!("sqlite-{n}-{key}"))),
-                postgres: None,
-                responses: 0,
-            }
-        }
+        Backend::Sqlite => Cached {
+            sqlite: Some(dir.join(format!("sqlite-{n}-{key}"))),
+            data: dir.join(format!("sqlite-{n}-{key}")),
+            postgres: None,
+            responses: 0,
+        },
         Backend::Postgres => Cached {
             sqlite: None,
+            data: dir.join(format!("postgres-{n}-{key}")),
             postgres: Some(format!("outcomes_preload_{n}_{key}")),
             responses: 0,
         },
@@ -201,7 +204,7 @@ async fn cached_count(cached: &Cached, postgres_url: &str) -> anyhow::Result<Opt
         (Some(dir), _) if dir.join("outcomes.db").exists() => {
             format!("sqlite://{}", dir.join("outcomes.db").display())
         }
-        (_, Some(name)) => {
+        (_, Some(name)) if cached.data.exists() => {
             let mut admin = AnyConnection::connect(postgres_url).await?;
             let exists = sqlx::query("SELECT 1 FROM pg_database WHERE datname = $1")
                 .bind(name.as_str())

@@ -25,7 +25,7 @@ pub struct Fresh {
     postgres: Option<PostgresDatabase>,
     /// The consumer key of the token the server is started with: a copy of
     /// a preloaded database has [`CONSUMER_KEY`] already.
-    token_key: &'static str,
+    token_key: std::cell::RefCell<String>,
     /// Whether it is a copy of a preloaded database (else it starts empty).
     pub copied: bool,
 }
@@ -50,7 +50,7 @@ impl Fresh {
         Ok(Fresh {
             dir,
             postgres,
-            token_key: CONSUMER_KEY,
+            token_key: std::cell::RefCell::new(CONSUMER_KEY.to_owned()),
             copied: false,
         })
     }
@@ -62,20 +62,19 @@ impl Fresh {
         postgres_url: &str,
     ) -> anyhow::Result<Fresh> {
         let mut fresh = Fresh::create(Backend::Sqlite, postgres_url).await?;
-        fresh.token_key = PRELOADED_CONSUMER_KEY;
+        fresh.set_token_key(PRELOADED_CONSUMER_KEY);
         fresh.copied = true;
-        match (&cached.sqlite, &cached.postgres) {
-            (Some(dir), _) => {
-                let data = fresh.dir.path().join("data");
-                std::fs::create_dir_all(&data)?;
-                for entry in std::fs::read_dir(dir)?.flatten() {
-                    let path = entry.path();
-                    if path.is_file() {
-                        std::fs::copy(&path, data.join(entry.file_name()))
-                            .with_context(|| format!("copying {}", path.display()))?;
-                    }
-                }
+        let data = fresh.dir.path().join("data");
+        std::fs::create_dir_all(&data)?;
+        for entry in std::fs::read_dir(&cached.data)?.flatten() {
+            let path = entry.path();
+            if path.is_file() {
+                std::fs::copy(&path, data.join(entry.file_name()))
+                    .with_context(|| format!("copying {}", path.display()))?;
             }
+        }
+        match (&cached.sqlite, &cached.postgres) {
+            (Some(_), _) => {}
             (_, Some(template)) => {
                 fresh.postgres =
                     Some(PostgresDatabase::create_from(postgres_url, Some(template)).await?);
@@ -93,9 +92,10 @@ impl Fresh {
         cached: &super::preload::Cached,
         postgres_url: &str,
     ) -> anyhow::Result<()> {
+        let data = self.dir.path().join("data");
+        let dir = &cached.data;
         match (&cached.sqlite, &cached.postgres, self.postgres.take()) {
-            (Some(dir), _, None) => {
-                let data = self.dir.path().join("data");
+            (Some(_), _, None) => {
                 if dir.exists() {
                     std::fs::remove_dir_all(dir)?;
                 }
@@ -125,6 +125,16 @@ impl Fresh {
                     self.remove().await;
                     return Err(e).context("keeping the preload database");
                 }
+                // The secrets key that opens the secrets kept in it.
+                if dir.exists() {
+                    std::fs::remove_dir_all(dir)?;
+                }
+                std::fs::create_dir_all(dir)?;
+                for entry in std::fs::read_dir(&data)?.flatten() {
+                    if entry.path().is_file() {
+                        std::fs::copy(entry.path(), dir.join(entry.file_name()))?;
+                    }
+                }
             }
             (_, _, db) => {
                 self.postgres = db;
@@ -144,6 +154,12 @@ impl Fresh {
 
     pub fn sqlite_path(&self) -> PathBuf {
         self.dir.path().join("data").join("outcomes.db")
+    }
+
+    /// The consumer key of the token the next server start makes (each
+    /// start on one database needs a new one).
+    pub fn set_token_key(&self, key: &str) {
+        *self.token_key.borrow_mut() = key.to_owned();
     }
 
     /// A path in the temporary folder, for files of the run.
@@ -386,7 +402,8 @@ impl Server {
         };
         server.wait_until(|target| async move { matches!(load::get_once(&target, "/health").await, Ok((200, _))) }, "/health").await?;
         server.healthy_at = Instant::now();
-        server.target.authorization = create_token(binary, &fresh.url(), fresh.token_key)?;
+        server.target.authorization =
+            create_token(binary, &fresh.url(), &fresh.token_key.borrow().clone())?;
         // Any dossier will do: the list of an unknown one is empty.
         let probe = |target: Target| async move {
             matches!(

@@ -82,7 +82,10 @@ pub async fn startup_phase(
 ) -> anyhow::Result<StartupReport> {
     let folder = fresh.scratch("plugins-20");
     twenty_plugins(&root.join("plugins"), &folder)?;
-    let time = async || -> anyhow::Result<(f64, Server)> {
+    let mut starts = 0;
+    let mut time = async || -> anyhow::Result<(f64, Server)> {
+        starts += 1;
+        fresh.set_token_key(&format!("bench-start-{starts}"));
         let started = Instant::now();
         let server = Server::start_with_plugins(binary, root, fresh, &folder).await?;
         // Server::start also waits for the token it makes; the start is
