@@ -16,6 +16,7 @@ pub mod error;
 pub mod fillout;
 pub mod metrics;
 pub mod plugins;
+pub mod readiness;
 pub mod reload;
 pub mod scheduler;
 pub mod scoring;
@@ -83,6 +84,8 @@ struct Inner {
     /// Refusals without valid credentials, counted until their row is
     /// written.
     refusals: Refusals,
+    /// When the scheduler last finished a pass (`/readyz`).
+    heartbeat: scheduler::heartbeat::Heartbeat,
 }
 
 impl AppState {
@@ -279,6 +282,11 @@ impl AppState {
         self.0.clock.now()
     }
 
+    /// When this process's scheduler last finished a pass.
+    pub fn scheduler_heartbeat(&self) -> &scheduler::heartbeat::Heartbeat {
+        &self.0.heartbeat
+    }
+
     /// The rate limits.
     pub fn limits(&self) -> &RateLimits {
         &self.0.limits
@@ -416,6 +424,7 @@ impl App {
             );
         }
         let limits = RateLimits::new(config.anonymous_limit, config.token_limit);
+        let heartbeat = scheduler::heartbeat::Heartbeat::new(clock.now());
         let state = AppState(Arc::new(Inner {
             config,
             store,
@@ -433,6 +442,7 @@ impl App {
             definition_reloads: tokio::sync::watch::Sender::new(0),
             limits,
             refusals: Refusals::default(),
+            heartbeat,
         }));
         let report = state.reload_plugins().await;
         tracing::info!(

@@ -27,7 +27,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// variable, or in the TOML file named by --config (keys as the flag names
 /// with _ for -); flags win over the environment, which wins over the file.
 #[derive(Debug, Parser)]
-#[command(name = "outcomes", version)]
+#[command(name = "outcomes", version = host::build_info::long_version())]
 struct Cli {
     /// TOML configuration file
     #[arg(long, env = "OUTCOMES_CONFIG", global = true, value_name = "FILE")]

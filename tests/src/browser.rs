@@ -82,7 +82,12 @@ impl Browser {
         let client = reqwest::Client::new();
         let answer: Value = client
             .post(format!("http://127.0.0.1:{port}/session"))
-            .json(&json!({"capabilities": {"alwaysMatch": {"goog:chromeOptions": options}}}))
+            // The console's messages (CSP violations among them) are kept
+            // for `console`.
+            .json(&json!({"capabilities": {"alwaysMatch": {
+                "goog:chromeOptions": options,
+                "goog:loggingPrefs": {"browser": "ALL"},
+            }}}))
             .send()
             .await
             .expect("chromedriver answers")
@@ -244,6 +249,24 @@ impl Browser {
     pub async fn execute_async(&self, script: &str, args: Value) -> Value {
         self.post("/execute/async", json!({"script": script, "args": args}))
             .await
+    }
+
+    /// The browser console's messages since the last call: level
+    /// (`SEVERE`, `WARNING`, `INFO`, ...) and text. Chromium reports a
+    /// Content-Security-Policy violation and a failed load here.
+    pub async fn console(&self) -> Vec<(String, String)> {
+        let entries = self.post("/se/log", json!({"type": "browser"})).await;
+        entries
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|e| {
+                (
+                    e["level"].as_str().unwrap_or_default().to_owned(),
+                    e["message"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect()
     }
 
     /// Resizes the window to `width` and the page's full height (at most

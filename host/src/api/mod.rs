@@ -7,6 +7,7 @@
 //! routers, each behind the auth guard with its right (docs/api/rights.md);
 //! handlers never see an unauthenticated call.
 
+pub mod docs;
 pub mod extract;
 pub mod fields;
 pub mod fill_out_requests;
@@ -15,6 +16,7 @@ pub mod health;
 pub mod non_responses;
 pub mod openapi;
 pub mod plugins;
+pub mod probes;
 pub mod protocols;
 pub mod questionnaires;
 pub mod reports;
@@ -91,6 +93,11 @@ fn routes(
         .nest("/api/v1", api)
         .routes(routes!(health::health))
         .routes(routes!(health::metrics))
+        .routes(routes!(probes::livez))
+        .routes(routes!(probes::readyz))
+        .routes(routes!(probes::version))
+        .routes(routes!(docs::page))
+        .routes(routes!(docs::file))
 }
 
 async fn not_found(OriginalUri(uri): OriginalUri) -> Response {

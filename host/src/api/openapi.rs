@@ -45,7 +45,7 @@ A path that names nothing gets 404 `{\"errors\":{\"base\":[\"not_found\"]}}`; a 
         (name = "questionnaires", description = "Questionnaire definitions"),
         (name = "report calculations", description = "Calculator plugins run over a dossier's responses"),
         (name = "plugins", description = "Scorer and calculator plugins the service runs"),
-        (name = "operations", description = "Health, metrics and this document"),
+        (name = "operations", description = "Health, readiness, version, metrics, this document and its interactive page (`/api/v1/docs`); none needs credentials"),
     )
 )]
 pub struct ApiDoc;
@@ -72,6 +72,14 @@ fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
     .into_iter()
     .flatten()
 }
+
+/// The paths under `/api/v1` that need no credentials: this document and
+/// the page that shows it.
+const OPEN: [&str; 3] = [
+    "/api/v1/openapi.json",
+    "/api/v1/docs",
+    "/api/v1/docs/{file}",
+];
 
 /// Documents authentication (docs/api/rights.md): the two schemes, and the
 /// 401 and 403 answers of every endpoint behind the guard (everything under
@@ -101,7 +109,7 @@ impl Modify for Authentication {
                 .build()
         };
         for (path, item) in openapi.paths.paths.iter_mut() {
-            if !path.starts_with("/api/v1/") || path == "/api/v1/openapi.json" {
+            if !path.starts_with("/api/v1/") || OPEN.contains(&path.as_str()) {
                 continue;
             }
             let dossier = path.starts_with("/api/v1/dossiers/");

@@ -114,6 +114,11 @@ pub async fn guard(app: AppState, right: Right, mut req: Request, next: Next) ->
 
     let mut identity = Identity::default();
     let checked = check(&app, right, &req, remote, dossier.as_deref(), &mut identity);
+    // The request's log lines name the token once its credentials are
+    // verified: its key, never the secret, nor a key merely claimed.
+    if let Some(key) = &identity.consumer_key {
+        crate::telemetry::record_token(key);
+    }
     // Credentials decide which limit a request counts against: a valid
     // token its own (in `check`), anything else the client address's.
     let anonymous = matches!(&checked, Err(refusal) if without_credentials(refusal));

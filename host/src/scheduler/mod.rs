@@ -20,6 +20,7 @@
 //! was offered them.
 
 pub mod callbacks;
+pub mod heartbeat;
 pub mod resolve;
 pub mod steps;
 
@@ -34,6 +35,8 @@ use crate::store::StoreError;
 /// Everything due at `now`; what each step did.
 pub async fn tick(app: &AppState, now: DateTime<Utc>) -> Result<TickCounts, StoreError> {
     let counts = Pass::new(app, now).run().await?;
+    // Only a pass that finished counts for readiness (`/readyz`).
+    app.scheduler_heartbeat().beat(now);
     let metrics = app.metrics();
     metrics.inc("outcomes_scheduler_ticks_total", &[("result", "ok")]);
     for (what, n) in [

@@ -13,6 +13,7 @@ mod dossiers;
 mod error;
 mod fill_out_requests;
 mod fill_out_sessions;
+mod migrations;
 mod non_responses;
 mod outcomes;
 mod responses;
@@ -34,6 +35,7 @@ pub use catalog::DefinitionSource;
 pub use create::{CreateResult, NewResponse};
 pub use error::StoreError;
 pub use fill_out_requests::{ClaimedCallback, FillOutRequestResult, NewFillOutRequest};
+pub use migrations::{MigrationLevel, embedded_level};
 pub use fill_out_sessions::{
     LoginResult, NewFillOutSession, OpenResult, PageAnswers, SessionTargets, StartSessionResult,
 };

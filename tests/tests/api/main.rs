@@ -100,6 +100,14 @@
 //!   database (and an older plain one encrypted on start).
 //! - `golden`: every plugin crate's fixtures give the same bytes natively
 //!   and as wasm through the host's runtime (no database).
+//! - `health_checks`: `/livez`, `/readyz` (200 when healthy; 503 naming
+//!   an unreachable database, a missing migration, a plugin that failed to
+//!   load, a scheduler that stopped passing) and `/version`, without
+//!   credentials and naming nothing of the deployment.
+//! - `api_docs_browser`: `/api/v1/docs` in headless Chromium: every
+//!   operation rendered from files this service serves, no console error,
+//!   no policy violation, no request to another origin; its headers and
+//!   files over HTTP.
 //! - `rescore`: `outcomes rescore` recomputes outcomes stored while the
 //!   scorer was missing (dry run, per questionnaire, exact);
 //!   `outcomes plugin test` passes good fixtures and fails a wrong one.
@@ -107,6 +115,7 @@
 mod access_log;
 mod access_log_chain;
 mod access_log_roles;
+mod api_docs_browser;
 mod auth;
 mod auth_hardening;
 mod catalog;
@@ -117,6 +126,7 @@ mod fill_out_requests;
 mod fill_out_sessions;
 mod forwarded;
 mod golden;
+mod health_checks;
 mod hostile;
 mod hot_reload;
 mod library;

@@ -116,10 +116,24 @@ const ROUTES: &[(&str, &str, &[u16])] = &[
     ("get", "/api/v1/openapi.json", &[200]),
     ("get", "/health", &[200, 503]),
     ("get", "/metrics", &[200]),
+    ("get", "/livez", &[200]),
+    ("get", "/readyz", &[200, 503]),
+    ("get", "/version", &[200]),
+    ("get", "/api/v1/docs", &[200]),
+    ("get", "/api/v1/docs/{file}", &[200, 404]),
 ];
 
 /// Routes that answer without credentials.
-const OPEN: [&str; 3] = ["/api/v1/openapi.json", "/health", "/metrics"];
+const OPEN: [&str; 8] = [
+    "/api/v1/openapi.json",
+    "/health",
+    "/metrics",
+    "/livez",
+    "/readyz",
+    "/version",
+    "/api/v1/docs",
+    "/api/v1/docs/{file}",
+];
 
 const METHODS: [&str; 8] = [
     "get", "put", "post", "delete", "options", "head", "patch", "trace",
@@ -173,6 +187,7 @@ fn concrete(app: &TestApp, path: &str) -> String {
     path.replace("{dossier_id}", "d1")
         .replace("{external_id}", "nothing")
         .replace("{key}", "phq9")
+        .replace("{file}", "initializer.js")
         .replace("{id}", &id.to_string())
 }
 
