@@ -110,7 +110,7 @@ pub fn layer(router: Router) -> Router {
             )
         })
         .on_request(())
-        .on_response(|response: &Response<_>, latency: Duration, _: &Span| {
+        .on_response(|response: &Response<axum::body::Body>, latency: Duration, _: &Span| {
             tracing::info!(
                 status = response.status().as_u16(),
                 latency_ms = latency.as_micros() as f64 / 1000.0,

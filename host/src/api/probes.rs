@@ -67,6 +67,7 @@ pub struct Readiness {
     /// `ready` or `not_ready`.
     pub status: &'static str,
     /// `database`, `migrations`, `plugins`, `scheduler`, `tokens`.
+    #[schema(value_type = BTreeMap<String, CheckView>)]
     pub checks: BTreeMap<&'static str, CheckView>,
     /// Only when not ready: each failed check's code. `database`:
     /// `unreachable` or `timeout`; `migrations`: `pending` or `changed`;
