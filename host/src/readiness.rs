@@ -212,7 +212,10 @@ pub fn scheduler(interval: Option<Duration>, since: DateTime<Utc>, now: DateTime
             format!("no pass for {ago} s, more than two intervals of {every} s"),
         )
     } else {
-        Check::ok("scheduler", format!("last pass {ago} s ago, every {every} s"))
+        Check::ok(
+            "scheduler",
+            format!("last pass {ago} s ago, every {every} s"),
+        )
     }
 }
 

@@ -110,13 +110,15 @@ pub fn layer(router: Router) -> Router {
             )
         })
         .on_request(())
-        .on_response(|response: &Response<axum::body::Body>, latency: Duration, _: &Span| {
-            tracing::info!(
-                status = response.status().as_u16(),
-                latency_ms = latency.as_micros() as f64 / 1000.0,
-                "answered"
-            );
-        })
+        .on_response(
+            |response: &Response<axum::body::Body>, latency: Duration, _: &Span| {
+                tracing::info!(
+                    status = response.status().as_u16(),
+                    latency_ms = latency.as_micros() as f64 / 1000.0,
+                    "answered"
+                );
+            },
+        )
         .on_failure(DefaultOnFailure::new().level(Level::WARN));
     router
         .layer(CatchPanicLayer::custom(

@@ -49,7 +49,11 @@ fn create_token(data: &Path, key: &str) -> String {
         .args(["token", "create", "--key", key, "--rights", "all", "--json"])
         .output()
         .expect("outcomes token create runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let created: Value = serde_json::from_slice(&out.stdout).expect("JSON from token create");
     created["consumer_secret"]
         .as_str()
@@ -217,7 +221,12 @@ fn json_lines_carry_the_request_and_no_secret_or_link() {
     );
     assert_eq!(
         served
-            .request("GET", "/api/v1/dossiers/dossier-never-logged/nothing", Some(&auth), None)
+            .request(
+                "GET",
+                "/api/v1/dossiers/dossier-never-logged/nothing",
+                Some(&auth),
+                None
+            )
             .0,
         404
     );
@@ -230,7 +239,10 @@ fn json_lines_carry_the_request_and_no_secret_or_link() {
     );
     assert_eq!(status, 200, "{body}");
     let link: Value = serde_json::from_str(&body).expect("JSON");
-    let link = link["fill_out_url"].as_str().expect("a fill_out_url").to_owned();
+    let link = link["fill_out_url"]
+        .as_str()
+        .expect("a fill_out_url")
+        .to_owned();
     let target = link
         .split_once(&format!("127.0.0.1:{}", served.port))
         .map(|(_, t)| t.to_owned())
@@ -251,12 +263,17 @@ fn json_lines_carry_the_request_and_no_secret_or_link() {
     ];
     let mut answered = Vec::new();
     for line in &lines {
-        assert!(!line.contains(&0x1b), "an escape code: {}", String::from_utf8_lossy(line));
+        assert!(
+            !line.contains(&0x1b),
+            "an escape code: {}",
+            String::from_utf8_lossy(line)
+        );
         let text = String::from_utf8_lossy(line);
         for word in &never {
             assert!(!text.contains(word.as_str()), "{word} logged: {text}");
         }
-        let parsed: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
+        let parsed: Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
         if parsed["message"] == "answered" {
             answered.push(parsed);
         }
@@ -264,12 +281,24 @@ fn json_lines_carry_the_request_and_no_secret_or_link() {
     let line_of = |method: &str, route: &str, status: u16| -> &Value {
         answered
             .iter()
-            .find(|l| l["span"]["method"] == method && l["span"]["route"] == route && l["status"] == status)
+            .find(|l| {
+                l["span"]["method"] == method
+                    && l["span"]["route"] == route
+                    && l["status"] == status
+            })
             .unwrap_or_else(|| panic!("no line for {method} {route} {status}: {answered:#?}"))
     };
     for line in &answered {
-        assert!(line["latency_ms"].as_f64().is_some_and(|ms| ms >= 0.0), "{line}");
-        assert!(line["span"]["request_id"].as_str().is_some_and(|id| !id.is_empty()), "{line}");
+        assert!(
+            line["latency_ms"].as_f64().is_some_and(|ms| ms >= 0.0),
+            "{line}"
+        );
+        assert!(
+            line["span"]["request_id"]
+                .as_str()
+                .is_some_and(|id| !id.is_empty()),
+            "{line}"
+        );
         assert!(line["timestamp"].is_string(), "{line}");
     }
     assert!(line_of("GET", "/livez", 200)["span"].get("token").is_none());
@@ -282,11 +311,19 @@ fn json_lines_carry_the_request_and_no_secret_or_link() {
         "logs"
     );
     assert_eq!(
-        line_of("POST", "/api/v1/dossiers/{dossier_id}/fill_out_sessions", 200)["span"]["token"],
+        line_of(
+            "POST",
+            "/api/v1/dossiers/{dossier_id}/fill_out_sessions",
+            200
+        )["span"]["token"],
         "logs"
     );
     // Wrong credentials name no token, not even the key they claimed.
-    assert!(line_of("GET", "/api/v1/protocols", 401)["span"].get("token").is_none());
+    assert!(
+        line_of("GET", "/api/v1/protocols", 401)["span"]
+            .get("token")
+            .is_none()
+    );
     line_of("GET", "unmatched", 404);
     line_of("GET", "/fill_out/session/login", 200);
     assert_eq!(answered.len(), 7, "{answered:#?}");
@@ -300,7 +337,12 @@ fn text_lines_to_a_pipe_have_no_colour_codes() {
     assert_eq!(served.request("GET", "/livez", None, None).0, 200);
     assert_eq!(
         served
-            .request("GET", "/api/v1/protocols", Some(&basic("logs", &secret)), None)
+            .request(
+                "GET",
+                "/api/v1/protocols",
+                Some(&basic("logs", &secret)),
+                None
+            )
             .0,
         200
     );

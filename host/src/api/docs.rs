@@ -72,8 +72,9 @@ pub async fn file(Path(file): Path<String>) -> Response {
     match utoipa_swagger_ui::serve(&file, Arc::clone(&CONFIG)) {
         Ok(Some(found)) => answer(&found.content_type, found.bytes.into_owned(), true),
         Ok(None) => ApiError::NotFound("base").into_response(),
-        Err(e) => ApiError::Internal(anyhow::anyhow!("serving {file} of Swagger UI: {e}"))
-            .into_response(),
+        Err(e) => {
+            ApiError::Internal(anyhow::anyhow!("serving {file} of Swagger UI: {e}")).into_response()
+        }
     }
 }
 

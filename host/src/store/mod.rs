@@ -35,10 +35,10 @@ pub use catalog::DefinitionSource;
 pub use create::{CreateResult, NewResponse};
 pub use error::StoreError;
 pub use fill_out_requests::{ClaimedCallback, FillOutRequestResult, NewFillOutRequest};
-pub use migrations::{MigrationLevel, embedded_level};
 pub use fill_out_sessions::{
     LoginResult, NewFillOutSession, OpenResult, PageAnswers, SessionTargets, StartSessionResult,
 };
+pub use migrations::{MigrationLevel, embedded_level};
 #[allow(unused_imports)] // for the scheduler: code 04 in its own transaction
 pub(crate) use non_responses::insert_non_response;
 pub use non_responses::{NewNonResponse, RegisterResult};

@@ -58,11 +58,17 @@ async fn the_reference_renders_every_operation_from_this_service_alone() {
         .as_object()
         .into_iter()
         .flatten()
-        .map(|(_, item)| item.as_object().map_or(0, |ops| ops.keys().filter(|k| k.as_str() != "parameters").count()))
+        .map(|(_, item)| {
+            item.as_object().map_or(0, |ops| {
+                ops.keys().filter(|k| k.as_str() != "parameters").count()
+            })
+        })
         .sum();
     assert_eq!(paths.len(), documented, "{paths:?}");
     assert!(
-        paths.iter().any(|p| p == "/api/v1/dossiers/{dossier_id}/responses"),
+        paths
+            .iter()
+            .any(|p| p == "/api/v1/dossiers/{dossier_id}/responses"),
         "{paths:?}"
     );
 
@@ -73,12 +79,23 @@ async fn the_reference_renders_every_operation_from_this_service_alone() {
             json!([]),
         )
         .await;
-    let loaded: Vec<&str> = loaded.as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let loaded: Vec<&str> = loaded
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
     assert!(loaded.len() >= 4, "{loaded:?}");
     for url in &loaded {
-        assert!(url.starts_with(&format!("{}/", app.base)), "{url} left this service");
+        assert!(
+            url.starts_with(&format!("{}/", app.base)),
+            "{url} left this service"
+        );
     }
-    assert!(loaded.iter().any(|u| u.ends_with("/api/v1/openapi.json")), "{loaded:?}");
+    assert!(
+        loaded.iter().any(|u| u.ends_with("/api/v1/openapi.json")),
+        "{loaded:?}"
+    );
 
     // No policy violation, no failed load, no script error.
     let console = browser.console().await;
@@ -97,7 +114,10 @@ async fn the_page_and_its_files_come_from_the_binary_under_the_policy() {
     let app = TestApp::spawn(Db::Sqlite).await;
     for (path, content_type) in [
         ("/api/v1/docs", "text/html; charset=utf-8"),
-        ("/api/v1/docs/initializer.js", "text/javascript; charset=utf-8"),
+        (
+            "/api/v1/docs/initializer.js",
+            "text/javascript; charset=utf-8",
+        ),
         ("/api/v1/docs/swagger-ui-bundle.js", "text/javascript"),
         ("/api/v1/docs/swagger-ui.css", "text/css"),
         ("/api/v1/docs/favicon-32x32.png", "image/png"),
@@ -105,21 +125,37 @@ async fn the_page_and_its_files_come_from_the_binary_under_the_policy() {
         let answer = app.send_as(Method::GET, path, None, None).await;
         assert_eq!(answer.status, 200, "{path}");
         assert!(
-            answer.headers["content-type"].to_str().unwrap_or_default().starts_with(content_type),
+            answer.headers["content-type"]
+                .to_str()
+                .unwrap_or_default()
+                .starts_with(content_type),
             "{path}: {:?}",
             answer.headers["content-type"]
         );
         assert_eq!(answer.headers["content-security-policy"], POLICY, "{path}");
-        assert_eq!(answer.headers["x-content-type-options"], "nosniff", "{path}");
+        assert_eq!(
+            answer.headers["x-content-type-options"], "nosniff",
+            "{path}"
+        );
         assert_eq!(answer.headers["x-frame-options"], "DENY", "{path}");
         // Nothing refers to another origin.
         if path.ends_with(".html") || path == "/api/v1/docs" || path.ends_with("initializer.js") {
-            assert!(!answer.text.contains("http"), "{path} names an address: {}", answer.text);
+            assert!(
+                !answer.text.contains("http"),
+                "{path} names an address: {}",
+                answer.text
+            );
         }
     }
     // The page has no inline script: the policy would refuse it.
-    let page = app.send_as(Method::GET, "/api/v1/docs", None, None).await.text;
-    assert_eq!(page.matches("<script").count(), page.matches("<script src=\"/api/v1/docs/").count());
+    let page = app
+        .send_as(Method::GET, "/api/v1/docs", None, None)
+        .await
+        .text;
+    assert_eq!(
+        page.matches("<script").count(),
+        page.matches("<script src=\"/api/v1/docs/").count()
+    );
     // Only the files the page loads; everything else is the API's 404.
     for path in [
         "/api/v1/docs/index.html",
@@ -129,7 +165,11 @@ async fn the_page_and_its_files_come_from_the_binary_under_the_policy() {
     ] {
         let answer = app.send_as(Method::GET, path, None, None).await;
         assert_eq!(answer.status, 404, "{path}");
-        assert_eq!(answer.body, json!({"errors": {"base": ["not_found"]}}), "{path}");
+        assert_eq!(
+            answer.body,
+            json!({"errors": {"base": ["not_found"]}}),
+            "{path}"
+        );
     }
     let answer = app.send_as(Method::POST, "/api/v1/docs", None, None).await;
     assert_eq!(answer.status, 405);

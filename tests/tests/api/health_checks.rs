@@ -20,7 +20,11 @@ async fn probe(app: &TestApp, path: &str) -> Answer {
 /// is reached, the test token's secret.
 fn assert_reveals_nothing(app: &TestApp, answer: &Answer) {
     let folder = app.dir().display().to_string();
-    for secret in [app.database_url.as_str(), folder.as_str(), app.secret.as_str()] {
+    for secret in [
+        app.database_url.as_str(),
+        folder.as_str(),
+        app.secret.as_str(),
+    ] {
         assert!(!answer.text.contains(secret), "{secret} in {}", answer.text);
     }
     assert!(!answer.text.contains("127.0.0.1"), "{}", answer.text);
@@ -124,7 +128,10 @@ db_test!(async fn a_missing_migration_makes_the_host_not_ready(app) {
 async fn spawn_with_broken_phq9(db: Db) -> TestApp {
     TestApp::spawn_with(db, |config| {
         let dir = config.data_dir.join("plugins-broken-phq9");
-        for entry in std::fs::read_dir(tests::built_plugins()).expect("built plugins").flatten() {
+        for entry in std::fs::read_dir(tests::built_plugins())
+            .expect("built plugins")
+            .flatten()
+        {
             let name = entry.file_name().to_string_lossy().into_owned();
             if entry.path().is_dir() && name != "phq9" {
                 tests::plugins::copy_built_plugin(&dir, &name);
@@ -136,19 +143,25 @@ async fn spawn_with_broken_phq9(db: Db) -> TestApp {
     .await
 }
 
-db_test!(async fn a_plugin_that_failed_to_load_makes_the_host_not_ready(app: spawn_with_broken_phq9) {
-    let answer = not_ready(&app, json!({"plugins": ["not_loaded"]})).await;
-    assert_eq!(
-        answer.body["checks"]["plugins"]["problem"],
-        "scorer phq9 (questionnaire phq9) does not serve; \
+db_test!(
+    async fn a_plugin_that_failed_to_load_makes_the_host_not_ready(app: spawn_with_broken_phq9) {
+        let answer = not_ready(&app, json!({"plugins": ["not_loaded"]})).await;
+        assert_eq!(
+            answer.body["checks"]["plugins"]["problem"],
+            "scorer phq9 (questionnaire phq9) does not serve; \
          plugin folder phq9 was refused and nothing serves from it"
-    );
-    for check in ["database", "migrations", "scheduler", "tokens"] {
-        assert_eq!(answer.body["checks"][check]["status"], "ok", "{check}: {}", answer.text);
+        );
+        for check in ["database", "migrations", "scheduler", "tokens"] {
+            assert_eq!(
+                answer.body["checks"][check]["status"], "ok",
+                "{check}: {}",
+                answer.text
+            );
+        }
+        // Why it was refused is for the authenticated plugin list and the log.
+        assert!(!answer.text.contains("wasm"), "{}", answer.text);
     }
-    // Why it was refused is for the authenticated plugin list and the log.
-    assert!(!answer.text.contains("wasm"), "{}", answer.text);
-});
+);
 
 /// The host with its scheduler running every minute (by the wall clock;
 /// what it records and is judged by is the test's clock).
@@ -159,39 +172,48 @@ async fn spawn_with_scheduler(db: Db) -> TestApp {
     .await
 }
 
-db_test!(async fn a_scheduler_that_stopped_passing_makes_the_host_not_ready(app: spawn_with_scheduler) {
-    // The first pass runs as the host starts; wait for it, with a deadline.
-    let mut passes = app.state.scheduler_heartbeat().subscribe();
-    tokio::time::timeout(Duration::from_secs(60), passes.wait_for(Option::is_some))
-        .await
-        .expect("the scheduler's first pass within a minute")
-        .expect("the heartbeat");
-    let ready = probe(&app, "/readyz").await;
-    assert_eq!(ready.status, 200, "{}", ready.text);
-    assert_eq!(ready.body["checks"]["scheduler"]["detail"], "last pass 0 s ago, every 60 s");
+db_test!(
+    async fn a_scheduler_that_stopped_passing_makes_the_host_not_ready(app: spawn_with_scheduler) {
+        // The first pass runs as the host starts; wait for it, with a deadline.
+        let mut passes = app.state.scheduler_heartbeat().subscribe();
+        tokio::time::timeout(Duration::from_secs(60), passes.wait_for(Option::is_some))
+            .await
+            .expect("the scheduler's first pass within a minute")
+            .expect("the heartbeat");
+        let ready = probe(&app, "/readyz").await;
+        assert_eq!(ready.status, 200, "{}", ready.text);
+        assert_eq!(
+            ready.body["checks"]["scheduler"]["detail"],
+            "last pass 0 s ago, every 60 s"
+        );
 
-    // Two intervals without a pass are allowed; a second more is not.
-    app.clock.advance(chrono::Duration::seconds(120));
-    assert_eq!(probe(&app, "/readyz").await.status, 200);
-    app.clock.advance(chrono::Duration::seconds(1));
-    let answer = not_ready(&app, json!({"scheduler": ["late"]})).await;
-    assert_eq!(
-        answer.body["checks"]["scheduler"]["problem"],
-        "no pass for 121 s, more than two intervals of 60 s"
-    );
+        // Two intervals without a pass are allowed; a second more is not.
+        app.clock.advance(chrono::Duration::seconds(120));
+        assert_eq!(probe(&app, "/readyz").await.status, 200);
+        app.clock.advance(chrono::Duration::seconds(1));
+        let answer = not_ready(&app, json!({"scheduler": ["late"]})).await;
+        assert_eq!(
+            answer.body["checks"]["scheduler"]["problem"],
+            "no pass for 121 s, more than two intervals of 60 s"
+        );
 
-    // A pass makes it ready again.
-    host::scheduler::tick(&app.state, app.state.now())
-        .await
-        .expect("a pass");
-    assert_eq!(probe(&app, "/readyz").await.status, 200);
-});
+        // A pass makes it ready again.
+        host::scheduler::tick(&app.state, app.state.now())
+            .await
+            .expect("a pass");
+        assert_eq!(probe(&app, "/readyz").await.status, 200);
+    }
+);
 
 /// The version in host/Cargo.toml.
 fn host_version() -> String {
-    let text = std::fs::read_to_string(tests::repo_root().join("host/Cargo.toml")).expect("host/Cargo.toml");
+    let text = std::fs::read_to_string(tests::repo_root().join("host/Cargo.toml"))
+        .expect("host/Cargo.toml");
     let manifest: toml::Table = toml::from_str(&text).expect("TOML");
-    manifest["package"]["version"].as_str().expect("a version").to_owned()
+    manifest["package"]["version"]
+        .as_str()
+        .expect("a version")
+        .to_owned()
 }
 
 db_test!(async fn the_version_needs_no_credentials_and_says_nothing_else(app) {
