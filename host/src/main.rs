@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use host::clock::SystemClock;
+use host::commands::backup::{BackupArgs, RestoreArgs};
 use host::commands::plugin::PluginCommand;
 use host::commands::rescore::RescoreArgs;
 use host::commands::{self, RespondentCommand, TokenCommand};
@@ -51,8 +52,43 @@ enum Command {
         #[command(flatten)]
         settings: Settings,
     },
-    /// Apply database migrations and exit.
+    /// Apply database migrations and exit; --check only reports them.
+    ///
+    /// `serve` applies pending migrations too; run this first when several
+    /// hosts share one database (docs/operations.md#upgrades).
     Migrate {
+        /// Apply nothing: print the database's migration level and the
+        /// migrations this version would apply; exit 1 when there are any
+        /// (or some were changed or failed), 0 when none
+        #[arg(long)]
+        check: bool,
+        #[command(flatten)]
+        settings: Settings,
+    },
+    /// Copy the database to a file while the service serves and writes.
+    ///
+    /// SQLite: a consistent copy (one snapshot) in one file, mode 0600.
+    /// PostgreSQL: a pg_dump archive in custom format, when pg_dump is
+    /// installed; else it prints the command to run. The secrets key file is
+    /// not in the copy: keep a copy of it apart (docs/operations.md#backup-and-restore).
+    Backup {
+        #[command(flatten)]
+        args: BackupArgs,
+        #[command(flatten)]
+        settings: Settings,
+    },
+    /// Put a copy made by `backup` in place of the configured database.
+    ///
+    /// The copy is checked first (SQLite's integrity check; its migration
+    /// level: not newer than this version; older ones are migrated when the
+    /// service starts). SQLite: refused while a service or another program
+    /// has the database open, unless --force; the replaced file is kept as
+    /// <name>.replaced-<time>. PostgreSQL: restores into an empty database
+    /// with pg_restore; refused while other sessions are connected, unless
+    /// --force.
+    Restore {
+        #[command(flatten)]
+        args: RestoreArgs,
         #[command(flatten)]
         settings: Settings,
     },
@@ -154,10 +190,38 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             tracing::info!("stopped");
             Ok(())
         }
-        Command::Migrate { settings } => {
+        Command::Migrate {
+            check: true,
+            settings,
+        } => {
+            let config = Config::resolve(settings, file)?;
+            telemetry::init(config.log_format, &config.log);
+            let (report, nothing_to_do) = commands::migrate::check(&config).await?;
+            commands::print_line(&report);
+            anyhow::ensure!(nothing_to_do, "the database needs migrating; see above");
+            Ok(())
+        }
+        Command::Migrate {
+            check: false,
+            settings,
+        } => {
             let (store, _) = open_store(settings, file).await?;
             store.close().await;
             tracing::info!("migrations applied");
+            Ok(())
+        }
+        Command::Backup { args, settings } => {
+            let config = Config::resolve(settings, file)?;
+            telemetry::init(config.log_format, &config.log);
+            let report = commands::backup::backup(&config, &args).await?;
+            commands::print_line(&report);
+            Ok(())
+        }
+        Command::Restore { args, settings } => {
+            let config = Config::resolve(settings, file)?;
+            telemetry::init(config.log_format, &config.log);
+            let report = commands::backup::restore(&config, &args, chrono::Utc::now()).await?;
+            commands::print_line(&report);
             Ok(())
         }
         Command::Token { command, settings } => {

@@ -15,7 +15,7 @@ use crate::AppState;
 use crate::auth::tokens::Freshness;
 use crate::domain::catalog::Catalog;
 use crate::plugins::Registry;
-use crate::store::MigrationLevel;
+use crate::store::{MigrationName, MigrationStatus};
 
 /// How long the database may take to answer the readiness query. Below
 /// the one-second default of an orchestrator's probe would be too tight
@@ -66,7 +66,7 @@ impl Check {
 /// Every check, in a fixed order: database, migrations, plugins,
 /// scheduler, tokens.
 pub async fn check(app: &AppState) -> Vec<Check> {
-    let level = tokio::time::timeout(DATABASE_TIMEOUT, app.store().migration_level()).await;
+    let level = tokio::time::timeout(DATABASE_TIMEOUT, app.store().migration_status()).await;
     let (database, migrations) = match level {
         Ok(Ok(level)) => (Check::ok("database", "answers"), migrations(&level)),
         Ok(Err(e)) => {
@@ -119,43 +119,51 @@ fn unknown_migrations() -> Check {
     }
 }
 
-fn list(versions: &[i64]) -> String {
-    versions
+fn list(migrations: &[MigrationName]) -> String {
+    migrations
         .iter()
-        .map(i64::to_string)
+        .map(|m| m.version.to_string())
         .collect::<Vec<_>>()
         .join(", ")
 }
 
 /// The schema: every migration of this binary applied as it is here. A
 /// database a newer binary migrated further is fine (a rolling upgrade:
-/// docs/operations.md); one missing a migration is not.
-pub fn migrations(level: &MigrationLevel) -> Check {
-    if !level.pending.is_empty() {
+/// docs/operations.md#upgrades); one missing a migration is not.
+pub fn migrations(status: &MigrationStatus) -> Check {
+    if !status.pending.is_empty() {
         return Check::failed(
             "migrations",
             "pending",
             format!(
                 "migrations {} are not applied: run `outcomes migrate`",
-                list(&level.pending)
+                list(&status.pending)
             ),
         );
     }
-    if !level.changed.is_empty() {
+    if !status.changed.is_empty() {
         return Check::failed(
             "migrations",
             "changed",
             format!(
                 "migrations {} were applied with other contents than this binary's",
-                list(&level.changed)
+                list(&status.changed)
             ),
         );
     }
-    let mut detail = format!("level {}", level.applied);
-    if !level.newer.is_empty() {
+    if !status.failed.is_empty() {
+        return Check::failed(
+            "migrations",
+            "failed",
+            format!("migrations {} failed part way", list(&status.failed)),
+        );
+    }
+    let level = status.level.as_ref().map_or(0, |m| m.version);
+    let mut detail = format!("level {level}");
+    if !status.newer.is_empty() {
         detail.push_str(&format!(
             "; migrations {} are newer than this binary",
-            list(&level.newer)
+            list(&status.newer)
         ));
     }
     Check::ok("migrations", detail)
@@ -258,26 +266,33 @@ mod tests {
 
     #[test]
     fn pending_and_changed_migrations_fail_newer_ones_do_not() {
-        let mut level = MigrationLevel {
-            applied: 14,
-            newer: vec![14],
-            ..MigrationLevel::default()
+        let name = |version| MigrationName {
+            version,
+            description: format!("migration {version}"),
+        };
+        let mut status = MigrationStatus {
+            level: Some(name(14)),
+            newer: vec![name(14)],
+            ..MigrationStatus::default()
         };
         assert_eq!(
-            migrations(&level).status,
+            migrations(&status).status,
             Status::Ok("level 14; migrations 14 are newer than this binary".to_owned())
         );
-        level.pending = vec![12, 13];
+        status.pending = vec![name(12), name(13)];
         assert_eq!(
-            migrations(&level).status,
+            migrations(&status).status,
             Status::Failed {
                 code: "pending",
                 problem: "migrations 12, 13 are not applied: run `outcomes migrate`".to_owned()
             }
         );
-        level.pending.clear();
-        level.changed = vec![3];
-        assert!(migrations(&level).is_failed());
+        status.pending.clear();
+        status.changed = vec![name(3)];
+        assert!(migrations(&status).is_failed());
+        status.changed.clear();
+        status.failed = vec![name(14)];
+        assert!(migrations(&status).is_failed());
     }
 
     #[test]

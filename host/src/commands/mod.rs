@@ -6,7 +6,9 @@
     reason = "these commands answer on standard output"
 )]
 
+pub mod backup;
 pub mod fixtures;
+pub mod migrate;
 pub mod plugin;
 pub mod rescore;
 mod scaffold;

@@ -7,13 +7,14 @@
 //! transaction holding its write is durable. Reads use the pool directly.
 
 mod access_log;
+pub mod backup;
 mod catalog;
 mod create;
 mod dossiers;
 mod error;
 mod fill_out_requests;
 mod fill_out_sessions;
-mod migrations;
+pub mod migrations;
 mod non_responses;
 mod outcomes;
 mod responses;
@@ -38,7 +39,7 @@ pub use fill_out_requests::{ClaimedCallback, FillOutRequestResult, NewFillOutReq
 pub use fill_out_sessions::{
     LoginResult, NewFillOutSession, OpenResult, PageAnswers, SessionTargets, StartSessionResult,
 };
-pub use migrations::{MigrationLevel, embedded_level};
+pub use migrations::{AppliedMigration, MigrationName, MigrationStatus, embedded_level};
 #[allow(unused_imports)] // for the scheduler: code 04 in its own transaction
 pub(crate) use non_responses::insert_non_response;
 pub use non_responses::{NewNonResponse, RegisterResult};
@@ -72,6 +73,14 @@ impl Backend {
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// This binary's migrations for `backend`.
+fn migrator(backend: Backend) -> &'static sqlx::migrate::Migrator {
+    match backend {
+        Backend::Sqlite => &SQLITE_MIGRATIONS,
+        Backend::Postgres => &POSTGRES_MIGRATIONS,
+    }
+}
 
 /// Settings of the connection pool.
 #[derive(Debug, Clone)]
@@ -162,43 +171,40 @@ impl Store {
 
     /// Applies the migrations of this backend that have not run yet.
     pub async fn migrate(&self) -> Result<(), StoreError> {
-        let migrator = match self.backend {
-            Backend::Sqlite => &SQLITE_MIGRATIONS,
-            Backend::Postgres => &POSTGRES_MIGRATIONS,
-        };
-        if self.migrated(migrator).await {
+        if self.migrated().await {
             return Ok(());
         }
-        migrator
+        migrator(self.backend)
             .run(&self.pool)
             .await
             .map_err(|e| StoreError::Migrate(e.to_string()))
     }
 
-    /// Whether exactly this binary's migrations have been applied, each as
-    /// it is here. Then nothing needs to run, and a role that may not change
+    /// Whether this binary's migrations have all been applied, each as it
+    /// is here. Then nothing needs to run, and a role that may not change
     /// the schema (the service role of docs/operations.md#access-log) can
     /// start the service; otherwise the migrator runs, and applies what is
     /// missing or says what differs.
-    async fn migrated(&self, migrator: &sqlx::migrate::Migrator) -> bool {
-        let Ok(applied) = sqlx::query_as::<_, (i64, Vec<u8>)>(
-            "SELECT version, checksum FROM _sqlx_migrations WHERE success",
-        )
-        .fetch_all(&self.pool)
-        .await
-        else {
+    ///
+    /// Migrations newer than all of this binary's are no reason to stop: a
+    /// newer version migrated the database during a rolling upgrade, and
+    /// the rule of docs/operations.md#upgrades keeps older versions working
+    /// on it (the migrator would refuse them as missing).
+    async fn migrated(&self) -> bool {
+        let Ok(status) = self.migration_status().await else {
             return false;
         };
-        let ours: Vec<_> = migrator
-            .iter()
-            .filter(|m| !m.migration_type.is_down_migration())
-            .collect();
-        applied.len() == ours.len()
-            && ours.iter().all(|m| {
-                applied
-                    .iter()
-                    .any(|(version, checksum)| *version == m.version && **checksum == *m.checksum)
-            })
+        let servable = status.servable(self.backend);
+        if servable && !status.newer.is_empty() {
+            let newer: Vec<String> = status.newer.iter().map(ToString::to_string).collect();
+            tracing::warn!(
+                newer = %newer.join(", "),
+                "the database has migrations a newer version of the service applied; this \
+                 version serves on it, as in a rolling upgrade (docs/operations.md#upgrades): \
+                 upgrade this host"
+            );
+        }
+        servable
     }
 
     /// Answers whether the database takes a query.
@@ -326,6 +332,14 @@ fn private_file(path: &Path, create: bool) -> Result<(), StoreError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(problem(e)),
     }
+}
+
+/// The file a SQLite database URL names, without touching it; None for
+/// another backend or an in-memory database.
+pub fn sqlite_file(url: &str) -> Option<PathBuf> {
+    let rest = url.strip_prefix("sqlite:")?.trim_start_matches("//");
+    let path = rest.split_once('?').map_or(rest, |(path, _)| path);
+    (!path.is_empty() && path != ":memory:").then(|| PathBuf::from(path))
 }
 
 /// The URL without its password, for messages.

@@ -23,6 +23,12 @@
 //! - `access_log_roles`: `deploy/`'s PostgreSQL roles: the owner migrates,
 //!   the service serves, and may append to the access log but never change
 //!   it (PostgreSQL only).
+//! - `backup`: `outcomes backup` and `restore` run as the binary: a
+//!   backup during concurrent POSTs restored into a fresh data folder holds
+//!   every response acknowledged before it, with its outcome; damaged
+//!   copies, copies from a newer version and databases in use refused;
+//!   pg_dump and pg_restore wrapped, or named when missing; `outcomes
+//!   migrate --check`; a host starting on a database a newer one migrated.
 //! - `tls`: HTTPS served by the host with a certificate made in the test.
 //! - `connections`: the listener's limits on raw sockets: silent and
 //!   byte-by-byte clients, stalled TLS handshakes and bodies (408), idle
@@ -118,6 +124,7 @@ mod access_log_roles;
 mod api_docs_browser;
 mod auth;
 mod auth_hardening;
+mod backup;
 mod catalog;
 mod connections;
 mod fill_out_browser;
