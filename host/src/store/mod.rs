@@ -518,6 +518,20 @@ mod tests {
     }
 
     #[test]
+    fn sqlite_files_are_read_from_urls_without_touching_them() {
+        assert_eq!(
+            sqlite_file("sqlite://data/outcomes.db?mode=rwc"),
+            Some(PathBuf::from("data/outcomes.db"))
+        );
+        assert_eq!(
+            sqlite_file("sqlite:///var/lib/o.db"),
+            Some(PathBuf::from("/var/lib/o.db"))
+        );
+        assert_eq!(sqlite_file("sqlite::memory:"), None);
+        assert_eq!(sqlite_file("postgres://u@h/db"), None);
+    }
+
+    #[test]
     fn passwords_never_reach_messages() {
         assert_eq!(redact("postgres://u:secret@db/x"), "postgres://u:***@db/x");
         assert_eq!(redact("postgres://u@db/x"), "postgres://u@db/x");

@@ -20,6 +20,14 @@ pub async fn backup(source: &Path, args: &BackupArgs) -> anyhow::Result<String> 
             source.display()
         );
     }
+    if let (Ok(a), Ok(b)) = (source.canonicalize(), args.to.canonicalize())
+        && a == b
+    {
+        bail!(
+            "{} is the database itself: give the copy another name",
+            args.to.display()
+        );
+    }
     refuse_existing(&args.to, args.force)?;
     let staged = Staged::beside(&args.to, "backup")
         .with_context(|| format!("making a new file beside {}", args.to.display()))?;
