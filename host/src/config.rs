@@ -360,6 +360,19 @@ pub struct Settings {
     /// [default: info]
     #[arg(long, global = true, env = "OUTCOMES_LOG", value_name = "FILTER")]
     pub log: Option<String>,
+
+    // (#19 metrics)
+    /// Serve /metrics on this address and port instead of the main
+    /// listener, which then answers it 404. Plain HTTP, never
+    /// authenticated: bind it where only the monitoring system reaches
+    /// [default: /metrics on the main listener]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_METRICS_LISTEN",
+        value_name = "ADDR"
+    )]
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// How log lines are written.
@@ -419,6 +432,8 @@ pub struct FileSettings {
     pub tls_key: Option<PathBuf>,
     pub scheduler_interval: Option<u64>,
     pub token_reload_failure_limit: Option<u32>,
+    // (#19 metrics)
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// The resolved configuration.
@@ -470,6 +485,10 @@ pub struct Config {
     /// Failed token reloads in a row after which every credential is
     /// refused; None: never.
     pub token_reload_failure_limit: Option<u32>,
+    // (#19 metrics)
+    /// Where /metrics is served apart from the API; None: on the main
+    /// listener.
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// A rate limit: `burst` requests at once, then one more each `every`
@@ -848,6 +867,7 @@ impl Config {
             token_limit,
             log_format: cli.log_format.or(file.log_format).unwrap_or_default(),
             log: cli.log.or(file.log).unwrap_or_else(|| "info".to_owned()),
+            metrics_listen: cli.metrics_listen.or(file.metrics_listen),
         })
     }
 }

@@ -68,6 +68,9 @@ struct Inner {
     secure: bool,
     plugins: Arc<Plugins>,
     metrics: Arc<Metrics>,
+    /// Where `/metrics` is served apart from the API (`metrics_listen`),
+    /// as bound.
+    metrics_addr: Option<SocketAddr>,
     /// Signs and checks the links into the fill-out pages.
     links: Links,
     /// Seals the secrets kept in the database (the link secret, webhook
@@ -207,6 +210,12 @@ impl AppState {
         &self.0.metrics
     }
 
+    /// The address `/metrics` is served on when `metrics_listen` is set
+    /// (the real port when 0 was asked).
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.0.metrics_addr
+    }
+
     /// The key that seals secrets kept in the database
     /// (docs/operations.md#secrets).
     pub fn secrets_key(&self) -> &auth::at_rest::SecretsKey {
@@ -333,6 +342,8 @@ impl AppState {
 pub struct App {
     state: AppState,
     listener: TcpListener,
+    /// `/metrics` alone, when `metrics_listen` is set.
+    metrics_listener: Option<TcpListener>,
     tls: Option<Arc<rustls::ServerConfig>>,
 }
 
@@ -343,9 +354,11 @@ impl App {
     pub async fn build(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<App> {
         private_data_dir(&config.data_dir)?;
         let definitions = definitions::load(&config.questionnaires_dir, &config.protocols_dir)?;
+        let metrics = Arc::new(Metrics::new());
         let options = StoreOptions {
             max_connections: config.max_connections,
             write_queue_timeout: config.write_queue_timeout,
+            metrics: metrics.store(),
             ..StoreOptions::default()
         };
         let store = Store::connect(&config.database_url, &options)
@@ -374,7 +387,6 @@ impl App {
             protocols = counts.1,
             "definitions loaded"
         );
-        let metrics = Arc::new(Metrics::default());
         let plugins = Arc::new(
             Plugins::new(config.plugins.clone(), metrics.clone())
                 .context("starting the plugin runtime")?,
@@ -391,6 +403,18 @@ impl App {
         let listener = TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("listening on {}", config.listen))?;
+        let metrics_listener = match config.metrics_listen {
+            Some(addr) => Some(
+                TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("listening on {addr} (metrics_listen)"))?,
+            ),
+            None => None,
+        };
+        let metrics_addr = match &metrics_listener {
+            Some(l) => Some(l.local_addr()?),
+            None => None,
+        };
         let secrets_key = auth::at_rest::SecretsKey::load_or_create(&config.secrets_key_file)
             .context("reading the secrets key")?;
         let links = links(
@@ -436,6 +460,7 @@ impl App {
             secure: tls.is_some(),
             plugins,
             metrics,
+            metrics_addr,
             links,
             secrets_key,
             callback_client,
@@ -454,6 +479,7 @@ impl App {
         Ok(App {
             state,
             listener,
+            metrics_listener,
             tls,
         })
     }
@@ -508,7 +534,12 @@ impl App {
                 let _ = scheduler_stopped.await;
             }))
         });
-        let mut router = api::router(self.state.clone()).merge(fillout::router(self.state.clone()));
+        let mut router = api::router(self.state.clone())
+            .merge(fillout::router(self.state.clone()))
+            .layer(axum::middleware::from_fn_with_state(
+                self.state.metrics().clone(),
+                api::observe::record,
+            ));
         if self.tls.is_some() {
             router = router.layer(axum::middleware::map_response(
                 tls::strict_transport_security,
@@ -517,7 +548,22 @@ impl App {
         let router = telemetry::layer(router);
         let service = tower::util::MapRequestLayer::new(api::normalize).layer(router);
         let limits = self.state.config().connections;
+        // Both listeners stop on the one signal.
+        let shutdown = futures_util::FutureExt::shared(shutdown);
+        let metrics_server = self.metrics_listener.map(|listener| {
+            let service = api::scrape::router(self.state.clone());
+            tokio::spawn(server::serve(
+                listener,
+                None,
+                limits,
+                service,
+                shutdown.clone(),
+            ))
+        });
         server::serve(self.listener, self.tls, limits, service, shutdown).await?;
+        if let Some(metrics_server) = metrics_server {
+            let _ = metrics_server.await;
+        }
         reload.abort();
         drop(watch);
         let _ = stop_scheduler.send(());
@@ -668,9 +714,10 @@ pub async fn archive_modules(store: &Store, plugins: &[Arc<plugins::Plugin>], no
     }
 }
 
-/// Writes the counted refusals of minutes that are over and lets the rate
-/// limits forget clients that are quiet again, every `every`, until told
-/// to stop (a write in progress finishes).
+/// Writes the counted refusals of minutes that are over, lets the rate
+/// limits forget clients that are quiet again, and folds recent histogram
+/// values into their buckets, every `every`, until told to stop (a write
+/// in progress finishes).
 async fn upkeep_every(
     state: AppState,
     every: std::time::Duration,
@@ -685,6 +732,7 @@ async fn upkeep_every(
         }
         state.flush_past_refusals().await;
         state.limits().prune();
+        state.metrics().upkeep();
     }
 }
 

@@ -96,6 +96,7 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     build_plugins()?;
     prerequisites::postgres()?;
     prerequisites::browser()?;
+    prerequisites::promtool()?;
     prerequisites::axe()?;
     let root = prerequisites::workspace_root();
     run(Command::new(cargo())

@@ -165,6 +165,57 @@ pub fn browser() -> anyhow::Result<()> {
     )
 }
 
+/// `promtool`, the Prometheus parser and linter the metrics tests check
+/// `/metrics` with (tests/tests/api/metrics_scrape.rs). On a Debian machine
+/// where we are root, installs Debian's `prometheus` package (which also
+/// ships a server; nothing starts it here); elsewhere says what to install.
+pub fn promtool() -> anyhow::Result<()> {
+    let works = || {
+        Command::new("promtool")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if works() {
+        return Ok(());
+    }
+    eprintln!("xtask: installing promtool for the metrics tests (apt-get install prometheus)");
+    if apt_install(&["prometheus"]) && works() {
+        return Ok(());
+    }
+    bail!(
+        "the metrics tests need promtool: on Debian or Ubuntu `apt-get install prometheus` (as \
+         root); elsewhere install Prometheus's promtool on the PATH"
+    )
+}
+
+/// Installs Debian packages with apt-get, updating the package lists once
+/// if they are not known yet; false when not root, not Debian, or it
+/// failed.
+fn apt_install(packages: &[&str]) -> bool {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !root || !Path::new("/usr/bin/apt-get").exists() {
+        return false;
+    }
+    let install = || {
+        Command::new("apt-get")
+            .args(["install", "-y", "-q", "--no-install-recommends"])
+            .args(packages)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    install()
+        || (Command::new("apt-get")
+            .args(["update", "-q"])
+            .status()
+            .is_ok_and(|s| s.success())
+            && install())
+}
+
 /// axe-core, the accessibility checker the browser tests load into the
 /// pages, installed from the npm registry as `tests/browser/package-lock.json`
 /// pins it.

@@ -1,5 +1,6 @@
 //! `/health`: liveness, database and token table status, for load balancers
-//! and operators. Not under `/api/v1` and never authenticated.
+//! and operators. Not under `/api/v1` and never authenticated. (`/metrics`
+//! is `scrape.rs`.)
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -62,21 +63,4 @@ pub async fn health(State(app): State<AppState>) -> Response {
             tokens: tokens.as_str(),
         },
     )
-}
-
-/// Metrics
-///
-/// Prometheus text format: plugin calls by result, plugin reloads, plugins
-/// serving and refused, scoring failures. Not authenticated, like
-/// `/health`; it carries no patient data.
-#[utoipa::path(get, path = "/metrics", tag = "operations", responses(
-    (status = 200, description = "Prometheus text exposition", content_type = "text/plain; version=0.0.4"),
-))]
-pub async fn metrics(State(app): State<AppState>) -> Response {
-    let mut response = Response::new(axum::body::Body::from(app.metrics().render()));
-    response.headers_mut().insert(
-        axum::http::header::CONTENT_TYPE,
-        axum::http::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-    );
-    response
 }

@@ -14,6 +14,7 @@ pub mod fill_out_requests;
 pub mod fill_out_sessions;
 pub mod health;
 pub mod non_responses;
+pub mod observe;
 pub mod openapi;
 pub mod plugins;
 pub mod probes;
@@ -22,6 +23,7 @@ pub mod questionnaires;
 pub mod reports;
 pub mod respondents;
 pub mod responses;
+pub mod scrape;
 pub mod stats;
 pub mod subscriptions;
 
@@ -92,7 +94,7 @@ fn routes(
     OpenApiRouter::new()
         .nest("/api/v1", api)
         .routes(routes!(health::health))
-        .routes(routes!(health::metrics))
+        .routes(routes!(scrape::metrics))
         .routes(routes!(probes::livez))
         .routes(routes!(probes::readyz))
         .routes(routes!(probes::version))

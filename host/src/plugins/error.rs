@@ -93,4 +93,32 @@ impl PluginError {
             PluginError::Host(_) => "host_error",
         }
     }
+
+    /// What kind of failure a call's error is, for the failure counter of
+    /// `/metrics` (docs/operations.md#monitoring): `trap` (the guest
+    /// trapped or overflowed its stack), `fuel`, `deadline`, `memory`,
+    /// `output` (too large, not JSON or not the contract), `input` (too
+    /// large), `refused` (the plugin's own structured error), `busy` (no
+    /// instance slot) or `host` (the host's side, or a load-time error).
+    pub fn failure(&self) -> &'static str {
+        match self {
+            PluginError::Trap(_) | PluginError::StackOverflow => "trap",
+            PluginError::OutOfFuel { .. } => "fuel",
+            PluginError::Deadline { .. } => "deadline",
+            PluginError::MemoryCap { .. } => "memory",
+            PluginError::OutputTooLarge { .. }
+            | PluginError::InvalidJson(_)
+            | PluginError::Contract(_) => "output",
+            PluginError::InputTooLarge { .. } => "input",
+            PluginError::Refused(_) => "refused",
+            PluginError::Busy => "busy",
+            PluginError::Invalid(_)
+            | PluginError::ForbiddenImport(_)
+            | PluginError::MissingExport(_)
+            | PluginError::AbiMismatch { .. }
+            | PluginError::Manifest(_)
+            | PluginError::NotLoaded { .. }
+            | PluginError::Host(_) => "host",
+        }
+    }
 }

@@ -57,6 +57,7 @@ pub use module::Plugin;
 pub use registry::{PluginStatus, Registry, ReloadReport, Serving};
 
 use crate::metrics::Metrics;
+use crate::metrics::plugins::Failed;
 use cache::ArtifactCache;
 use registry::{Loaded, Reload, Reloaded};
 use spare::SpareThread;
@@ -273,6 +274,7 @@ impl Plugins {
         O: DeserializeOwned + Send + 'static,
     {
         let permit = self.slots.clone().acquire_owned().await;
+        let started = std::time::Instant::now();
         let call = if plugin.limits.fuel <= INLINE_FUEL {
             // A scoring call takes tens of microseconds; handing it to a
             // blocking thread would cost more than the call. Its fuel bounds
@@ -290,20 +292,14 @@ impl Plugins {
                 Call::refused(PluginError::Host(format!("plugin call thread failed: {e}")))
             })
         };
+        let took = started.elapsed();
         plugin.emit_logs(&call.logs);
-        let result = match &call.result {
-            Ok(_) => "ok",
-            Err(e) => e.code(),
-        };
-        let kind = plugin.kind().to_string();
-        self.metrics.inc(
-            "outcomes_plugin_calls_total",
-            &[
-                ("plugin", plugin.name()),
-                ("kind", &kind),
-                ("result", result),
-            ],
-        );
+        let failed = call.result.as_ref().err().map(|e| Failed {
+            code: e.code(),
+            failure: e.failure(),
+        });
+        self.metrics
+            .plugin_call(plugin.name(), plugin.kind(), took, failed);
         call
     }
 }

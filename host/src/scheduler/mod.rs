@@ -30,6 +30,7 @@ pub use callbacks::CALLBACK_RETRIES;
 pub use steps::{BATCH, NON_RESPONSE_DELAY, Pass, STEPS, TickCounts, planner};
 
 use crate::AppState;
+use crate::metrics::families::SCHEDULER_LAST;
 use crate::store::StoreError;
 
 /// Everything due at `now`; what each step did.
@@ -39,6 +40,7 @@ pub async fn tick(app: &AppState, now: DateTime<Utc>) -> Result<TickCounts, Stor
     app.scheduler_heartbeat().beat(now);
     let metrics = app.metrics();
     metrics.inc("outcomes_scheduler_ticks_total", &[("result", "ok")]);
+    metrics.set(SCHEDULER_LAST, &[], now.timestamp_millis() as f64 / 1000.0);
     for (what, n) in [
         ("invitations", counts.invitations),
         ("responses", counts.responses),
@@ -47,7 +49,7 @@ pub async fn tick(app: &AppState, now: DateTime<Utc>) -> Result<TickCounts, Stor
         ("non_responses", counts.non_responses),
         ("callbacks", counts.callbacks),
     ] {
-        metrics.add("outcomes_scheduler_work_total", &[("what", what)], n as f64);
+        metrics.add("outcomes_scheduler_work_total", &[("what", what)], n as u64);
     }
     if counts.missed > 0 {
         tracing::warn!(

@@ -13,6 +13,7 @@ use futures_util::future::BoxFuture;
 use super::callbacks::{self, CALLBACK_BATCH};
 use crate::AppState;
 use crate::domain::subscription::Subscription;
+use crate::metrics::families::{SCHEDULER_BATCHES, SCHEDULER_STEP};
 use crate::store::{Planner, Prepared, Settled, Store, StoreError};
 
 /// How long after expiry the non-response is registered
@@ -205,17 +206,33 @@ impl<'a> Pass<'a> {
     }
 
     /// Runs each step in turn until nothing it does is due; what they did.
+    /// Each step's time and batches are recorded in the app's metrics.
     pub async fn run(self) -> Result<TickCounts, StoreError> {
         let mut total = TickCounts::default();
         for step in &STEPS {
+            let started = std::time::Instant::now();
+            let metrics = self.app.metrics();
+            let batches = metrics.counter(SCHEDULER_BATCHES, &[("step", step.name)]);
             let mut counts = TickCounts::default();
             loop {
-                let batch = (step.run)(&self).await?;
+                let batch = match (step.run)(&self).await {
+                    Ok(batch) => batch,
+                    Err(e) => {
+                        metrics
+                            .histogram(SCHEDULER_STEP, &[("step", step.name), ("result", "failed")])
+                            .record(started.elapsed().as_secs_f64());
+                        return Err(e);
+                    }
+                };
+                batches.increment(1);
                 counts += batch.counts;
                 if !batch.full {
                     break;
                 }
             }
+            metrics
+                .histogram(SCHEDULER_STEP, &[("step", step.name), ("result", "ok")])
+                .record(started.elapsed().as_secs_f64());
             if counts != TickCounts::default() {
                 tracing::info!(step = step.name, ?counts, "scheduler step");
             }

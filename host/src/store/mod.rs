@@ -17,6 +17,7 @@ mod fill_out_sessions;
 pub mod migrations;
 mod non_responses;
 mod outcomes;
+mod pool;
 mod responses;
 mod stats;
 mod subscriptions;
@@ -29,7 +30,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::any::{AnyArguments, AnyConnectOptions, AnyPoolOptions};
-use sqlx::{AnyConnection, AnyPool, ConnectOptions, Connection, Executor};
+use sqlx::{AnyConnection, ConnectOptions, Connection, Executor};
 
 pub use access_log::{AccessEntry, Verification, link_hash};
 pub use catalog::DefinitionSource;
@@ -44,11 +45,13 @@ pub use migrations::{AppliedMigration, MigrationName, MigrationStatus, embedded_
 pub(crate) use non_responses::insert_non_response;
 pub use non_responses::{NewNonResponse, RegisterResult};
 pub use outcomes::{ArchivedModule, RescoreFilter};
+pub use pool::StoreMetrics;
 pub use responses::{CompleteError, Preparation, ResponseFilter};
 pub use stats::{DossierStats, InvitationCounts, ResponseCounts, SubscriptionCounts};
 pub use subscriptions::{EXPIRED_REASON, NewSubscription, Planner, Prepared, Settled, StartResult};
 pub use tokens::{NewToken, StoredKey, StoredSecret, StoredToken};
 
+use pool::Pool;
 use writer::Writer;
 
 /// Which database engine the URL chose.
@@ -92,6 +95,8 @@ pub struct StoreOptions {
     /// How long a write waits for room in the writer's queue before it is
     /// answered 503.
     pub write_queue_timeout: Duration,
+    /// Where pool waits and write batches are recorded (default: nowhere).
+    pub metrics: StoreMetrics,
 }
 
 impl Default for StoreOptions {
@@ -100,6 +105,7 @@ impl Default for StoreOptions {
             max_connections: 8,
             acquire_timeout: Duration::from_secs(10),
             write_queue_timeout: Duration::from_secs(5),
+            metrics: StoreMetrics::default(),
         }
     }
 }
@@ -107,7 +113,7 @@ impl Default for StoreOptions {
 /// Handle to the database; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Store {
-    pool: AnyPool,
+    pool: Pool,
     backend: Backend,
     writer: Writer,
 }
@@ -140,6 +146,7 @@ impl Store {
             .after_connect(move |conn, _| Box::pin(async move { configure(conn, backend).await }))
             .connect_with(connect_options.clone())
             .await?;
+        let pool = Pool::new(pool, options.metrics.pool_wait.clone());
         if let Some(file) = sqlite_file {
             // SQLite gives its -wal and -shm files the database file's mode;
             // set it on them as well, whatever made them.
@@ -149,15 +156,20 @@ impl Store {
                 private_file(Path::new(&name), false)?;
             }
         }
-        let writer = Writer::spawn(backend, options.write_queue_timeout, move || {
-            let options = connect_options.clone();
-            Box::pin(async move {
-                let mut conn = AnyConnection::connect_with(&options).await?;
-                configure(&mut conn, backend).await?;
-                configure_writer(&mut conn, backend).await?;
-                Ok(conn)
-            })
-        });
+        let writer = Writer::spawn(
+            backend,
+            options.write_queue_timeout,
+            options.metrics.clone(),
+            move || {
+                let options = connect_options.clone();
+                Box::pin(async move {
+                    let mut conn = AnyConnection::connect_with(&options).await?;
+                    configure(&mut conn, backend).await?;
+                    configure_writer(&mut conn, backend).await?;
+                    Ok(conn)
+                })
+            },
+        );
         Ok(Store {
             pool,
             backend,
@@ -175,7 +187,7 @@ impl Store {
             return Ok(());
         }
         migrator(self.backend)
-            .run(&self.pool)
+            .run(&*self.pool)
             .await
             .map_err(|e| StoreError::Migrate(e.to_string()))
     }
@@ -211,6 +223,15 @@ impl Store {
     pub async fn ping(&self) -> Result<(), StoreError> {
         self.pool.execute("SELECT 1").await?;
         Ok(())
+    }
+
+    /// The read pool's connections now: open, idle, and the most it opens.
+    pub fn pool_connections(&self) -> (usize, usize, u32) {
+        (
+            self.pool.size() as usize,
+            self.pool.num_idle(),
+            self.pool.options().get_max_connections(),
+        )
     }
 
     /// Closes the pool; in-flight writes have already been answered when

@@ -81,6 +81,10 @@
 //!   (manifest, hash, fixtures passed) and never a path; two folders of one
 //!   name are both refused; the allow-list of module hashes; /metrics is
 //!   Prometheus text without credentials and counts plugin calls.
+//! - `metrics_scrape`: /metrics after real traffic, checked by promtool:
+//!   every family, requests by route template (never the path), writer,
+//!   pool, plugin calls and failures, scheduler steps, build and process
+//!   figures; `metrics_listen` serves it on its own address only.
 //! - `plugin_cache`: compiled code on disk: tampered, foreign and linked
 //!   artifacts refused and recompiled, a cache others may use not used,
 //!   the data folder, cache and SQLite files private.
@@ -137,6 +141,7 @@ mod health_checks;
 mod hostile;
 mod hot_reload;
 mod library;
+mod metrics_scrape;
 mod non_responses;
 mod openapi;
 mod paths;

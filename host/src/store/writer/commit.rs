@@ -13,7 +13,7 @@ use super::items::{self, Results};
 use super::{BoxFuture, Connect, MAX_BATCH};
 use crate::store::access_log::AccessEntry;
 use crate::store::create::{CreateResult, DossierCache, NewResponse};
-use crate::store::{Backend, StoreError};
+use crate::store::{Backend, StoreError, StoreMetrics};
 
 /// What waits in the writer's queue.
 pub(super) enum Work {
@@ -130,7 +130,12 @@ impl Batch {
     }
 }
 
-pub(super) async fn run(mut rx: mpsc::Receiver<Work>, connect: Connect, backend: Backend) {
+pub(super) async fn run(
+    mut rx: mpsc::Receiver<Work>,
+    connect: Connect,
+    backend: Backend,
+    metrics: StoreMetrics,
+) {
     let mut conn: Option<AnyConnection> = None;
     let mut queue: Vec<Work> = Vec::with_capacity(MAX_BATCH);
     let mut batch = Batch::default();
@@ -154,16 +159,21 @@ pub(super) async fn run(mut rx: mpsc::Receiver<Work>, connect: Connect, backend:
                 }
             },
         };
+        let started = std::time::Instant::now();
+        let size = batch.len();
         let (results, commit) = match run_batch(c, &mut batch, backend, &mut cache).await {
             Ok(results) => (results, Ok(())),
             Err(e) => {
                 // It may name dossiers made in the batch.
                 cache.clear();
-                tracing::error!(error = %e, size = batch.len(), "write batch failed; reconnecting");
+                tracing::error!(error = %e, size, "write batch failed; reconnecting");
                 conn = None;
+                metrics.failed_batches.increment(1);
                 (Results::default(), Err(e))
             }
         };
+        metrics.commit.record(started.elapsed().as_secs_f64());
+        metrics.batch_size.record(size as f64);
         batch.finish(results, &commit);
     }
     if let Some(c) = conn {

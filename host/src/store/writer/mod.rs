@@ -35,7 +35,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::access_log::AccessEntry;
 use super::create::{CreateResult, NewResponse};
-use super::{Backend, StoreError};
+use super::{Backend, StoreError, StoreMetrics};
 use commit::{Op, Pending, Work};
 
 /// A boxed future borrowing the write connection.
@@ -68,18 +68,22 @@ impl Writer {
     /// trip; on the server's runtime every wake-up after a round trip would
     /// queue behind request handlers, and the writer, which everyone waits
     /// for, would spend most of its time waiting to be polled.
+    /// Each batch's size and time are recorded in `metrics`.
     pub fn spawn(
         backend: Backend,
         deadline: Duration,
+        metrics: StoreMetrics,
         connect: impl Fn() -> BoxFuture<'static, Result<AnyConnection, sqlx::Error>>
         + Send
         + Sync
         + 'static,
     ) -> Writer {
-        Writer::spawn_with_queue(backend, QUEUE, deadline, connect)
+        Writer::start(backend, QUEUE, deadline, metrics, connect)
     }
 
-    /// [`Writer::spawn`] with a queue of `capacity` writes.
+    /// [`Writer::spawn`] with a queue of `capacity` writes, recording
+    /// nothing.
+    #[cfg(test)]
     fn spawn_with_queue(
         backend: Backend,
         capacity: usize,
@@ -89,8 +93,27 @@ impl Writer {
         + Sync
         + 'static,
     ) -> Writer {
+        Writer::start(
+            backend,
+            capacity,
+            deadline,
+            StoreMetrics::default(),
+            connect,
+        )
+    }
+
+    fn start(
+        backend: Backend,
+        capacity: usize,
+        deadline: Duration,
+        metrics: StoreMetrics,
+        connect: impl Fn() -> BoxFuture<'static, Result<AnyConnection, sqlx::Error>>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Writer {
         let (jobs, rx) = mpsc::channel(capacity);
-        let task = commit::run(rx, Box::new(connect), backend);
+        let task = commit::run(rx, Box::new(connect), backend, metrics);
         let thread = std::thread::Builder::new()
             .name("db-writer".into())
             .spawn(move || {
