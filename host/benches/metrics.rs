@@ -40,7 +40,12 @@ fn busy(plugins: usize) -> Metrics {
     let doc = host::api::document();
     for route in doc.paths.paths.keys() {
         for (method, status) in [("GET", 200), ("POST", 201), ("GET", 401), ("GET", 404)] {
-            metrics.http_request(Some(route), method, status, Duration::from_millis(2));
+            metrics.http_request(
+                Some(route.as_str()),
+                method,
+                status,
+                Duration::from_millis(2),
+            );
         }
     }
     metrics.http_request(None, "GET", 404, Duration::from_micros(200));
