@@ -373,6 +373,18 @@ pub struct Settings {
         value_name = "ADDR"
     )]
     pub metrics_listen: Option<SocketAddr>,
+
+    // (#20 multihost)
+    /// Seconds a request waits for a database connection (a free one, or
+    /// the database to answer again after a restart); past it the request
+    /// is answered 503 `unavailable` [default: 5]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_DATABASE_ACQUIRE_TIMEOUT",
+        value_name = "SECONDS"
+    )]
+    pub database_acquire_timeout: Option<u64>,
 }
 
 /// How log lines are written.
@@ -434,6 +446,8 @@ pub struct FileSettings {
     pub token_reload_failure_limit: Option<u32>,
     // (#19 metrics)
     pub metrics_listen: Option<SocketAddr>,
+    // (#20 multihost)
+    pub database_acquire_timeout: Option<u64>,
 }
 
 /// The resolved configuration.
@@ -489,6 +503,9 @@ pub struct Config {
     /// Where /metrics is served apart from the API; None: on the main
     /// listener.
     pub metrics_listen: Option<SocketAddr>,
+    // (#20 multihost)
+    /// How long a request waits for a database connection (then 503).
+    pub database_acquire_timeout: std::time::Duration,
 }
 
 /// A rate limit: `burst` requests at once, then one more each `every`
@@ -830,7 +847,19 @@ impl Config {
             0 => None,
             count => Some(count),
         };
+        // (#20 multihost)
+        let database_acquire_timeout = cli
+            .database_acquire_timeout
+            .or(file.database_acquire_timeout)
+            .unwrap_or(5);
+        if !(1..=600).contains(&database_acquire_timeout) {
+            return Err(ConfigError {
+                setting: "database_acquire_timeout",
+                problem: format!("{database_acquire_timeout} seconds: give 1 to 600"),
+            });
+        }
         Ok(Config {
+            database_acquire_timeout: std::time::Duration::from_secs(database_acquire_timeout),
             scheduler_interval,
             token_reload_failure_limit,
             plugins,

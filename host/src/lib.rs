@@ -359,6 +359,7 @@ impl App {
             max_connections: config.max_connections,
             write_queue_timeout: config.write_queue_timeout,
             metrics: metrics.store(),
+            acquire_timeout: config.database_acquire_timeout,
             ..StoreOptions::default()
         };
         let store = Store::connect(&config.database_url, &options)

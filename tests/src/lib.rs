@@ -9,7 +9,9 @@
 //! database there and drops it afterwards.
 
 pub mod browser;
+pub mod own_postgres;
 pub mod plugins;
+pub mod processes;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -105,6 +107,26 @@ impl TestApp {
                 (replace_database(&postgres_url(), &name), Some(name))
             }
         };
+        TestApp::spawn_at(db, dir, database_url, postgres_db, adjust).await
+    }
+
+    /// The host on a PostgreSQL database the test made itself (on a server
+    /// of its own, [`own_postgres::OwnPostgres`]), which the test removes.
+    pub async fn spawn_on_postgres(
+        database_url: String,
+        adjust: impl FnOnce(&mut Config),
+    ) -> TestApp {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        TestApp::spawn_at(Db::Postgres, dir, database_url, None, adjust).await
+    }
+
+    async fn spawn_at(
+        db: Db,
+        dir: tempfile::TempDir,
+        database_url: String,
+        postgres_db: Option<String>,
+        adjust: impl FnOnce(&mut Config),
+    ) -> TestApp {
         let settings = Settings {
             listen: Some("127.0.0.1:0".parse().expect("address")),
             data_dir: Some(dir.path().to_owned()),

@@ -8,6 +8,8 @@
 //!   service hot-reloads them).
 //! - `bench`: the HTTP benchmark (POST throughput, list latency at 1k and
 //!   1M rows), on SQLite and on PostgreSQL.
+//! - `bench-hosts`: POST throughput through HAProxy with one and with two
+//!   hosts on one PostgreSQL database.
 //!
 //! Each task checks what it needs first and says how to fix what is missing.
 
@@ -49,6 +51,10 @@ enum Task {
     /// Benchmark the release build over HTTP: POST throughput with concurrent
     /// clients, and list latency with 1k and 1M responses in the database.
     Bench(bench::BenchArgs),
+    /// Benchmark the release build on PostgreSQL: POST throughput through
+    /// HAProxy with one and with two `outcomes serve` processes on one
+    /// database (and one host without the balancer, for reference).
+    BenchHosts(bench::hosts::HostsArgs),
 }
 
 fn main() -> ExitCode {
@@ -60,6 +66,7 @@ fn main() -> ExitCode {
             build_plugins().map(|dir| eprintln!("plugins installed in {}", dir.display()))
         }
         Task::Bench(args) => bench::run(args),
+        Task::BenchHosts(args) => bench::hosts::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -98,6 +105,7 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     prerequisites::browser()?;
     prerequisites::promtool()?;
     prerequisites::axe()?;
+    prerequisites::haproxy()?;
     let root = prerequisites::workspace_root();
     run(Command::new(cargo())
         .current_dir(&root)

@@ -216,6 +216,33 @@ fn apt_install(packages: &[&str]) -> bool {
             && install())
 }
 
+/// HAProxy, the load balancer the tests put in front of two hosts on one
+/// PostgreSQL database (`tests/tests/api/multihost.rs`). On a Debian
+/// machine where we are root, installs Debian's `haproxy` (only the
+/// program is used: the tests start it with their own configuration);
+/// elsewhere says what to install.
+pub fn haproxy() -> anyhow::Result<()> {
+    let program = std::env::var("OUTCOMES_TEST_HAPROXY").unwrap_or_else(|_| "haproxy".into());
+    let works = || {
+        Command::new(&program)
+            .arg("-v")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if works() {
+        return Ok(());
+    }
+    eprintln!("xtask: installing HAProxy for the tests of several hosts (apt-get install haproxy)");
+    if apt_install(&["haproxy"]) && works() {
+        return Ok(());
+    }
+    bail!(
+        "the tests of several hosts need HAProxy: on Debian or Ubuntu `apt-get install haproxy` \
+         (as root); elsewhere install HAProxy 2.x and put it on PATH or set OUTCOMES_TEST_HAPROXY \
+         to it"
+    )
+}
+
 /// axe-core, the accessibility checker the browser tests load into the
 /// pages, installed from the npm registry as `tests/browser/package-lock.json`
 /// pins it.

@@ -125,6 +125,12 @@ impl QueryParams {
         (!values.is_empty()).then_some(values)
     }
 
+    /// Every pair as given, in order (to write a link to another page of
+    /// the same query).
+    pub fn pairs(&self) -> &[(String, String)] {
+        &self.0
+    }
+
     /// True when any key is `key` or starts with `key[`.
     pub fn has(&self, key: &str) -> bool {
         self.0.iter().any(|(k, _)| {

@@ -35,13 +35,40 @@ pub enum StoreError {
 
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
-        // A refused or broken connection is an I/O error.
-        if matches!(e, sqlx::Error::PoolTimedOut | sqlx::Error::Io(_)) {
+        if unavailable(&e) {
             StoreError::Unavailable(Arc::new(e))
         } else {
             StoreError::Database(Arc::new(e))
         }
     }
+}
+
+/// Whether `e` says the database cannot be reached or is going away, rather
+/// than that the statement was wrong: worth answering 503 and retrying.
+/// A restarted PostgreSQL first ends its sessions (57P01), then refuses new
+/// ones while it starts (57P03, or a refused connection): all of that is
+/// an outage the service rides out (docs/operations.md, "What a database
+/// restart does").
+fn unavailable(e: &sqlx::Error) -> bool {
+    match e {
+        // No free connection in time, a refused or broken connection, a
+        // pool shutting down, the SQLite worker thread gone.
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Io(_)
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => db.code().is_some_and(|code| unavailable_code(&code)),
+        _ => false,
+    }
+}
+
+/// PostgreSQL's SQLSTATEs of an outage (Appendix A of its manual, "PostgreSQL
+/// Error Codes"): class 08 (connection exception), class 53 (insufficient
+/// resources: disk full, out of memory, too many connections), and
+/// 57P01..57P03 (administrator or crash shutdown, cannot connect now).
+/// SQLite's codes are numbers and never match.
+fn unavailable_code(code: &str) -> bool {
+    code.starts_with("08") || code.starts_with("53") || matches!(code, "57P01" | "57P02" | "57P03")
 }
 
 impl StoreError {
@@ -62,5 +89,35 @@ impl StoreError {
             },
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outages_are_told_from_bad_statements() {
+        for code in [
+            "08006", "08001", "57P01", "57P02", "57P03", "53300", "53100",
+        ] {
+            assert!(unavailable_code(code), "{code}");
+        }
+        for code in ["23505", "42P01", "40001", "57014", "5", "2067"] {
+            assert!(!unavailable_code(code), "{code}");
+        }
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert!(matches!(
+            StoreError::from(sqlx::Error::Io(refused)),
+            StoreError::Unavailable(_)
+        ));
+        assert!(matches!(
+            StoreError::from(sqlx::Error::PoolTimedOut),
+            StoreError::Unavailable(_)
+        ));
+        assert!(matches!(
+            StoreError::from(sqlx::Error::RowNotFound),
+            StoreError::Database(_)
+        ));
     }
 }

@@ -46,7 +46,7 @@ pub(crate) use non_responses::insert_non_response;
 pub use non_responses::{NewNonResponse, RegisterResult};
 pub use outcomes::{ArchivedModule, RescoreFilter};
 pub use pool::StoreMetrics;
-pub use responses::{CompleteError, Preparation, ResponseFilter};
+pub use responses::{CompleteError, Page, Preparation, ResponseFilter, ResponsePage};
 pub use stats::{DossierStats, InvitationCounts, ResponseCounts, SubscriptionCounts};
 pub use subscriptions::{EXPIRED_REASON, NewSubscription, Planner, Prepared, Settled, StartResult};
 pub use tokens::{NewToken, StoredKey, StoredSecret, StoredToken};
@@ -90,7 +90,8 @@ fn migrator(backend: Backend) -> &'static sqlx::migrate::Migrator {
 pub struct StoreOptions {
     /// Read connections (the writer has its own).
     pub max_connections: u32,
-    /// How long a request waits for a free connection.
+    /// How long a request waits for a connection: a free one, or a new one
+    /// while the database is restarting (the pool retries until then).
     pub acquire_timeout: Duration,
     /// How long a write waits for room in the writer's queue before it is
     /// answered 503.
@@ -103,7 +104,7 @@ impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions {
             max_connections: 8,
-            acquire_timeout: Duration::from_secs(10),
+            acquire_timeout: Duration::from_secs(5),
             write_queue_timeout: Duration::from_secs(5),
             metrics: StoreMetrics::default(),
         }
@@ -143,6 +144,10 @@ impl Store {
         let pool = AnyPoolOptions::new()
             .max_connections(options.max_connections)
             .acquire_timeout(options.acquire_timeout)
+            // An idle connection may have died with a restarted database:
+            // each is pinged before use, and a dead one replaced, so a
+            // restart costs no request more than that wait.
+            .test_before_acquire(true)
             .after_connect(move |conn, _| Box::pin(async move { configure(conn, backend).await }))
             .connect_with(connect_options.clone())
             .await?;
@@ -156,6 +161,7 @@ impl Store {
                 private_file(Path::new(&name), false)?;
             }
         }
+        let connect_timeout = options.acquire_timeout;
         let writer = Writer::spawn(
             backend,
             options.write_queue_timeout,
@@ -163,10 +169,24 @@ impl Store {
             move || {
                 let options = connect_options.clone();
                 Box::pin(async move {
-                    let mut conn = AnyConnection::connect_with(&options).await?;
-                    configure(&mut conn, backend).await?;
-                    configure_writer(&mut conn, backend).await?;
-                    Ok(conn)
+                    // A database host that drops packets would hold the
+                    // writer, and every write queued behind it, for the
+                    // operating system's TCP timeout: give up as a request
+                    // would.
+                    let connect = async {
+                        let mut conn = AnyConnection::connect_with(&options).await?;
+                        configure(&mut conn, backend).await?;
+                        configure_writer(&mut conn, backend).await?;
+                        Ok(conn)
+                    };
+                    tokio::time::timeout(connect_timeout, connect)
+                        .await
+                        .unwrap_or_else(|_| {
+                            Err(sqlx::Error::Io(std::io::Error::new(
+                                std::io::ErrorKind::TimedOut,
+                                "connecting to the database timed out",
+                            )))
+                        })
                 })
             },
         );

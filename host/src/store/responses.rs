@@ -28,6 +28,21 @@ pub struct ResponseFilter {
     pub respondent_id: Option<i64>,
 }
 
+/// A page of the response list: at most `size` responses, those with ids
+/// above `after` (docs/api/responses.md#pages).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Page {
+    pub size: u32,
+    pub after: Option<ResponseId>,
+}
+
+/// What one page holds, and whether responses follow it.
+#[derive(Debug, Default)]
+pub struct ResponsePage {
+    pub responses: Vec<Response>,
+    pub more: bool,
+}
+
 /// A response the service prepares for later completion (invitations,
 /// protocol subscriptions): the dossier's patient fills it out.
 #[derive(Debug, Clone, Default)]
@@ -181,13 +196,44 @@ impl Store {
         filter: &ResponseFilter,
         now: DateTime<Utc>,
     ) -> Result<Vec<Response>, StoreError> {
+        Ok(self
+            .select_responses(epd_id, filter, None, now)
+            .await?
+            .responses)
+    }
+
+    /// One page of [`Store::list_responses`]: at most `page.size` responses
+    /// with ids above `page.after`, and whether more follow.
+    ///
+    /// Keyset pagination: the next page starts after the last id seen, on
+    /// the `responses_dossier (dossier_id, id)` index
+    /// (migrations/*/0001_initial.sql), so a page deep into a long diary
+    /// costs what the first does, and rows added or deleted between pages
+    /// neither repeat nor skip a row (an OFFSET would do both).
+    pub async fn list_responses_page(
+        &self,
+        epd_id: &str,
+        filter: &ResponseFilter,
+        page: Page,
+        now: DateTime<Utc>,
+    ) -> Result<ResponsePage, StoreError> {
+        self.select_responses(epd_id, filter, Some(page), now).await
+    }
+
+    async fn select_responses(
+        &self,
+        epd_id: &str,
+        filter: &ResponseFilter,
+        page: Option<Page>,
+        now: DateTime<Utc>,
+    ) -> Result<ResponsePage, StoreError> {
         let mut binds = vec![Bind::Text(epd_id.to_owned())];
         let mut sql = format!(
             "SELECT {COLUMNS} {FROM} WHERE r.dossier_id = (SELECT id FROM dossiers WHERE epd_id = $1) AND r.withdrawn_at IS NULL"
         );
         if let Some(keys) = &filter.questionnaire_keys {
             if keys.is_empty() {
-                return Ok(Vec::new());
+                return Ok(ResponsePage::default());
             }
             sql.push_str(&format!(
                 " AND q.key IN ({})",
@@ -214,6 +260,9 @@ impl Store {
         if let Some(id) = filter.respondent_id {
             push(&mut sql, "r.respondent_id =", Bind::Int(id));
         }
+        if let Some(ResponseId(after)) = page.and_then(|p| p.after) {
+            push(&mut sql, "r.id >", Bind::Int(after));
+        }
         if let Some(status) = filter.status {
             binds.push(Bind::Int(to_millis(now)));
             sql.push_str(&format!(
@@ -222,6 +271,11 @@ impl Store {
             ));
         }
         sql.push_str(" ORDER BY r.id");
+        // One row more than the page holds says whether another page follows.
+        if let Some(page) = page {
+            binds.push(Bind::Int(i64::from(page.size) + 1));
+            sql.push_str(&format!(" LIMIT ${}", binds.len()));
+        }
 
         let mut query = sqlx::query_as::<_, ResponseRow>(&sql);
         for bind in binds {
@@ -230,12 +284,16 @@ impl Store {
                 Bind::Text(v) => query.bind(v),
             };
         }
-        query
-            .fetch_all(&self.pool)
-            .await?
+        let mut rows = query.fetch_all(&self.pool).await?;
+        let more = page.is_some_and(|p| rows.len() > p.size as usize);
+        if let Some(page) = page {
+            rows.truncate(page.size as usize);
+        }
+        let responses = rows
             .into_iter()
             .map(Response::try_from)
-            .collect()
+            .collect::<Result<_, _>>()?;
+        Ok(ResponsePage { responses, more })
     }
 
     /// One response of a dossier by id.

@@ -50,6 +50,14 @@
 //!   parameters, bodies and error answers.
 //! - `paths`: `dossier` and `dossiers`, `.json`, trailing slashes, blank
 //!   dossier ids, unknown paths (404) and methods (405), answer headers.
+//! - `multihost`: two `outcomes serve` processes on one PostgreSQL
+//!   database behind HAProxy: one external id posted to both at once is
+//!   stored once, a fill-out session moves between hosts, killing one
+//!   under load loses nothing acknowledged; two schedulers prepare due
+//!   work once (PostgreSQL only).
+//! - `database_restart`: PostgreSQL (a server of the test's own) stopped
+//!   and started under load: 503 `unavailable` while down, never 500,
+//!   served again within 5 s without restarting the host.
 //! - `smoke`: the host starts, answers /health and the OpenAPI document.
 //! - `support`: shared helpers (request bodies, preparing responses through
 //!   the store, times on the wire); no tests.
@@ -64,6 +72,9 @@
 //! - `responses_list`: order by id, every filter (both array spellings, Unix
 //!   and ISO 8601 times, all five statuses as the clock moves), invalid
 //!   filters, the shape of responses that are not completed.
+//! - `responses_pages`: the response list in pages: every page of a
+//!   dossier of 250 adds up to the whole list, `Link` to the next page and
+//!   none on the last, filters kept across pages, bad `page[...]` refused.
 //! - `scoring`: the PHQ-9 outcome on POST and PUT (label, value,
 //!   interpretation, t-score, referenced values, action, alarm, attention,
 //!   completeness), proration and missing values; a response whose scorer
@@ -131,6 +142,7 @@ mod auth_hardening;
 mod backup;
 mod catalog;
 mod connections;
+mod database_restart;
 mod fill_out_browser;
 mod fill_out_pages;
 mod fill_out_requests;
@@ -142,6 +154,7 @@ mod hostile;
 mod hot_reload;
 mod library;
 mod metrics_scrape;
+mod multihost;
 mod non_responses;
 mod openapi;
 mod paths;
@@ -155,6 +168,7 @@ mod respondent_links;
 mod responses_create;
 mod responses_delete;
 mod responses_list;
+mod responses_pages;
 mod responses_update;
 mod scoring;
 mod smoke;

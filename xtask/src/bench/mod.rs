@@ -45,6 +45,7 @@
 
 mod auth;
 mod fill_out;
+pub mod hosts;
 mod load;
 mod peer;
 mod preload;

@@ -1,10 +1,12 @@
 //! GET the responses of a dossier, with the original contract's six filters
-//! plus `respondent_id` (docs/api/responses.md#list-responses).
+//! plus `respondent_id` (docs/api/responses.md#list-responses), whole or in
+//! pages (`page.rs`).
 
-use axum::extract::State;
-use axum::http::StatusCode;
+use axum::extract::{OriginalUri, State};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 
+use super::page;
 use super::view::ResponseView;
 use crate::AppState;
 use crate::api::extract::{DossierPath, QueryParams};
@@ -19,6 +21,14 @@ use crate::store::ResponseFilter;
 /// Array parameters take `k[]=a&k[]=b` or `k=a&k=b`. Times take Unix seconds
 /// or ISO 8601 (a time without offset is read in the service's time zone).
 /// Also at `/api/v1/dossier/{dossier_id}/responses` and with a `.json` suffix.
+///
+/// Pages are opt-in: with `page[size]` (1 to 1000) or `page[after]` the
+/// answer holds at most that many responses (100 when only `page[after]` is
+/// given), and, when more follow, a `Link: <...>; rel="next"` header (RFC
+/// 8288) whose target is this request with `page[after]` set to the cursor
+/// after the last response. The last page has no `Link`. The cursor is
+/// opaque; one that the service did not make is 422 invalid under `page`.
+/// Without either parameter the whole list is answered, as before.
 #[utoipa::path(
     get,
     path = "/dossiers/{dossier_id}/responses",
@@ -32,14 +42,18 @@ use crate::store::ResponseFilter;
         ("status" = Option<String>, Query, description = "One of completed, aborted, open, scheduled, expired; anything else is 422 invalid"),
         ("protocol_subscription_id" = Option<i64>, Query, description = "Only responses of this subscription"),
         ("respondent_id" = Option<i64>, Query, description = "Only responses of this respondent"),
+        ("page[size]" = Option<u32>, Query, description = "Answer a page of at most this many responses (1 to 1000) instead of the whole list"),
+        ("page[after]" = Option<String>, Query, description = "The opaque cursor from the `Link` of the page before: the page of responses after it (alone: pages of 100)"),
     ),
     responses(
-        (status = 200, description = "The responses", body = [ResponseView]),
-        (status = 422, description = "A filter is not valid, e.g. `{\"errors\":{\"status\":[\"invalid\"]}}`", body = ErrorBody),
+        (status = 200, description = "The responses; for a page that others follow, a `Link` header to the next", body = [ResponseView],
+            headers(("Link" = String, description = "`<path?...&page[after]=CURSOR>; rel=\"next\"` (RFC 8288), only on a page that others follow"))),
+        (status = 422, description = "A filter or page parameter is not valid, e.g. `{\"errors\":{\"status\":[\"invalid\"]}}` or `{\"errors\":{\"page\":{\"after\":[\"invalid\"]}}}`", body = ErrorBody),
     )
 )]
 pub async fn list_responses(
     State(app): State<AppState>,
+    OriginalUri(uri): OriginalUri,
     DossierPath(dossier): DossierPath,
     query: QueryParams,
 ) -> Result<Response, ApiError> {
@@ -86,6 +100,7 @@ pub async fn list_responses(
     if respondent_type.is_some_and(|t| t.chars().any(char::is_control)) {
         errors.add("respondent_type", "invalid");
     }
+    let page = page::requested(&query, &mut errors);
     errors.into_result()?;
     let filter = ResponseFilter {
         questionnaire_keys,
@@ -97,10 +112,35 @@ pub async fn list_responses(
         respondent_id,
     };
     let now = app.now();
-    let responses = app.store().list_responses(&dossier, &filter, now).await?;
+    let Some(page) = page else {
+        let responses = app.store().list_responses(&dossier, &filter, now).await?;
+        return Ok(answer(&app, &responses, now));
+    };
+    let found = app
+        .store()
+        .list_responses_page(&dossier, &filter, page, now)
+        .await?;
+    let mut answer = answer(&app, &found.responses, now);
+    if found.more
+        && let Some(last) = found.responses.last()
+    {
+        let link = page::next_link(uri.path(), &query, page.size, last.id);
+        let value = HeaderValue::from_str(&link)
+            .map_err(|e| ApiError::Internal(anyhow::anyhow!("the next page's link: {e}")))?;
+        answer.headers_mut().insert(header::LINK, value);
+    }
+    Ok(answer)
+}
+
+fn answer(
+    app: &AppState,
+    responses: &[crate::domain::response::Response],
+    now: chrono::DateTime<chrono::Utc>,
+) -> Response {
+    let zone = app.config().time_zone;
     let views: Vec<ResponseView> = responses
         .iter()
         .map(|r| ResponseView::new(r, zone, now, app.links()))
         .collect();
-    Ok(json(StatusCode::OK, &views))
+    json(StatusCode::OK, &views)
 }

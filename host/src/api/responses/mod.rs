@@ -5,6 +5,7 @@ mod body;
 mod create;
 mod delete;
 mod list;
+mod page;
 mod update;
 pub mod view;
 

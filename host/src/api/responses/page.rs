@@ -1,0 +1,181 @@
+//! The opt-in pages of the response list (docs/api/responses.md#pages):
+//! `page[size]` and `page[after]` read from the query, the opaque cursor,
+//! and the `Link: <...>; rel="next"` header (RFC 8288) to the next page.
+//! Without either parameter the list is answered whole, as the original
+//! contract has it.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+use crate::api::extract::QueryParams;
+use crate::domain::ids::ResponseId;
+use crate::error::Errors;
+use crate::store::Page;
+
+/// The query parameter naming the page size.
+pub const SIZE: &str = "page[size]";
+/// The query parameter holding the cursor of the page before.
+pub const AFTER: &str = "page[after]";
+/// The largest page; a diary's thousands of responses take a few pages.
+pub const MAX_SIZE: u32 = 1000;
+/// The size of a page asked for with `page[after]` alone.
+pub const DEFAULT_SIZE: u32 = 100;
+
+/// The page asked for, if any: None when neither parameter is given.
+/// Problems go into `errors` under `page` (`{"page":{"size":["invalid"]}}`).
+pub fn requested(query: &QueryParams, errors: &mut Errors) -> Option<Page> {
+    let size = query.single(SIZE);
+    let after = query.single(AFTER);
+    if size.is_none() && after.is_none() {
+        return None;
+    }
+    let mut problems = Errors::new();
+    let size = match size {
+        None => Some(DEFAULT_SIZE),
+        Some(text) => match text.trim().parse::<u32>() {
+            Ok(n) if (1..=MAX_SIZE).contains(&n) => Some(n),
+            _ => {
+                problems.add("size", "invalid");
+                None
+            }
+        },
+    };
+    let after = match after {
+        None => Some(None),
+        Some(cursor) => match decode(cursor) {
+            Some(id) => Some(Some(id)),
+            None => {
+                problems.add("after", "invalid");
+                None
+            }
+        },
+    };
+    if !problems.is_empty() {
+        errors.nest("page", problems);
+    }
+    Some(Page {
+        size: size?,
+        after: after?,
+    })
+}
+
+/// The cursor after `last`: base64url (no padding) of its id in decimal.
+/// Clients must treat it as opaque; only the service reads it.
+pub fn encode(last: ResponseId) -> String {
+    URL_SAFE_NO_PAD.encode(last.0.to_string())
+}
+
+/// The id a cursor of [`encode`] holds; None for anything else.
+pub fn decode(cursor: &str) -> Option<ResponseId> {
+    let bytes = URL_SAFE_NO_PAD.decode(cursor).ok()?;
+    let text = std::str::from_utf8(&bytes).ok()?;
+    // Only the form `encode` writes: no sign, no leading zeros.
+    if text.is_empty() || text.starts_with(['0', '+', '-']) {
+        return None;
+    }
+    text.parse::<i64>().ok().map(ResponseId)
+}
+
+/// The value of a `Link` header to the page after `last`: this request's
+/// path and parameters with `page[after]` replaced, as a reference relative
+/// to the request's origin (RFC 8288 section 3.1), so it stays right behind
+/// a proxy that serves the API under another host name.
+pub fn next_link(path: &str, query: &QueryParams, size: u32, last: ResponseId) -> String {
+    let mut out = form_urlencoded::Serializer::new(String::new());
+    for (key, value) in query.pairs() {
+        if key != AFTER && key != SIZE {
+            out.append_pair(key, value);
+        }
+    }
+    out.append_pair(SIZE, &size.to_string());
+    out.append_pair(AFTER, &encode(last));
+    format!("<{path}?{}>; rel=\"next\"", out.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(query: &str) -> Result<Option<Page>, Errors> {
+        let mut errors = Errors::new();
+        let page = requested(&QueryParams::parse(query), &mut errors);
+        if errors.is_empty() {
+            Ok(page)
+        } else {
+            Err(errors)
+        }
+    }
+
+    #[test]
+    fn cursors_round_trip() {
+        for id in [1, 42, 9_007_199_254_740_993, i64::MAX] {
+            assert_eq!(decode(&encode(ResponseId(id))), Some(ResponseId(id)));
+        }
+    }
+
+    #[test]
+    fn malformed_cursors_name_nothing() {
+        for cursor in [
+            "",
+            "!!",
+            "MTIz=",
+            "LTE",
+            "MA",
+            "MDEy",
+            "YWJj",
+            "OTIyMzM3MjAzNjg1NDc3NTgwOA",
+            "%FF",
+        ] {
+            assert_eq!(decode(cursor), None, "{cursor}");
+        }
+    }
+
+    #[test]
+    fn no_parameters_no_page() {
+        assert_eq!(page("status=completed"), Ok(None));
+    }
+
+    #[test]
+    fn sizes_are_bounded() {
+        assert_eq!(
+            page("page[size]=1000"),
+            Ok(Some(Page {
+                size: 1000,
+                after: None
+            }))
+        );
+        for bad in ["0", "1001", "-1", "x", "", "1.5"] {
+            let errors = page(&format!("page[size]={bad}")).expect_err(bad);
+            assert_eq!(
+                errors.body(),
+                serde_json::json!({"errors": {"page": {"size": ["invalid"]}}})
+            );
+        }
+    }
+
+    #[test]
+    fn a_cursor_alone_takes_the_default_size() {
+        let cursor = encode(ResponseId(7));
+        assert_eq!(
+            page(&format!("page[after]={cursor}")),
+            Ok(Some(Page {
+                size: DEFAULT_SIZE,
+                after: Some(ResponseId(7))
+            }))
+        );
+    }
+
+    #[test]
+    fn the_next_link_keeps_the_filters() {
+        let query = QueryParams::parse("questionnaire_keys[]=phq9&page[size]=2&page[after]=MQ");
+        assert_eq!(
+            next_link(
+                "/api/v1/dossiers/a%20b/responses",
+                &query,
+                2,
+                ResponseId(12)
+            ),
+            "</api/v1/dossiers/a%20b/responses?questionnaire_keys%5B%5D=phq9&page%5Bsize%5D=2&page%5Bafter%5D=MTI>; rel=\"next\""
+        );
+    }
+}
