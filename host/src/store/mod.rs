@@ -177,7 +177,7 @@ impl Store {
                         let mut conn = AnyConnection::connect_with(&options).await?;
                         configure(&mut conn, backend).await?;
                         configure_writer(&mut conn, backend).await?;
-                        Ok(conn)
+                        Ok::<_, sqlx::Error>(conn)
                     };
                     tokio::time::timeout(connect_timeout, connect)
                         .await

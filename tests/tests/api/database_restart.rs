@@ -51,7 +51,9 @@ async fn a_database_restart_is_answered_503_and_served_through_again() {
     let acknowledged = Mutex::new(Vec::<String>::new());
     let stop = AtomicBool::new(false);
     let next = AtomicUsize::new(0);
-    let worker = || async {
+    // References, so that each worker's future may copy them.
+    let (app, events, acknowledged, stop, next) = (&app, &events, &acknowledged, &stop, &next);
+    let worker = move || async move {
         while !stop.load(Ordering::Relaxed) {
             let n = next.fetch_add(1, Ordering::Relaxed);
             let dossier = format!("d{}", n % 20);
@@ -79,7 +81,7 @@ async fn a_database_restart_is_answered_503_and_served_through_again() {
             });
         }
     };
-    let count = |keep: &dyn Fn(&Event) -> bool| {
+    let count = move |keep: &dyn Fn(&Event) -> bool| {
         events
             .lock()
             .expect("lock")
@@ -87,12 +89,13 @@ async fn a_database_restart_is_answered_503_and_served_through_again() {
             .filter(|e| keep(e))
             .count()
     };
+    let count = &count;
     let control = async {
-        let ok = |e: &Event| e.status == 200 || e.status == 201;
+        let ok = &|e: &Event| e.status == 200 || e.status == 201;
         wait_until(
             Duration::from_secs(60),
             "100 requests served before the restart",
-            || async { count(&ok) >= 100 },
+            move || async move { count(ok) >= 100 },
         )
         .await;
         let stopping = pg.clone();
@@ -103,7 +106,7 @@ async fn a_database_restart_is_answered_503_and_served_through_again() {
         wait_until(
             Duration::from_secs(60),
             "30 answers while PostgreSQL is down",
-            || async { count(&|e: &Event| e.sent >= down) >= 30 },
+            move || async move { count(&|e: &Event| e.sent >= down) >= 30 },
         )
         .await;
         let health = app
@@ -121,7 +124,7 @@ async fn a_database_restart_is_answered_503_and_served_through_again() {
         wait_until(
             Duration::from_secs(5),
             "a POST stored after PostgreSQL came back",
-            || async { count(&|e: &Event| e.post && e.status == 201 && e.sent >= up) >= 1 },
+            move || async move { count(&|e: &Event| e.post && e.status == 201 && e.sent >= up) >= 1 },
         )
         .await;
         let recovered = events
@@ -135,7 +138,7 @@ async fn a_database_restart_is_answered_503_and_served_through_again() {
         wait_until(
             Duration::from_secs(60),
             "100 requests served after the restart",
-            || async { count(&|e: &Event| ok(e) && e.sent >= recovered) >= 100 },
+            move || async move { count(&|e: &Event| ok(e) && e.sent >= recovered) >= 100 },
         )
         .await;
         stop.store(true, Ordering::Relaxed);
@@ -143,7 +146,7 @@ async fn a_database_restart_is_answered_503_and_served_through_again() {
     };
     let (_, (down, restarting, up, recovered)) =
         tokio::join!(join_all((0..6).map(|_| worker())), control);
-    let events = events.into_inner().expect("lock");
+    let events = events.lock().expect("lock").clone();
 
     // Never a 500, nor anything but success or 503 `unavailable`.
     for e in &events {
@@ -185,11 +188,10 @@ async fn a_database_restart_is_answered_503_and_served_through_again() {
         .await
         .into_iter()
         .collect();
-    let acknowledged = acknowledged.into_inner().expect("lock");
+    let acknowledged = acknowledged.lock().expect("lock").clone();
     let lost: Vec<&String> = acknowledged
         .iter()
         .filter(|k| !stored.contains(*k))
         .collect();
     assert!(lost.is_empty(), "acknowledged but not stored: {lost:?}");
-    drop(app);
 }

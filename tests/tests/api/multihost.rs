@@ -231,12 +231,17 @@ async fn a_fill_out_session_started_on_one_host_continues_on_the_other() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_a_host_mid_load_loses_nothing_it_acknowledged() {
     let mut cluster = cluster().await;
-    let stop = AtomicBool::new(false);
-    let acknowledged = Mutex::new(Vec::<(String, String)>::new());
-    let failed = AtomicUsize::new(0);
-    let next = AtomicUsize::new(0);
-    let ok = || acknowledged.lock().expect("lock").len();
-    let worker = || async {
+    let mut hosts = std::mem::take(&mut cluster.hosts);
+    let (stop, acknowledged) = (
+        AtomicBool::new(false),
+        Mutex::new(Vec::<(String, String)>::new()),
+    );
+    let (failed, next) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    // References, so that each worker's future may copy them.
+    let (cluster, stop, acknowledged, failed, next) =
+        (&cluster, &stop, &acknowledged, &failed, &next);
+    let ok = move || acknowledged.lock().expect("lock").len();
+    let worker = move || async move {
         // Each worker on its own keep-alive connections to the balancer.
         let client = reqwest::Client::new();
         while !stop.load(Ordering::Relaxed) {
@@ -266,22 +271,22 @@ async fn killing_a_host_mid_load_loses_nothing_it_acknowledged() {
         wait_until(
             Duration::from_secs(60),
             "200 POSTs stored before the kill",
-            || async { ok() >= 200 },
+            move || async move { ok() >= 200 },
         )
         .await;
-        cluster.hosts[0].kill();
+        hosts[0].kill();
         let at_kill = ok();
         wait_until(
             Duration::from_secs(60),
             "200 POSTs stored after the kill",
-            || async { ok() >= at_kill + 200 },
+            move || async move { ok() >= at_kill + 200 },
         )
         .await;
         stop.store(true, Ordering::Relaxed);
         at_kill
     };
     let (_, at_kill) = tokio::join!(join_all((0..8).map(|_| worker())), control);
-    let acknowledged = acknowledged.into_inner().expect("lock");
+    let acknowledged = acknowledged.lock().expect("lock").clone();
     let stored: BTreeSet<String> = cluster
         .app
         .sql_strings("SELECT d.epd_id || '/' || r.external_id FROM responses r JOIN dossiers d ON d.id = r.dossier_id")
