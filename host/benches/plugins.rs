@@ -11,6 +11,10 @@
 //!   folder of a running host to the new version serving, <= 500 ms.
 //! - `calculators`: score_series and reliable_change over 1,000 PHQ-9
 //!   responses, <= 20 ms per call.
+//! - `languages`: the PHQ-9 scorer in Rust against the same scorer in
+//!   AssemblyScript (`examples/assemblyscript-scorer/`, compiled here with
+//!   its compiler from npm: `npm ci` there first): module size, fuel and
+//!   call time on the same fixtures.
 //!
 //! Percentiles are exact (all samples sorted). A criterion group gives the
 //! medians of the scoring call and of instantiation alone.
@@ -101,6 +105,9 @@ fn main() {
     }
     if run("calculators") {
         calculators_section(scale);
+    }
+    if run("languages") {
+        languages_section(scale);
     }
 }
 
@@ -829,4 +836,95 @@ fn calculators_section(scale: Scale) {
             typed.at(99.0).as_secs_f64() * 1e3
         );
     }
+}
+
+// -------------------------------------------------------------- languages
+
+/// The AssemblyScript PHQ-9 scorer, compiled with the example's own
+/// compiler and settings; `None` (with why) when the compiler is not
+/// installed.
+fn assemblyscript_phq9() -> Result<Vec<u8>, String> {
+    let example = repo_root().join("examples/assemblyscript-scorer");
+    let asc = example.join("node_modules/assemblyscript/bin/asc.js");
+    if !asc.is_file() {
+        return Err(format!(
+            "{} is missing: run `npm ci` in {}",
+            asc.display(),
+            example.display()
+        ));
+    }
+    let out = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let wasm = out.path().join("phq9.wasm");
+    let status = std::process::Command::new("node")
+        .arg(&asc)
+        .args(["assembly/index.ts", "--config", "asconfig.json", "--target", "release", "--outFile"])
+        .arg(&wasm)
+        .current_dir(&example)
+        .status()
+        .map_err(|e| format!("running node: {e}"))?;
+    if !status.success() {
+        return Err(format!("asc failed ({status})"));
+    }
+    std::fs::read(&wasm).map_err(|e| e.to_string())
+}
+
+fn languages_section(scale: Scale) {
+    println!("\n== languages: the PHQ-9 scorer in Rust and in AssemblyScript ==");
+    let assemblyscript = match assemblyscript_phq9() {
+        Ok(bytes) => bytes,
+        Err(why) => {
+            println!("skipped: {why}");
+            return;
+        }
+    };
+    let rust = std::fs::read(built_plugins().join("phq9/phq9.wasm")).expect("the Rust module");
+    let plugins = plugins_in(&built_plugins(), None);
+    let fixtures = plugin_sdk::testing::load_dir(repo_root().join("questionnaires/phq9/fixtures"))
+        .expect("fixtures");
+    let (warmup, n) = (scale.n(200, 5), scale.n(2_000, 20));
+    println!(
+        "{:<32} {:>22} {:>22}",
+        "per fixture (same input)", "Rust: fuel, p50", "AssemblyScript: fuel, p50"
+    );
+    let mut totals = [(0u64, Vec::new()), (0u64, Vec::new())];
+    let modules = [
+        plugins.load_module(&rust).expect("the Rust module loads"),
+        plugins
+            .load_module(&assemblyscript)
+            .expect("the AssemblyScript module loads"),
+    ];
+    for fixture in &fixtures {
+        let input = modules[0].manifest.decline_bytes(&fixture.input_bytes());
+        let mut cells = Vec::new();
+        for (m, module) in modules.iter().enumerate() {
+            let call = module.invoke_raw(&input);
+            call.result.as_ref().expect("the call answers");
+            let time = sample(warmup, n, || {
+                black_box(module.invoke_raw(black_box(&input)).result).expect("call");
+            });
+            totals[m].0 += call.usage.fuel_used;
+            totals[m].1.push(time.at(50.0));
+            cells.push(format!(
+                "{:>9} {:>9.1} µs",
+                call.usage.fuel_used,
+                time.at(50.0).as_secs_f64() * 1e6
+            ));
+        }
+        println!("{:<32} {:>22} {:>22}", fixture.name, cells[0], cells[1]);
+    }
+    let k = fixtures.len() as u64;
+    let median = |v: &mut Vec<Duration>| {
+        v.sort_unstable();
+        v[v.len() / 2].as_secs_f64() * 1e6
+    };
+    let (rust_fuel, asc_fuel) = (totals[0].0 / k, totals[1].0 / k);
+    let (rust_p50, asc_p50) = (median(&mut totals[0].1), median(&mut totals[1].1));
+    println!(
+        "module size: Rust {} bytes, AssemblyScript {} bytes",
+        rust.len(),
+        assemblyscript.len()
+    );
+    println!(
+        "mean fuel per call: Rust {rust_fuel}, AssemblyScript {asc_fuel}; median of the fixtures' p50: Rust {rust_p50:.1} µs, AssemblyScript {asc_p50:.1} µs"
+    );
 }

@@ -8,6 +8,7 @@
 //! `postgres://postgres@127.0.0.1:5432/test`); each test creates its own
 //! database there and drops it afterwards.
 
+pub mod assemblyscript;
 pub mod browser;
 pub mod own_postgres;
 pub mod plugins;

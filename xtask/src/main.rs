@@ -40,7 +40,8 @@ enum Task {
     /// Build the plugins and run all tests of the workspace; every storage
     /// test runs on SQLite and PostgreSQL, the fill-out pages also in
     /// headless Chromium (installed on Debian when missing, with axe-core
-    /// from npm). Arguments after `--` go to `cargo test`.
+    /// from npm), the AssemblyScript scorer built with its compiler from
+    /// npm. Arguments after `--` go to `cargo test`.
     Test {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
@@ -106,6 +107,7 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     prerequisites::promtool()?;
     prerequisites::axe()?;
     prerequisites::haproxy()?;
+    prerequisites::assemblyscript()?;
     let root = prerequisites::workspace_root();
     run(Command::new(cargo())
         .current_dir(&root)

@@ -250,7 +250,25 @@ pub fn axe() -> anyhow::Result<()> {
     if std::env::var_os("OUTCOMES_TEST_AXE").is_some() {
         return Ok(());
     }
-    let folder = workspace_root().join("tests/browser");
+    npm_ci("tests/browser", "axe-core", "axe-core for the browser tests")
+}
+
+/// The AssemblyScript compiler, with which the tests build the example
+/// scorer of `examples/assemblyscript-scorer/` (and small modules of their
+/// own), installed from the npm registry as that folder's
+/// `package-lock.json` pins it.
+pub fn assemblyscript() -> anyhow::Result<()> {
+    npm_ci(
+        "examples/assemblyscript-scorer",
+        "assemblyscript",
+        "the AssemblyScript compiler for the AssemblyScript plugin tests",
+    )
+}
+
+/// Runs `npm ci` in `folder` (relative to the workspace root) unless the
+/// version of `package` its lock file pins is installed there already.
+fn npm_ci(folder: &str, package: &str, what: &str) -> anyhow::Result<()> {
+    let folder = workspace_root().join(folder);
     let version = |path: PathBuf, pointer: &str| -> Option<String> {
         let text = std::fs::read_to_string(path).ok()?;
         let json: serde_json::Value = serde_json::from_str(&text).ok()?;
@@ -258,16 +276,16 @@ pub fn axe() -> anyhow::Result<()> {
     };
     let wanted = version(
         folder.join("package-lock.json"),
-        "/packages/node_modules~1axe-core/version",
+        &format!("/packages/node_modules~1{package}/version"),
     );
     let installed = version(
-        folder.join("node_modules/axe-core/package.json"),
+        folder.join(format!("node_modules/{package}/package.json")),
         "/version",
     );
     if wanted.is_some() && wanted == installed {
         return Ok(());
     }
-    eprintln!("xtask: installing axe-core for the browser tests (npm ci in tests/browser)");
+    eprintln!("xtask: installing {what} (npm ci in {})", folder.display());
     let status = Command::new("npm")
         .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
         .current_dir(&folder)
@@ -279,7 +297,7 @@ pub fn axe() -> anyhow::Result<()> {
             folder.display()
         ),
         Err(_) => bail!(
-            "the browser tests load axe-core from the npm registry: install Node.js and npm \
+            "the tests install {what} from the npm registry: install Node.js and npm \
              (Debian: apt-get install nodejs npm) and try again"
         ),
     }

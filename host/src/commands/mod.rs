@@ -12,6 +12,7 @@ pub mod migrate;
 pub mod plugin;
 pub mod rescore;
 mod scaffold;
+mod standalone;
 
 use std::path::PathBuf;
 

@@ -12,7 +12,7 @@ use plugin_sdk::testing::{self, Fixture};
 
 use crate::config::Config;
 use crate::metrics::Metrics;
-use crate::plugins::{PluginSettings, Plugins, selftest};
+use crate::plugins::{PluginSettings, Plugins, profile, selftest};
 
 #[derive(Debug, Subcommand)]
 pub enum PluginCommand {
@@ -25,6 +25,13 @@ pub enum PluginCommand {
         module: PathBuf,
         /// Fixture files or folders [default: fixtures/ beside the module]
         fixtures: Vec<PathBuf>,
+        /// Also profile the module on the fixtures (each called again and
+        /// again for a moment, sampled by wasmtime's guest profiler) and
+        /// write the profile to FILE, in the Firefox profiler's format:
+        /// open it at https://profiler.firefox.com to see which functions
+        /// the fuel goes to
+        #[arg(long, value_name = "FILE")]
+        profile: Option<PathBuf>,
     },
     /// Load every plugin folder as the service does (validate, compile,
     /// self-test) and list what would serve and what is refused. Exits
@@ -44,9 +51,13 @@ pub enum PluginCommand {
         #[arg(long)]
         check: bool,
     },
-    /// Scaffold a plugin crate with one fixture: a scorer under
-    /// questionnaires/NAME/ (with a two-question definition to start from)
-    /// or a calculator under calculators/NAME/.
+    /// Scaffold a plugin crate with one fixture (a scorer also with a
+    /// two-question definition to start from). With --out, a crate that
+    /// builds on its own anywhere: its own Cargo.toml, wasm build settings
+    /// and README, and plugin-sdk as a path dependency (inside a checkout
+    /// of this repository, or --sdk-path) or else a git dependency
+    /// (--sdk-git). Without --out, a crate of this repository's workspace:
+    /// questionnaires/NAME/ or calculators/NAME/ under --root.
     New {
         /// scorer or calculator
         #[arg(value_parser = ["scorer", "calculator"])]
@@ -54,19 +65,54 @@ pub enum PluginCommand {
         /// Plugin name: lower-case letters, digits and _, starting with a letter
         name: String,
         /// Repository root to create it in [default: .]
-        #[arg(long, default_value = ".")]
+        #[arg(long, default_value = ".", conflicts_with = "out")]
         root: PathBuf,
+        /// Write a standalone crate into this folder (made; refused when
+        /// it exists and is not empty)
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// The plugin-sdk folder to depend on by path [default: the
+        /// plugin-sdk of the checkout of this repository the current
+        /// folder is in, if it is in one]
+        #[arg(long, value_name = "DIR", requires = "out", conflicts_with = "sdk_git")]
+        sdk_path: Option<PathBuf>,
+        /// The git repository to take plugin-sdk from when there is no
+        /// path [default: a placeholder to replace, named in the README]
+        #[arg(long, value_name = "URL", requires = "out")]
+        sdk_git: Option<String>,
     },
 }
 
 /// Runs a plugin command; `Ok(false)` means "done, but exit non-zero".
 pub fn run(command: PluginCommand, config: &Config) -> anyhow::Result<bool> {
     match command {
-        PluginCommand::Test { module, fixtures } => test(config, &module, &fixtures),
+        PluginCommand::Test {
+            module,
+            fixtures,
+            profile,
+        } => test(config, &module, &fixtures, profile.as_deref()),
         PluginCommand::List => list(config),
         PluginCommand::Fixtures { dir, check } => fixtures(&dir, check),
-        PluginCommand::New { kind, name, root } => {
+        PluginCommand::New {
+            kind,
+            name,
+            root,
+            out: None,
+            ..
+        } => {
             super::scaffold::create(&root, &kind, &name)?;
+            Ok(true)
+        }
+        PluginCommand::New {
+            kind,
+            name,
+            out: Some(out),
+            sdk_path,
+            sdk_git,
+            ..
+        } => {
+            let sdk = super::standalone::Sdk::choose(sdk_path, sdk_git)?;
+            super::standalone::create(&out, &kind, &name, &sdk)?;
             Ok(true)
         }
     }
@@ -102,7 +148,12 @@ fn runtime(config: &Config) -> anyhow::Result<Plugins> {
 }
 
 #[allow(clippy::print_stdout)]
-fn test(config: &Config, module: &Path, fixture_args: &[PathBuf]) -> anyhow::Result<bool> {
+fn test(
+    config: &Config,
+    module: &Path,
+    fixture_args: &[PathBuf],
+    profile_to: Option<&Path>,
+) -> anyhow::Result<bool> {
     let bytes = std::fs::read(module).with_context(|| format!("reading {}", module.display()))?;
     let plugins = runtime(config)?;
     let plugin = match plugins.load_module(&bytes) {
@@ -114,12 +165,13 @@ fn test(config: &Config, module: &Path, fixture_args: &[PathBuf]) -> anyhow::Res
     };
     let l = plugin.limits;
     println!(
-        "{} {} ({}), sha256 {}, limits: fuel {}, memory {}, input {}, output {}, deadline {} ms",
+        "{} {} ({}), sha256 {}, limits: fuel {} + {} per input byte, memory {}, input {}, output {}, deadline {} ms",
         plugin.name(),
         plugin.version(),
         plugin.kind(),
         plugin.sha256,
         l.fuel,
+        l.fuel_per_input_byte,
         bytes_text(l.memory_bytes),
         bytes_text(l.input_bytes),
         bytes_text(l.output_bytes),
@@ -131,8 +183,10 @@ fn test(config: &Config, module: &Path, fixture_args: &[PathBuf]) -> anyhow::Res
         "no fixtures found; give fixture files or put them in fixtures/ beside the module"
     );
     let mut failed = 0;
+    let mut inputs = Vec::new();
     for fixture in fixtures {
         let run = selftest::run(&plugin, fixture);
+        inputs.push(run.input.clone());
         let u = &run.call.usage;
         let verdict = if run.failure.is_none() {
             "PASS"
@@ -146,8 +200,8 @@ fn test(config: &Config, module: &Path, fixture_args: &[PathBuf]) -> anyhow::Res
         println!(
             "      fuel {} / {} ({:.1}%)  memory {} / {}  input {} / {}  output {} / {}  wall {:.3} ms",
             u.fuel_used,
-            l.fuel,
-            100.0 * u.fuel_used as f64 / l.fuel as f64,
+            u.fuel_budget,
+            100.0 * u.fuel_used as f64 / u.fuel_budget.max(1) as f64,
             bytes_text(u.peak_memory),
             bytes_text(l.memory_bytes),
             bytes_text(u.input_bytes),
@@ -174,6 +228,19 @@ fn test(config: &Config, module: &Path, fixture_args: &[PathBuf]) -> anyhow::Res
             format!("{failed} fixture(s) failed")
         }
     );
+    if let Some(path) = profile_to {
+        let file = std::fs::File::create(path)
+            .with_context(|| format!("creating {}", path.display()))?;
+        let mut out = std::io::BufWriter::new(file);
+        let profiled = profile::profile(&plugin, &inputs, &mut out)?;
+        std::io::Write::flush(&mut out).with_context(|| format!("writing {}", path.display()))?;
+        println!(
+            "profile: {} calls, {} samples, written to {} (open it at https://profiler.firefox.com)",
+            profiled.calls,
+            profiled.samples,
+            path.display()
+        );
+    }
     Ok(failed == 0)
 }
 

@@ -1,7 +1,10 @@
-//! `outcomes plugin new`: a plugin crate that builds, tests and loads as
-//! it is, for the author to change. A scorer comes with a two-question
-//! definition so the service starts with it; a calculator with a fixture
-//! over two responses.
+//! `outcomes plugin new` in this repository: a plugin crate of the
+//! workspace that builds, tests and loads as it is, for the author to
+//! change. A scorer comes with a two-question definition so the service
+//! starts with it; a calculator with a fixture over two responses. The
+//! crate inherits the workspace's edition, lints and the `plugin` profile,
+//! like every bundled plugin (versions and lints live once, in the root
+//! Cargo.toml). `standalone` writes the same sources as a crate of its own.
 
 use std::path::Path;
 
@@ -82,7 +85,7 @@ plugin-sdk.workspace = true{{extra_deps}}
 workspace = true
 "#;
 
-const SCORER_LIB: &str = r#"//! Scorer of the {{name}} questionnaire. Cite the source of every rule
+pub(super) const SCORER_LIB: &str = r#"//! Scorer of the {{name}} questionnaire. Cite the source of every rule
 //! (manual, paper) next to it.
 
 use plugin_sdk::{Score, ScorerInput, ScorerOutput, scoring};
@@ -115,7 +118,7 @@ mod tests {
 }
 "#;
 
-const DEFINITION: &str = r#"# The {{name}} questionnaire. Replace the example questions and cite the
+pub(super) const DEFINITION: &str = r#"# The {{name}} questionnaire. Replace the example questions and cite the
 # instrument's source and licence.
 key = "{{name}}"
 name = "{{name}}"
@@ -149,7 +152,7 @@ label = "Total score"
 items = ["v_1", "v_2"]
 "#;
 
-const SCORER_FIXTURE: &str = r#"{
+pub(super) const SCORER_FIXTURE: &str = r#"{
   "description": "both questions answered; the second raises the alarm",
   "input": {
     "questionnaire": {
@@ -174,7 +177,7 @@ const SCORER_FIXTURE: &str = r#"{
 }
 "#;
 
-const CALCULATOR_LIB: &str = r#"//! The {{name}} report calculator.
+pub(super) const CALCULATOR_LIB: &str = r#"//! The {{name}} report calculator.
 
 use std::collections::BTreeMap;
 
@@ -206,7 +209,7 @@ mod tests {
 }
 "#;
 
-const CALCULATOR_FIXTURE: &str = r#"{
+pub(super) const CALCULATOR_FIXTURE: &str = r#"{
   "description": "two responses on one questionnaire",
   "input": {
     "responses": [

@@ -15,6 +15,7 @@ use wasmtime::{Instance, InstancePre, ResourceLimiter, Store, Trap};
 pub use super::abi::LogLine;
 use super::abi::{
     self, CallState, EXPORT_ABI_VERSION, EXPORT_ALLOC, EXPORT_CALL, EXPORT_DESCRIBE, EXPORT_MEMORY,
+    GuestAbort,
 };
 use super::engine::Runtime;
 use super::error::PluginError;
@@ -24,6 +25,9 @@ use super::limits::Limits;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Usage {
     pub fuel_used: u64,
+    /// The fuel the call was given (it grows with the input: see
+    /// [`Limits::fuel_for`]).
+    pub fuel_budget: u64,
     pub peak_memory: usize,
     pub input_bytes: usize,
     pub output_bytes: usize,
@@ -48,6 +52,9 @@ pub(super) struct Session {
     store: Store<CallState>,
     instance: Instance,
     limits: Limits,
+    /// The fuel this call was given: the base budget, then the budget for
+    /// its input ([`Limits::fuel_for`]).
+    budget: u64,
 }
 
 impl Session {
@@ -65,7 +72,7 @@ impl Session {
         arm(&mut store, &limits)?;
         let instance = pre
             .instantiate(&mut store)
-            .map_err(|e| classify(&e, &store, &limits))?;
+            .map_err(|e| classify(&e, &store, &limits, limits.fuel))?;
         if let Some(memory) = instance.get_memory(&mut store, EXPORT_MEMORY) {
             let size = memory.data_size(&store);
             store.data_mut().note_memory(size);
@@ -74,12 +81,30 @@ impl Session {
             store,
             instance,
             limits,
+            budget: limits.fuel,
         })
     }
 
     /// Gives the call its whole fuel budget and its deadline from now.
     pub(super) fn arm(&mut self) -> Result<(), PluginError> {
+        self.budget = self.limits.fuel;
         arm(&mut self.store, &self.limits)
+    }
+
+    /// Gives the call the fuel its input of `input_len` bytes allows
+    /// ([`Limits::fuel_for`]), in place of the base budget it was armed
+    /// with: instantiation ran under the base budget, the call gets the
+    /// whole of its own.
+    fn fund(&mut self, input_len: usize) -> Result<(), PluginError> {
+        self.budget = self.limits.fuel_for(input_len);
+        self.store
+            .set_fuel(self.budget)
+            .map_err(|e| PluginError::Host(format!("{e:#}")))
+    }
+
+    /// The store, for the profiler (`profile`) to hook into.
+    pub(super) fn store_mut(&mut self) -> &mut Store<CallState> {
+        &mut self.store
     }
 
     fn func<P: wasmtime::WasmParams, R: wasmtime::WasmResults>(
@@ -92,7 +117,7 @@ impl Session {
     }
 
     fn fail(&self, e: &wasmtime::Error) -> PluginError {
-        classify(e, &self.store, &self.limits)
+        classify(e, &self.store, &self.limits, self.budget)
     }
 
     /// Reads `(ptr << 32) | len` bytes out of guest memory.
@@ -130,7 +155,8 @@ impl Session {
             result,
             logs: state.take_logs(),
             usage: Usage {
-                fuel_used: self.limits.fuel.saturating_sub(fuel_left),
+                fuel_used: self.budget.saturating_sub(fuel_left),
+                fuel_budget: self.budget,
                 peak_memory: state.peak_memory(),
                 input_bytes,
                 output_bytes,
@@ -152,17 +178,24 @@ fn arm(store: &mut Store<CallState>, limits: &Limits) -> Result<(), PluginError>
 
 /// Turns a wasmtime error into the typed error, looking at the trap code
 /// and at whether the memory cap was hit just before (a failed grow makes
-/// Rust guests abort, which traps as `unreachable`).
-fn classify(e: &wasmtime::Error, store: &Store<CallState>, limits: &Limits) -> PluginError {
+/// Rust guests abort, which traps as `unreachable`). An `env.abort` is a
+/// trap with the guest's message, whatever that message says.
+fn classify(
+    e: &wasmtime::Error,
+    store: &Store<CallState>,
+    limits: &Limits,
+    budget: u64,
+) -> PluginError {
     if store.data().cap_hit() {
         return PluginError::MemoryCap {
             cap: limits.memory_bytes,
         };
     }
+    if let Some(abort) = e.downcast_ref::<GuestAbort>() {
+        return PluginError::Trap(abort.to_string());
+    }
     match e.downcast_ref::<Trap>() {
-        Some(Trap::OutOfFuel) => PluginError::OutOfFuel {
-            budget: limits.fuel,
-        },
+        Some(Trap::OutOfFuel) => PluginError::OutOfFuel { budget },
         Some(Trap::Interrupt) => PluginError::Deadline {
             ms: limits.deadline_ms,
         },
@@ -218,6 +251,7 @@ pub(super) fn run(
         Err(e) => return (failed(e), None),
     };
     let result = (|| {
+        session.fund(input.len())?;
         let alloc = session.func::<i32, i32>(EXPORT_ALLOC)?;
         let ptr = alloc
             .call(&mut session.store, len)

@@ -9,21 +9,26 @@ pub enum PluginError {
     /// The bytes are not a WebAssembly module wasmtime accepts.
     #[error("not a valid WebAssembly module: {0}")]
     Invalid(String),
-    /// The module imports something other than `outcomes.log`.
+    /// The module imports something other than `outcomes.log` and
+    /// `env.abort`.
     #[error(
         "imports {0}, which the host does not provide: a plugin may import only outcomes.log \
-         (build it with plugin-sdk for wasm32-unknown-unknown, without WASI)"
+         and env.abort"
     )]
     ForbiddenImport(String),
     /// An export the ABI requires is absent or has the wrong type.
-    #[error("missing export {0} (build it with plugin-sdk's export_scorer! or export_calculator!)")]
+    #[error("missing export {0}")]
     MissingExport(String),
     /// Built against another ABI major version.
-    #[error(
-        "built against plugin ABI {found}; this host speaks ABI {ABI_VERSION}: rebuild it with \
-         plugin-sdk {ABI_VERSION}.x"
-    )]
+    #[error("built against plugin ABI {found}; this host speaks ABI {ABI_VERSION}")]
     AbiMismatch { found: u32 },
+    /// A load error with what to do about it, for the language the module
+    /// was written in (`language`): the same code as the error it wraps.
+    #[error("{error}: {hint}")]
+    Hinted {
+        error: Box<PluginError>,
+        hint: String,
+    },
     /// The manifest is unusable (bad name, wrong kind).
     #[error("manifest: {0}")]
     Manifest(String),
@@ -77,6 +82,7 @@ impl PluginError {
             PluginError::ForbiddenImport(_) => "forbidden_import",
             PluginError::MissingExport(_) => "missing_export",
             PluginError::AbiMismatch { .. } => "abi_mismatch",
+            PluginError::Hinted { error, .. } => error.code(),
             PluginError::Manifest(_) => "invalid_manifest",
             PluginError::Trap(_) => "trap",
             PluginError::OutOfFuel { .. } => "out_of_fuel",

@@ -3,6 +3,13 @@
 //! `[plugin_limits.calculator]`, `[plugin_limits.overrides.<name>]`). The
 //! defaults follow docs/plugin-abi.md#limits: about ten million fuel per scoring
 //! call, 32 MiB of memory.
+//!
+//! Fuel grows with the input: a call gets `fuel + fuel_per_input_byte ×
+//! input bytes` ([`Limits::fuel_for`]). Reading its JSON is most of what a
+//! plugin does, and a fixed budget punishes the large inputs the size caps
+//! allow (Shopify Functions raise their instruction limit with the input
+//! for the same reason); the per-byte part keeps the budget proportional,
+//! so a runaway loop on a small input is still stopped early.
 
 use std::collections::BTreeMap;
 
@@ -14,8 +21,11 @@ const MIB: usize = 1024 * 1024;
 /// What one call may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Fuel (roughly, wasm instructions) per call; deterministic.
+    /// Fuel (roughly, wasm instructions) per call, whatever its input;
+    /// deterministic.
     pub fuel: u64,
+    /// Further fuel per byte of input JSON.
+    pub fuel_per_input_byte: u64,
     /// Wall-clock backstop per call, in milliseconds.
     pub deadline_ms: u64,
     /// Largest linear memory, in bytes.
@@ -30,6 +40,10 @@ impl Limits {
     /// Defaults for a scorer: one response in, one outcome out.
     pub const SCORER: Limits = Limits {
         fuel: 10_000_000,
+        // The bundled scorers use 30 to 60 fuel per input byte, parsing
+        // included (`outcomes plugin test`): 100 leaves room, and a 1 MiB
+        // input gets about 115 million.
+        fuel_per_input_byte: 100,
         deadline_ms: 1_000,
         memory_bytes: 32 * MIB,
         input_bytes: MIB,
@@ -40,6 +54,7 @@ impl Limits {
     /// responses are a few MiB of JSON; parsing costs fuel per byte).
     pub const CALCULATOR: Limits = Limits {
         fuel: 1_000_000_000,
+        fuel_per_input_byte: 100,
         deadline_ms: 10_000,
         memory_bytes: 128 * MIB,
         input_bytes: 16 * MIB,
@@ -54,9 +69,18 @@ impl Limits {
         }
     }
 
+    /// The fuel a call with `input_bytes` of input JSON gets: `fuel +
+    /// fuel_per_input_byte × input_bytes`, saturating.
+    pub fn fuel_for(&self, input_bytes: usize) -> u64 {
+        self.fuel_per_input_byte
+            .saturating_mul(input_bytes as u64)
+            .saturating_add(self.fuel)
+    }
+
     fn with(self, o: &LimitOverride) -> Limits {
         Limits {
             fuel: o.fuel.unwrap_or(self.fuel),
+            fuel_per_input_byte: o.fuel_per_input_byte.unwrap_or(self.fuel_per_input_byte),
             deadline_ms: o.deadline_ms.unwrap_or(self.deadline_ms),
             memory_bytes: o.memory_bytes.unwrap_or(self.memory_bytes),
             input_bytes: o.input_bytes.unwrap_or(self.input_bytes),
@@ -70,6 +94,7 @@ impl Limits {
 #[serde(deny_unknown_fields)]
 pub struct LimitOverride {
     pub fuel: Option<u64>,
+    pub fuel_per_input_byte: Option<u64>,
     pub deadline_ms: Option<u64>,
     pub memory_bytes: Option<usize>,
     pub input_bytes: Option<usize>,
@@ -175,6 +200,27 @@ mod tests {
             Limits::CALCULATOR.fuel
         );
         assert!(toml::from_str::<LimitSettings>("[scorer]\nfuels = 5\n").is_err());
+    }
+
+    #[test]
+    fn fuel_grows_with_the_input_and_saturates() {
+        let s: LimitSettings =
+            toml::from_str("[scorer]\nfuel = 1000\nfuel_per_input_byte = 3\n[overrides.flat]\nfuel_per_input_byte = 0\n")
+                .expect("valid");
+        let l = s.limits("phq9", PluginKind::Scorer);
+        assert_eq!(l.fuel_for(0), 1000);
+        assert_eq!(l.fuel_for(10), 1030);
+        assert_eq!(s.limits("flat", PluginKind::Scorer).fuel_for(1 << 20), 1000);
+        let huge = Limits {
+            fuel_per_input_byte: u64::MAX,
+            ..Limits::SCORER
+        };
+        assert_eq!(huge.fuel_for(2), u64::MAX);
+        assert_eq!(
+            Limits::SCORER.fuel_for(1 << 20),
+            10_000_000 + 100 * (1 << 20),
+            "the documented default"
+        );
     }
 
     #[test]

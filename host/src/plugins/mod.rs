@@ -10,6 +10,8 @@
 //!
 //! 1. `error`: the one error type. Uses nothing of ours.
 //! 2. `limits`: what a call may use, as data. Uses nothing of ours.
+//!    `language`: which language wrote a module, and its hint for a load
+//!    error. Uses `error`.
 //! 3. `cache`: the compiled-module cache on disk: its folder and key, and
 //!    artifacts read and written with their MAC.
 //! 4. `engine`: the wasmtime engine, its epoch ticker, compiling through
@@ -22,6 +24,8 @@
 //! 8. `module`: probes a module, then builds the `Plugin` from what the
 //!    probe found.
 //! 9. `selftest`: a plugin's golden fixtures, run before it may serve.
+//!    `profile`: a plugin's calls sampled by wasmtime's guest profiler,
+//!    for the author harness (`outcomes plugin test --profile`).
 //! 10. `registry`: the serving set, and a reload's bookkeeping that builds
 //!    the next one.
 //! 11. this file: assembles the runtime ([`Plugins`]): reads the plugin
@@ -32,8 +36,10 @@ mod cache;
 pub mod call;
 mod engine;
 pub mod error;
+pub mod language;
 pub mod limits;
 pub mod module;
+pub mod profile;
 pub mod registry;
 pub mod selftest;
 mod spare;
@@ -62,9 +68,10 @@ use cache::ArtifactCache;
 use registry::{Loaded, Reload, Reloaded};
 use spare::SpareThread;
 
-/// Calls whose fuel budget is at most this run on the request's own task
-/// (a few milliseconds of wasm at most, the scorer default is 10 million);
-/// larger budgets (calculators) run on a blocking thread.
+/// Calls whose fuel budget (for their input: `Limits::fuel_for`) is at
+/// most this run on the request's own task (a few milliseconds of wasm at
+/// most; a scorer with a typical input of a few KiB gets about 10
+/// million); larger budgets (calculators) run on a blocking thread.
 pub const INLINE_FUEL: u64 = 20_000_000;
 
 /// Where plugins come from and what they may use.
@@ -275,7 +282,7 @@ impl Plugins {
     {
         let permit = self.slots.clone().acquire_owned().await;
         let started = std::time::Instant::now();
-        let call = if plugin.limits.fuel <= INLINE_FUEL {
+        let call = if plugin.limits.fuel_for(input.len()) <= INLINE_FUEL {
             // A scoring call takes tens of microseconds; handing it to a
             // blocking thread would cost more than the call. Its fuel bounds
             // how long it can hold this worker. The slot is released once

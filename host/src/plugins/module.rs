@@ -1,9 +1,10 @@
 //! One plugin version: a module probed, then built into a [`Plugin`] from
 //! what the probe found. Probing checks everything the ABI promises before
-//! the plugin may serve: imports (only `outcomes.log`), exports and their
-//! types, the ABI version (from the export and the manifest), and the
-//! manifest the module describes itself with. A `Plugin` exists only once
-//! all of that passed.
+//! the plugin may serve: imports (only `outcomes.log` and `env.abort`),
+//! exports and their types, the ABI version (from the export and the
+//! manifest), and the manifest the module describes itself with. A
+//! `Plugin` exists only once all of that passed. A refusal carries a hint
+//! in the module's own language (`language`).
 
 use std::sync::Arc;
 
@@ -17,6 +18,7 @@ use super::call::{self, Call, LogLine};
 pub use super::engine::sha256_hex;
 use super::engine::{Compiled, Runtime};
 use super::error::PluginError;
+use super::language::Language;
 use super::limits::{LimitSettings, Limits};
 use super::spare::{SpareThread, Spares};
 
@@ -35,9 +37,33 @@ struct Probe {
 fn probe(runtime: &Runtime, bytes: &[u8]) -> Result<Probe, PluginError> {
     let sha256 = sha256_hex(bytes);
     let (module, compiled) = runtime.compile(&sha256, bytes)?;
-    abi::check(&module)?;
+    let (pre, manifest) = check(runtime, &module).map_err(|e| {
+        // Say what to change in the module's own language.
+        let imports: Vec<String> = module
+            .imports()
+            .map(|i| format!("{}.{}", i.module(), i.name()))
+            .collect();
+        let imports: Vec<&str> = imports.iter().map(String::as_str).collect();
+        let exports: Vec<&str> = module.exports().map(|e| e.name()).collect();
+        let language = Language::detect(bytes, &imports, &exports);
+        language.explain(e)
+    })?;
+    Ok(Probe {
+        sha256,
+        compiled,
+        pre,
+        manifest,
+    })
+}
+
+/// The ABI checks of `probe` on a compiled module.
+fn check(
+    runtime: &Runtime,
+    module: &wasmtime::Module,
+) -> Result<(InstancePre<CallState>, Manifest), PluginError> {
+    abi::check(module)?;
     let pre = abi::linker(runtime.engine())?
-        .instantiate_pre(&module)
+        .instantiate_pre(module)
         .map_err(|e| PluginError::Invalid(format!("{e:#}")))?;
     let found = call::abi_version(&pre)?;
     if found != ABI_VERSION {
@@ -58,12 +84,7 @@ fn probe(runtime: &Runtime, bytes: &[u8]) -> Result<Probe, PluginError> {
     if manifest.version.trim().is_empty() {
         return Err(PluginError::Manifest("version is blank".into()));
     }
-    Ok(Probe {
-        sha256,
-        compiled,
-        pre,
-        manifest,
-    })
+    Ok((pre, manifest))
 }
 
 /// A loaded plugin version. Cheap to share; calls create a fresh instance
@@ -149,6 +170,11 @@ impl Plugin {
     /// reply.
     pub fn invoke_json<O: DeserializeOwned>(&self, input: &[u8]) -> Call<O> {
         self.invoke_raw(input).parsed()
+    }
+
+    /// The pre-linked module, for the profiler (`profile`).
+    pub(super) fn pre(&self) -> &InstancePre<CallState> {
+        &self.pre
     }
 
     /// Asks a fresh instance (under scorer limits) which ABI it speaks;

@@ -14,6 +14,8 @@ use super::module::Plugin;
 #[derive(Debug)]
 pub struct FixtureRun {
     pub fixture: Fixture,
+    /// The input JSON the plugin was called with.
+    pub input: Vec<u8>,
     pub call: Call<Vec<u8>>,
     /// `None` when it passed; otherwise why not.
     pub failure: Option<String>,
@@ -33,6 +35,7 @@ pub fn run(plugin: &Plugin, fixture: Fixture) -> FixtureRun {
     };
     FixtureRun {
         fixture,
+        input,
         call,
         failure,
     }

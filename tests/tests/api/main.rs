@@ -132,8 +132,21 @@
 //! - `rescore`: `outcomes rescore` recomputes outcomes stored while the
 //!   scorer was missing (dry run, per questionnaire, exact);
 //!   `outcomes plugin test` passes good fixtures and fails a wrong one.
+//! - `plugin_authoring`: `outcomes plugin new --out` outside the workspace:
+//!   the crate tests natively, builds to wasm with cargo on its own, passes
+//!   `outcomes plugin test`, is hot-reloaded and scores over HTTP;
+//!   `cargo package -p plugin-sdk`.
+//! - `assemblyscript`: the AssemblyScript PHQ-9 scorer (built by the tests
+//!   with the compiler from npm) answers the Rust scorer's bytes on every
+//!   fixture and thousands of generated inputs, passes `outcomes plugin
+//!   test`, and over HTTP stores the Rust scorer's outcomes; `env.abort`
+//!   traps with its message, hostile arguments too; load errors hint in
+//!   the module's language.
+//! - `plugin_fuel`: fuel budgets that grow with the input; `outcomes plugin
+//!   test --profile` writes a Firefox-format profile.
 
 mod access_log;
+mod assemblyscript;
 mod access_log_chain;
 mod access_log_roles;
 mod api_docs_browser;
@@ -158,6 +171,8 @@ mod multihost;
 mod non_responses;
 mod openapi;
 mod paths;
+mod plugin_authoring;
+mod plugin_fuel;
 mod plugin_cache;
 mod plugins;
 mod plugins_hostile;

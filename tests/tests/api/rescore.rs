@@ -222,11 +222,13 @@ fn plugin_test_passes_the_phq9_module_on_its_fixtures() {
     let default = PluginCommand::Test {
         module: phq9_module(),
         fixtures: Vec::new(),
+        profile: None,
     };
     assert!(plugin::run(default, &config).expect("the harness runs"));
     let named = PluginCommand::Test {
         module: phq9_module(),
         fixtures: vec![tests::repo_root().join("questionnaires/phq9/fixtures")],
+        profile: None,
     };
     assert!(plugin::run(named, &config).expect("the harness runs"));
 }
@@ -250,6 +252,7 @@ fn plugin_test_fails_a_fixture_whose_expected_output_is_wrong() {
             PluginCommand::Test {
                 module: phq9_module(),
                 fixtures,
+                profile: None,
             },
             &config,
         )
