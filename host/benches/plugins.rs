@@ -857,7 +857,14 @@ fn assemblyscript_phq9() -> Result<Vec<u8>, String> {
     let wasm = out.path().join("phq9.wasm");
     let status = std::process::Command::new("node")
         .arg(&asc)
-        .args(["assembly/index.ts", "--config", "asconfig.json", "--target", "release", "--outFile"])
+        .args([
+            "assembly/index.ts",
+            "--config",
+            "asconfig.json",
+            "--target",
+            "release",
+            "--outFile",
+        ])
         .arg(&wasm)
         .current_dir(&example)
         .status()

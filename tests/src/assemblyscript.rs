@@ -28,7 +28,13 @@ fn asc(source: &std::path::Path, extra: &[&str]) -> Result<Vec<u8>, String> {
     let output = Command::new("node")
         .arg(&compiler)
         .arg(source)
-        .args(["--config", "asconfig.json", "--target", "release", "--outFile"])
+        .args([
+            "--config",
+            "asconfig.json",
+            "--target",
+            "release",
+            "--outFile",
+        ])
         .arg(&wasm)
         .args(extra)
         .current_dir(example_dir())

@@ -250,7 +250,11 @@ pub fn axe() -> anyhow::Result<()> {
     if std::env::var_os("OUTCOMES_TEST_AXE").is_some() {
         return Ok(());
     }
-    npm_ci("tests/browser", "axe-core", "axe-core for the browser tests")
+    npm_ci(
+        "tests/browser",
+        "axe-core",
+        "axe-core for the browser tests",
+    )
 }
 
 /// The AssemblyScript compiler, with which the tests build the example

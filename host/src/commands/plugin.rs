@@ -229,8 +229,8 @@ fn test(
         }
     );
     if let Some(path) = profile_to {
-        let file = std::fs::File::create(path)
-            .with_context(|| format!("creating {}", path.display()))?;
+        let file =
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
         let mut out = std::io::BufWriter::new(file);
         let profiled = profile::profile(&plugin, &inputs, &mut out)?;
         std::io::Write::flush(&mut out).with_context(|| format!("writing {}", path.display()))?;

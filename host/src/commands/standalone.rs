@@ -298,8 +298,7 @@ mod tests {
             &Sdk::Git(SDK_GIT_PLACEHOLDER.into()),
         )
         .expect("created");
-        let manifest =
-            std::fs::read_to_string(placeholder.join("Cargo.toml")).expect("Cargo.toml");
+        let manifest = std::fs::read_to_string(placeholder.join("Cargo.toml")).expect("Cargo.toml");
         assert!(manifest.contains("replace the placeholder"), "{manifest}");
         assert!(placeholder.join("questionnaire.toml").is_file());
         assert!(create(&dir.path().join("x"), "scorer", "Bad-Name", &sdk).is_err());

@@ -191,10 +191,7 @@ fn host_abort(
 /// The text of an abort: `abort: MESSAGE at FILE:LINE:COLUMN`, leaving out
 /// what the guest did not give.
 pub fn abort_text(message: Option<String>, file: Option<String>, line: u32, column: u32) -> String {
-    let mut text = format!(
-        "abort: {}",
-        message.as_deref().unwrap_or("(no message)")
-    );
+    let mut text = format!("abort: {}", message.as_deref().unwrap_or("(no message)"));
     if let Some(file) = file {
         text.push_str(&format!(" at {file}:{line}:{column}"));
     }
@@ -356,6 +353,9 @@ mod tests {
         lone[0..4].copy_from_slice(&4u32.to_le_bytes());
         lone.extend_from_slice(&0xd800u16.to_le_bytes());
         lone.extend_from_slice(&0x0041u16.to_le_bytes());
-        assert_eq!(assemblyscript_string(&lone, 4).as_deref(), Some("\u{fffd}A"));
+        assert_eq!(
+            assemblyscript_string(&lone, 4).as_deref(),
+            Some("\u{fffd}A")
+        );
     }
 }

@@ -164,7 +164,10 @@ mod tests {
         let other = with_custom("producers", b"\x01\x08language\x01\x03C11\x00");
         assert_eq!(Language::detect(&other, &[], &[]), Language::Unknown);
         let not_producers = with_custom("name", b"Rust");
-        assert_eq!(Language::detect(&not_producers, &[], &[]), Language::Unknown);
+        assert_eq!(
+            Language::detect(&not_producers, &[], &[]),
+            Language::Unknown
+        );
     }
 
     #[test]
@@ -194,7 +197,10 @@ mod tests {
         module[9] = 0x7f;
         assert_eq!(producers(&module), None);
         // A size that never ends.
-        assert_eq!(producers(b"\x00asm\x01\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff"), None);
+        assert_eq!(
+            producers(b"\x00asm\x01\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff"),
+            None
+        );
         assert_eq!(producers(b"\x00asm"), None);
     }
 

@@ -127,13 +127,7 @@ fn the_assemblyscript_scorer_answers_generated_inputs_with_the_rust_scorers_byte
     let plugin = plugins
         .load_module(&assemblyscript::phq9_scorer())
         .unwrap_or_else(|e| panic!("the AssemblyScript module loads: {e}"));
-    let answers = [
-        Value::Null,
-        json!(0.0),
-        json!(1.0),
-        json!(2.0),
-        json!(3.0),
-    ];
+    let answers = [Value::Null, json!(0.0), json!(1.0), json!(2.0), json!(3.0)];
     // Beyond the option values: fractions, negatives, large numbers.
     let odd = [
         json!(0.5),
@@ -166,7 +160,12 @@ fn the_assemblyscript_scorer_answers_generated_inputs_with_the_rust_scorers_byte
         }
         for phq8 in [false, true] {
             let (asc, rust) = both(&plugin, &input(&values, phq8, norms[0]));
-            assert!(asc == rust, "total {total}, phq8 {phq8}:\n{}\n{}", String::from_utf8_lossy(&asc), String::from_utf8_lossy(&rust));
+            assert!(
+                asc == rust,
+                "total {total}, phq8 {phq8}:\n{}\n{}",
+                String::from_utf8_lossy(&asc),
+                String::from_utf8_lossy(&rust)
+            );
             compared += 1;
         }
     }
@@ -248,7 +247,7 @@ db_test!(
     /// the AssemblyScript scorer and to one serving the Rust scorer: the
     /// stored outcomes are the same JSON, number types included.
     async fn over_http_the_assemblyscript_scorer_stores_the_rust_scorers_outcomes(
-        app: spawn_assemblyscript
+        app: spawn_assemblyscript,
     ) {
         let status = app.get("/api/v1/plugins").await;
         let phq9 = status.body["plugins"]

@@ -146,10 +146,10 @@
 //!   test --profile` writes a Firefox-format profile.
 
 mod access_log;
-mod assemblyscript;
 mod access_log_chain;
 mod access_log_roles;
 mod api_docs_browser;
+mod assemblyscript;
 mod auth;
 mod auth_hardening;
 mod backup;
@@ -172,8 +172,8 @@ mod non_responses;
 mod openapi;
 mod paths;
 mod plugin_authoring;
-mod plugin_fuel;
 mod plugin_cache;
+mod plugin_fuel;
 mod plugins;
 mod plugins_hostile;
 mod rate_limits;

@@ -88,7 +88,12 @@ fn scaffold_and_build(dir: &Path) -> (PathBuf, Vec<u8>) {
     assert!(plugin::run(new, &config).expect("scaffolded"));
     let manifest = std::fs::read_to_string(out.join("Cargo.toml")).expect("Cargo.toml");
     assert!(!manifest.contains(".workspace"), "{manifest}");
-    for file in [".cargo/config.toml", "README.md", "src/lib.rs", "fixtures/example.json"] {
+    for file in [
+        ".cargo/config.toml",
+        "README.md",
+        "src/lib.rs",
+        "fixtures/example.json",
+    ] {
         assert!(out.join(file).is_file(), "{file} is written");
     }
     let readme = std::fs::read_to_string(out.join("README.md")).expect("README.md");
@@ -103,8 +108,11 @@ fn scaffold_and_build(dir: &Path) -> (PathBuf, Vec<u8>) {
     }
     // The repository's lock file: the versions it tested, and no registry
     // look-up (--offline) for what is already on this machine.
-    std::fs::copy(tests::repo_root().join("Cargo.lock"), out.join("Cargo.lock"))
-        .expect("lock file copied");
+    std::fs::copy(
+        tests::repo_root().join("Cargo.lock"),
+        out.join("Cargo.lock"),
+    )
+    .expect("lock file copied");
     let target = shared_target();
     run(
         cargo()
@@ -179,7 +187,7 @@ async fn spawn_with_scaffolded(db: Db) -> TestApp {
 
 db_test!(
     async fn a_plugin_scaffolded_outside_the_repository_builds_and_scores_over_http(
-        app: spawn_with_scaffolded
+        app: spawn_with_scaffolded,
     ) {
         assert_eq!(app.get("/health").await.status, 200);
         assert!(status(&app, "mood4").await.is_null(), "not there yet");
@@ -236,10 +244,9 @@ fn plugin_sdk_packages_as_a_crate_of_its_own() {
     let version = plugin_sdk_version();
     let archive = target.join(format!("package/plugin-sdk-{version}.crate"));
     assert!(archive.is_file(), "{} is written", archive.display());
-    let manifest = std::fs::read_to_string(
-        target.join(format!("package/plugin-sdk-{version}/Cargo.toml")),
-    )
-    .expect("the packaged manifest");
+    let manifest =
+        std::fs::read_to_string(target.join(format!("package/plugin-sdk-{version}/Cargo.toml")))
+            .expect("the packaged manifest");
     let table: toml::Table = manifest.parse().expect("TOML");
     let package = &table["package"];
     assert_eq!(package["license"].as_str(), Some("EUPL-1.2"));

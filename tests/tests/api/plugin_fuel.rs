@@ -31,7 +31,8 @@ fn runtime(scorer: LimitOverride) -> Plugins {
 /// A PHQ-9 fixture's input, and the same input with a 200 KB textvar the
 /// scorer must read past.
 fn inputs() -> (Vec<u8>, Vec<u8>) {
-    let fixture = tests::repo_root().join("questionnaires/phq9/fixtures/band_edge_10_moderate.json");
+    let fixture =
+        tests::repo_root().join("questionnaires/phq9/fixtures/band_edge_10_moderate.json");
     let fixture: Value =
         serde_json::from_slice(&std::fs::read(fixture).expect("fixture")).expect("JSON");
     let small = serde_json::to_vec(&fixture["input"]).expect("JSON");
@@ -113,7 +114,13 @@ fn plugin_test_writes_a_profile_in_the_firefox_format() {
             .expect("the profile is JSON");
     // The processed profile format: `meta` (with the sampling interval),
     // `libs` (the profiled module) and `threads` holding the samples.
-    assert!(profile["meta"]["interval"].as_f64().is_some_and(|i| i > 0.0), "{}", profile["meta"]);
+    assert!(
+        profile["meta"]["interval"]
+            .as_f64()
+            .is_some_and(|i| i > 0.0),
+        "{}",
+        profile["meta"]
+    );
     let libs = profile["libs"].as_array().expect("libs");
     assert!(libs.iter().any(|l| l["name"] == "phq9"), "{libs:?}");
     let threads = profile["threads"].as_array().expect("threads");
