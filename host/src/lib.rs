@@ -21,9 +21,11 @@ pub mod reload;
 pub mod scheduler;
 pub mod scoring;
 pub mod server;
+pub mod shadow;
 pub mod store;
 pub mod telemetry;
 pub mod tls;
+pub mod verify;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -89,6 +91,9 @@ struct Inner {
     refusals: Refusals,
     /// When the scheduler last finished a pass (`/readyz`).
     heartbeat: scheduler::heartbeat::Heartbeat,
+    // (#21 verify)
+    /// The queue to the shadow-scoring worker (`shadow.rs`).
+    shadow: shadow::Shadow,
 }
 
 impl AppState {
@@ -214,6 +219,11 @@ impl AppState {
     /// (the real port when 0 was asked).
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.0.metrics_addr
+    }
+
+    /// The queue to the shadow-scoring worker.
+    pub fn shadow(&self) -> &shadow::Shadow {
+        &self.0.shadow
     }
 
     /// The key that seals secrets kept in the database
@@ -469,6 +479,7 @@ impl App {
             limits,
             refusals: Refusals::default(),
             heartbeat,
+            shadow: shadow::Shadow::default(),
         }));
         let report = state.reload_plugins().await;
         tracing::info!(
@@ -477,6 +488,9 @@ impl App {
             refused = report.failed.len(),
             "plugins loaded"
         );
+        if let Err(e) = shadow::refresh(&state).await {
+            tracing::warn!(error = %e, "candidate scorer versions not read; tried again while serving");
+        }
         Ok(App {
             state,
             listener,
@@ -507,6 +521,11 @@ impl App {
     ) -> anyhow::Result<()> {
         let store = self.state.store().clone();
         let reload = tokio::spawn(reload_tokens_every(
+            self.state.clone(),
+            std::time::Duration::from_secs(2),
+        ));
+        let shadow_worker = tokio::spawn(shadow::run(self.state.clone()));
+        let trials = tokio::spawn(refresh_trials_every(
             self.state.clone(),
             std::time::Duration::from_secs(2),
         ));
@@ -566,6 +585,9 @@ impl App {
             let _ = metrics_server.await;
         }
         reload.abort();
+        // Shadow scoring is a trial: jobs still queued are not waited for.
+        trials.abort();
+        shadow_worker.abort();
         drop(watch);
         let _ = stop_scheduler.send(());
         if let Some(scheduler) = scheduler {
@@ -734,6 +756,20 @@ async fn upkeep_every(
         state.flush_past_refusals().await;
         state.limits().prune();
         state.metrics().upkeep();
+    }
+}
+
+/// Keeps the candidate and promoted scorer versions in step with the
+/// database (`outcomes plugin candidate|promote|discard` from any process
+/// take effect on every host within `every`).
+async fn refresh_trials_every(state: AppState, every: std::time::Duration) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Err(e) = shadow::refresh(&state).await {
+            tracing::warn!(error = %e, "reading candidate scorer versions failed; keeping the previous ones");
+        }
     }
 }
 

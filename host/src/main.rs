@@ -11,6 +11,7 @@ use host::clock::SystemClock;
 use host::commands::backup::{BackupArgs, RestoreArgs};
 use host::commands::plugin::PluginCommand;
 use host::commands::rescore::RescoreArgs;
+use host::commands::verify::VerifyArgs;
 use host::commands::{self, RespondentCommand, TokenCommand};
 use host::config::{Config, FileSettings, Settings};
 use host::store::{Store, StoreOptions};
@@ -119,6 +120,17 @@ enum Command {
     Rescore {
         #[command(flatten)]
         args: RescoreArgs,
+        #[command(flatten)]
+        settings: Settings,
+    },
+    // (#21 verify)
+    /// Recompute stored outcomes with the module and questionnaire
+    /// definition versions that computed them, on the same input, and
+    /// report each that is not the same byte for byte, and why; exits
+    /// non-zero unless all are. Writes nothing.
+    Verify {
+        #[command(flatten)]
+        args: VerifyArgs,
         #[command(flatten)]
         settings: Settings,
     },
@@ -240,11 +252,35 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             store.close().await;
             result
         }
+        Command::Plugin { command, settings } if command.uses_database() => {
+            let (store, config) = open_store(settings, file).await?;
+            let result = commands::plugin::run_with_store(command, &store, &config).await;
+            store.close().await;
+            anyhow::ensure!(result?, "see above");
+            Ok(())
+        }
         Command::Plugin { command, settings } => {
             let config = Config::resolve(settings, file)?;
             telemetry::init(config.log_format, &config.log);
+            let listing = matches!(command, PluginCommand::List);
             let ok = tokio::task::block_in_place(|| commands::plugin::run(command, &config))?;
+            if listing {
+                commands::candidate::list_configured(&config).await;
+            }
             anyhow::ensure!(ok, "see above");
+            Ok(())
+        }
+        Command::Verify { args, settings } => {
+            let (store, config) = open_store(settings, file).await?;
+            let result = commands::verify::verify(&store, &config, args).await;
+            store.close().await;
+            let tally = result?;
+            anyhow::ensure!(
+                tally.identical == tally.checked,
+                "{} of {} outcomes did not verify; see above",
+                tally.checked - tally.identical,
+                tally.checked
+            );
             Ok(())
         }
         Command::Rescore { args, settings } => {

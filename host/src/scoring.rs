@@ -5,6 +5,8 @@
 //! failure per score, the failure is logged and counted, and `outcomes
 //! rescore` can recompute it later (docs/api/outcomes.md#scorer-failure).
 
+use std::sync::Arc;
+
 use chrono::{DateTime, SecondsFormat, Utc};
 use plugin_sdk::{
     CalculatorInput, OptionInfo, PatientInfo, PluginKind, QuestionInfo, QuestionnaireInfo,
@@ -14,7 +16,7 @@ use serde::Serialize;
 
 use crate::domain::answers::Answers;
 use crate::domain::outcome::{self, Outcome, Provenance};
-use crate::domain::questionnaire::Questionnaire;
+use crate::domain::questionnaire::{Questionnaire, sha256_hex};
 use crate::domain::response::Completion;
 use crate::domain::variant::Variant;
 use crate::metrics::Metrics;
@@ -134,11 +136,7 @@ fn input_json(
     questions: bool,
     option_keys: bool,
 ) -> Vec<u8> {
-    let info = &q.scorer_json.get_or_init(|| {
-        [false, true].map(|with| {
-            serde_json::to_vec(&info(q, with)).expect("strings, numbers and lists always serialize")
-        })
-    })[usize::from(questions)];
+    let info = &scorer_json(q)[usize::from(questions)];
     let shown = |key: &str| {
         q.question(key)
             .is_none_or(|question| ctx.variant.shows(q, question))
@@ -178,7 +176,7 @@ fn input_json(
         patient: PatientInfo::default(),
     };
     let mut out = Vec::with_capacity(info.len() + 512);
-    out.extend_from_slice(b"{\"questionnaire\":");
+    out.extend_from_slice(INPUT_HEAD);
     out.extend_from_slice(info);
     out.push(b',');
     let at = out.len();
@@ -187,6 +185,47 @@ fn input_json(
     debug_assert_eq!(out.get(at), Some(&b'{'));
     out.remove(at);
     out
+}
+
+/// What every scorer input starts with; the questionnaire part and a
+/// comma follow.
+const INPUT_HEAD: &[u8] = b"{\"questionnaire\":";
+
+/// The questionnaire part of every scorer input for `q`, without and with
+/// the questions, serialized on first use.
+fn scorer_json(q: &Questionnaire) -> &[Vec<u8>; 2] {
+    q.scorer_json.get_or_init(|| {
+        [false, true].map(|with| {
+            serde_json::to_vec(&info(q, with)).expect("strings, numbers and lists always serialize")
+        })
+    })
+}
+
+/// SHA-256 (hex) of `input`, a scorer input `input_json` wrote for `q`
+/// (with the questions or not). The same digest as hashing all of it, but
+/// the state after its head and questionnaire part is kept with the
+/// definition, so each POST hashes only its own few hundred bytes.
+pub fn input_sha256(q: &Questionnaire, questions: bool, input: &[u8]) -> String {
+    use sha2::Digest;
+    let which = usize::from(questions);
+    let head = INPUT_HEAD.len() + scorer_json(q)[which].len() + 1;
+    let hashed = q.scorer_json_hashed.get_or_init(|| {
+        scorer_json(q).clone().map(|info| {
+            let mut state = sha2::Sha256::new();
+            state.update(INPUT_HEAD);
+            state.update(&info);
+            state.update(b",");
+            state
+        })
+    });
+    match input.get(head..) {
+        Some(rest) if input.starts_with(INPUT_HEAD) => {
+            let mut state = hashed[which].clone();
+            state.update(rest);
+            crate::domain::questionnaire::hex(&state.finalize())
+        }
+        _ => sha256_hex(input),
+    }
 }
 
 /// The fields of [`ScorerInput`] after `questionnaire`, borrowed (the maps
@@ -217,26 +256,73 @@ where
     }
 }
 
+/// A scoring call for a candidate version to repeat in the background
+/// (shadow scoring, `crate::shadow`): made only while a candidate of the
+/// serving scorer is installed, so scoring without one pays nothing.
+#[derive(Debug)]
+pub struct ShadowInput {
+    pub candidate: Arc<Plugin>,
+    pub questionnaire: Arc<Questionnaire>,
+    /// The input as the candidate's manifest asks for it.
+    pub input: Vec<u8>,
+    /// What the serving version made of it.
+    pub live: Outcome,
+    pub live_sha256: Option<String>,
+}
+
 /// Fills in the outcome and provenance of `completion`, a response to `q`,
 /// with the serving scorer of `q` (a failure becomes the outcome). The
 /// caller passes the definition it checked the answers against, taken from
 /// the one catalog snapshot of its request: a reload in between cannot
-/// validate with one definition and score with another.
+/// validate with one definition and score with another. While a candidate
+/// of that scorer is installed, what it needs to score the same response
+/// is handed back: the caller submits it once the response is stored.
 pub async fn score_completion(
     plugins: &Plugins,
     metrics: &Metrics,
-    q: &Questionnaire,
+    q: &Arc<Questionnaire>,
     completion: &mut Completion,
     professional: bool,
-) {
+) -> Option<ShadowInput> {
     let ctx = ScoringContext {
         completed_at: completion.completed_at,
         professional,
         variant: &completion.variant,
     };
-    let (outcome, provenance) = score(plugins, metrics, q, &completion.answers, ctx).await;
+    let plugin = match plugins.get(PluginKind::Scorer, &q.scorer) {
+        Ok(p) => p,
+        Err(e) => {
+            (completion.outcome, completion.provenance) = failure(metrics, q, None, &e);
+            return None;
+        }
+    };
+    let input = scorer_input_for(&plugin, q, &completion.answers, ctx);
+    // Built before the call takes the input; only while a candidate exists.
+    let shadow = plugins.candidate(plugin.name()).map(|candidate| {
+        let same = candidate.manifest.questions == plugin.manifest.questions
+            && candidate.manifest.answers == plugin.manifest.answers;
+        let input = if same {
+            input.clone()
+        } else {
+            scorer_input_for(&candidate, q, &completion.answers, ctx)
+        };
+        (candidate, input)
+    });
+    let input_sha256 = input_sha256(q, plugin.manifest.questions, &input);
+    let call = plugins
+        .call_json::<ScorerOutput>(plugin.clone(), input)
+        .await;
+    let (outcome, mut provenance) = finish(metrics, q, &plugin, call.result);
+    provenance.input_sha256 = Some(input_sha256);
     completion.outcome = outcome;
     completion.provenance = provenance;
+    shadow.map(|(candidate, input)| ShadowInput {
+        candidate,
+        questionnaire: q.clone(),
+        input,
+        live: completion.outcome.clone(),
+        live_sha256: completion.provenance.sha256.clone(),
+    })
 }
 
 /// Scores one completed response with the serving scorer of `q`. Never
@@ -253,13 +339,17 @@ pub async fn score(
         Err(e) => return failure(metrics, q, None, &e),
     };
     let input = scorer_input_for(&plugin, q, answers, ctx);
+    let input_sha256 = input_sha256(q, plugin.manifest.questions, &input);
     let call = plugins
         .call_json::<ScorerOutput>(plugin.clone(), input)
         .await;
-    finish(metrics, q, &plugin, call.result)
+    let (outcome, mut provenance) = finish(metrics, q, &plugin, call.result);
+    provenance.input_sha256 = Some(input_sha256);
+    (outcome, provenance)
 }
 
-/// Scores with a given plugin synchronously (rescoring, the harness).
+/// Scores with a given plugin synchronously (rescoring, verifying, the
+/// harness).
 pub fn score_with(
     metrics: &Metrics,
     plugin: &Plugin,
@@ -267,28 +357,39 @@ pub fn score_with(
     answers: &Answers,
     ctx: ScoringContext<'_>,
 ) -> (Outcome, Provenance) {
-    let call = plugin.invoke_json::<ScorerOutput>(&scorer_input_for(plugin, q, answers, ctx));
+    let input = scorer_input_for(plugin, q, answers, ctx);
+    let call = plugin.invoke_json::<ScorerOutput>(&input);
     plugin.emit_logs(&call.logs);
-    finish(metrics, q, plugin, call.result)
+    let (outcome, mut provenance) = finish(metrics, q, plugin, call.result);
+    provenance.input_sha256 = Some(input_sha256(q, plugin.manifest.questions, &input));
+    (outcome, provenance)
 }
 
-fn finish(
+/// The outcome a scorer's reply comes to: completed with the definition,
+/// or the failure.
+pub fn finish(
     metrics: &Metrics,
     q: &Questionnaire,
     plugin: &Plugin,
     result: Result<ScorerOutput, PluginError>,
 ) -> (Outcome, Provenance) {
     match result.and_then(|output| outcome::complete(q, output).map_err(PluginError::Contract)) {
-        Ok(outcome) => (outcome, provenance(plugin)),
+        Ok(outcome) => (outcome, provenance(plugin, q)),
         Err(e) => failure(metrics, q, Some(plugin), &e),
     }
 }
 
-fn provenance(plugin: &Plugin) -> Provenance {
+/// What an outcome computed by `plugin` with definition `q` records
+/// (docs/operations.md#verifying-outcomes-and-trying-a-new-scorer); the
+/// input's hash is the caller's to add.
+fn provenance(plugin: &Plugin, q: &Questionnaire) -> Provenance {
     Provenance {
         plugin: Some(plugin.name().to_owned()),
         version: Some(plugin.version().to_owned()),
         sha256: Some(plugin.sha256.clone()),
+        abi_version: Some(i64::from(plugin.manifest.abi_version)),
+        definition_sha256: Some(q.sha256.clone()).filter(|s| !s.is_empty()),
+        input_sha256: None,
     }
 }
 
@@ -310,7 +411,7 @@ fn failure(
         &[("questionnaire", &q.key), ("code", e.code())],
     );
     let provenance = match plugin {
-        Some(p) => provenance(p),
+        Some(p) => provenance(p, q),
         None => Provenance {
             plugin: Some(q.scorer.clone()),
             ..Provenance::default()
@@ -388,6 +489,32 @@ mod tests {
         assert_eq!(lean.questionnaire.scores, plain.questionnaire.scores);
         assert!(lean.answers.is_empty());
         assert_eq!(lean.values, plain.values);
+    }
+
+    #[test]
+    fn the_input_hash_is_the_hash_of_every_byte() {
+        let q = phq9();
+        let answers = Answers::check(
+            &q,
+            json!({"v_1": "a1", "v_9": "a2"}).as_object().expect("an object"),
+        )
+        .expect("valid");
+        let variant = Variant::default();
+        let ctx = ScoringContext {
+            completed_at: Utc
+                .with_ymd_and_hms(2026, 3, 4, 5, 6, 7)
+                .single()
+                .expect("a valid time"),
+            professional: false,
+            variant: &variant,
+        };
+        for questions in [false, true] {
+            let bytes = input_json(&q, &answers, ctx, questions, true);
+            assert_eq!(input_sha256(&q, questions, &bytes), sha256_hex(&bytes));
+            // Kept state, second use.
+            assert_eq!(input_sha256(&q, questions, &bytes), sha256_hex(&bytes));
+        }
+        assert_eq!(input_sha256(&q, true, b"{}"), sha256_hex(b"{}"));
     }
 
     #[test]

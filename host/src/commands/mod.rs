@@ -7,12 +7,14 @@
 )]
 
 pub mod backup;
+pub mod candidate;
 pub mod fixtures;
 pub mod migrate;
 pub mod plugin;
 pub mod rescore;
 mod scaffold;
 mod standalone;
+pub mod verify;
 
 use std::path::PathBuf;
 

@@ -81,6 +81,70 @@ pub enum PluginCommand {
         #[arg(long, value_name = "URL", requires = "out")]
         sdk_git: Option<String>,
     },
+    // (#21 verify)
+    /// Install a new version of a scorer as a candidate: checked and
+    /// self-tested with the fixtures/ beside it, kept in the database, and
+    /// from then on it scores every response the serving version scores, in
+    /// the background on every host of the database, without touching
+    /// stored outcomes; responses it scores otherwise are recorded with
+    /// both outcomes. Replaces an earlier candidate of that scorer.
+    Candidate {
+        /// The scorer's name
+        name: String,
+        /// The candidate .wasm module
+        module: PathBuf,
+    },
+    /// Let the candidate of a scorer serve in place of the version it was
+    /// tried against, on every host of the database within seconds.
+    /// Refused, listing them, while it has recorded differences.
+    Promote {
+        /// The scorer's name
+        name: String,
+        /// Promote although it scored some responses otherwise
+        #[arg(long)]
+        accept_differences: bool,
+    },
+    /// Drop the candidate of a scorer and its recorded differences; a
+    /// promoted one stops serving, and the plugin folder's version serves
+    /// again.
+    Discard {
+        /// The scorer's name
+        name: String,
+    },
+}
+
+impl PluginCommand {
+    /// Whether the command works on the database (candidates) rather than
+    /// files alone.
+    pub fn uses_database(&self) -> bool {
+        matches!(
+            self,
+            PluginCommand::Candidate { .. }
+                | PluginCommand::Promote { .. }
+                | PluginCommand::Discard { .. }
+        )
+    }
+}
+
+/// Runs a plugin command that works on the database; `Ok(false)` means
+/// "done, but exit non-zero".
+pub async fn run_with_store(
+    command: PluginCommand,
+    store: &crate::store::Store,
+    config: &Config,
+) -> anyhow::Result<bool> {
+    use super::candidate;
+    match command {
+        PluginCommand::Candidate { name, module } => {
+            candidate::install(store, config, &name, &module).await
+        }
+        PluginCommand::Promote {
+            name,
+            accept_differences,
+        } => candidate::promote(store, &name, accept_differences).await,
+        PluginCommand::Discard { name } => candidate::discard(store, &name).await,
+        other => tokio::task::block_in_place(|| run(other, config)),
+    }
 }
 
 /// Runs a plugin command; `Ok(false)` means "done, but exit non-zero".
@@ -114,6 +178,11 @@ pub fn run(command: PluginCommand, config: &Config) -> anyhow::Result<bool> {
             let sdk = super::standalone::Sdk::choose(sdk_path, sdk_git)?;
             super::standalone::create(&out, &kind, &name, &sdk)?;
             Ok(true)
+        }
+        PluginCommand::Candidate { .. }
+        | PluginCommand::Promote { .. }
+        | PluginCommand::Discard { .. } => {
+            anyhow::bail!("this plugin command works on the database: see run_with_store")
         }
     }
 }

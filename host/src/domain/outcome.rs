@@ -41,6 +41,14 @@ pub struct Provenance {
     pub plugin: Option<String>,
     pub version: Option<String>,
     pub sha256: Option<String>,
+    /// The plugin ABI version the module declared.
+    pub abi_version: Option<i64>,
+    /// SHA-256 of the questionnaire definition text scored with (kept in
+    /// `questionnaire_versions`).
+    pub definition_sha256: Option<String>,
+    /// SHA-256 of the exact input bytes the scorer read; what a
+    /// verification's reconstruction of the input is checked against.
+    pub input_sha256: Option<String>,
 }
 
 /// Completes a scorer's output into the outcome the host stores and sends

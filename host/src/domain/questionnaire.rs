@@ -181,6 +181,14 @@ pub struct Questionnaire {
     /// The questionnaire's part of every scorer input, serialized on first
     /// use: without and with the questions (`scoring` fills it).
     pub scorer_json: Derived<[Vec<u8>; 2]>,
+    /// SHA-256 state after the scorer input's head up to and including
+    /// the questionnaire part, for each of `scorer_json`: every input's
+    /// hash then costs only its own part (`scoring` fills it).
+    pub scorer_json_hashed: Derived<[sha2::Sha256; 2]>,
+    /// SHA-256 of the definition text it was parsed from: the name of this
+    /// version in `questionnaire_versions`, recorded with every outcome
+    /// scored with it.
+    pub sha256: String,
 }
 
 /// A value derived from a definition on first use and kept with it. A clone
@@ -261,7 +269,27 @@ pub struct DefinitionErrors(pub Vec<String>);
 pub fn parse(text: &str, folder: &str) -> Result<Questionnaire, DefinitionErrors> {
     let file: QuestionnaireFile =
         toml::from_str(text).map_err(|e| DefinitionErrors(vec![e.to_string()]))?;
-    validate(file, folder)
+    let mut q = validate(file, folder)?;
+    q.sha256 = sha256_hex(text.as_bytes());
+    Ok(q)
+}
+
+/// SHA-256 of `bytes`, lower-case hex: how definitions, modules and scorer
+/// inputs are named by content.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex(&Sha256::digest(bytes))
+}
+
+/// `bytes` in lower-case hex.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes
+        .iter()
+        .fold(String::with_capacity(2 * bytes.len()), |mut hex, b| {
+            let _ = write!(hex, "{b:02x}");
+            hex
+        })
 }
 
 /// Keys of questionnaires, scores, flags and textvars: lower-case ASCII
@@ -464,6 +492,8 @@ fn validate(file: QuestionnaireFile, folder: &str) -> Result<Questionnaire, Defi
         textvars: file.textvars,
         sbg_info: file.sbg_info,
         scorer_json: Derived::default(),
+        scorer_json_hashed: Derived::default(),
+        sha256: String::new(),
     })
 }
 

@@ -165,14 +165,16 @@ pub async fn submit(
         outcome: Outcome::empty(),
         provenance: Provenance::default(),
     };
-    crate::scoring::score_completion(app.plugins(), app.metrics(), &q.def, &mut completion, false)
-        .await;
+    let shadow =
+        crate::scoring::score_completion(app.plugins(), app.metrics(), &q.def, &mut completion, false)
+            .await;
     match app
         .store()
         .complete_in_session(&live.session, response.id, completion, now, entry)
         .await
     {
         Ok(true) => {
+            crate::shadow::submit(&app, response.id.0, shadow);
             app.metrics()
                 .inc("outcomes_fill_out_total", &[("event", "completed")]);
             redirect("/fill_out/session")

@@ -102,6 +102,22 @@ pub struct Plugins {
     reloading: Mutex<HashMap<String, Loaded>>,
     generation: tokio::sync::watch::Sender<u64>,
     metrics: Arc<Metrics>,
+    /// Candidate and promoted scorer versions, as the database last said
+    /// (`crate::shadow`); empty unless an operator installed one.
+    trials: ArcSwap<Trials>,
+}
+
+/// Scorer versions on trial: candidates that score in the shadow of the
+/// serving version, and promoted candidates that serve in its place
+/// (docs/operations.md#verifying-outcomes-and-trying-a-new-scorer).
+#[derive(Debug, Default)]
+pub struct Trials {
+    /// By plugin name.
+    pub candidates: HashMap<String, Arc<Plugin>>,
+    /// By plugin name: the promoted version and the SHA-256 of the folder
+    /// version it replaces. It serves only while that version is the one
+    /// the folder serves: a newer module put in the folder wins.
+    pub promoted: HashMap<String, (String, Arc<Plugin>)>,
 }
 
 impl std::fmt::Debug for Plugins {
@@ -141,6 +157,7 @@ impl Plugins {
             reloading: Mutex::new(HashMap::new()),
             generation: tokio::sync::watch::Sender::new(0),
             metrics,
+            trials: ArcSwap::from_pointee(Trials::default()),
         })
     }
 
@@ -154,16 +171,44 @@ impl Plugins {
         self.current.load_full()
     }
 
-    /// The serving plugin of `kind` named `name`.
+    /// The serving plugin of `kind` named `name`: the plugin folder's
+    /// version, or a candidate promoted in its place.
     pub fn get(&self, kind: PluginKind, name: &str) -> Result<Arc<Plugin>, PluginError> {
-        self.current
-            .load()
+        let registry = self.current.load();
+        let live = registry
             .get(kind, name)
-            .cloned()
             .ok_or_else(|| PluginError::NotLoaded {
                 kind,
                 name: name.to_owned(),
-            })
+            })?;
+        let trials = self.trials.load();
+        if let Some((replaces, promoted)) = trials.promoted.get(name)
+            && *replaces == live.sha256
+            && promoted.kind() == kind
+        {
+            return Ok(promoted.clone());
+        }
+        Ok(live.clone())
+    }
+
+    /// The candidate version of the scorer `name`, if one is installed.
+    pub fn candidate(&self, name: &str) -> Option<Arc<Plugin>> {
+        let trials = self.trials.load();
+        if trials.candidates.is_empty() {
+            return None;
+        }
+        trials.candidates.get(name).cloned()
+    }
+
+    /// The versions on trial.
+    pub fn trials(&self) -> Arc<Trials> {
+        self.trials.load_full()
+    }
+
+    /// Replaces the versions on trial (`crate::shadow` reads them from the
+    /// database).
+    pub fn set_trials(&self, trials: Trials) {
+        self.trials.store(Arc::new(trials));
     }
 
     /// Tells of every reload that changed the serving set (its generation).
@@ -280,6 +325,30 @@ impl Plugins {
     where
         O: DeserializeOwned + Send + 'static,
     {
+        self.call_counted(plugin, input, false)
+            .await
+    }
+
+    /// A candidate's call in the shadow of the serving version: as
+    /// [`Plugins::call_json`], counted apart so the serving version's
+    /// counts stay its own.
+    pub async fn shadow_call<O>(&self, plugin: Arc<Plugin>, input: Vec<u8>) -> Call<O>
+    where
+        O: DeserializeOwned + Send + 'static,
+    {
+        self.call_counted(plugin, input, true)
+            .await
+    }
+
+    async fn call_counted<O>(
+        &self,
+        plugin: Arc<Plugin>,
+        input: Vec<u8>,
+        shadow: bool,
+    ) -> Call<O>
+    where
+        O: DeserializeOwned + Send + 'static,
+    {
         let permit = self.slots.clone().acquire_owned().await;
         let started = std::time::Instant::now();
         let call = if plugin.limits.fuel_for(input.len()) <= INLINE_FUEL {
@@ -301,12 +370,28 @@ impl Plugins {
         };
         let took = started.elapsed();
         plugin.emit_logs(&call.logs);
-        let failed = call.result.as_ref().err().map(|e| Failed {
-            code: e.code(),
-            failure: e.failure(),
-        });
-        self.metrics
-            .plugin_call(plugin.name(), plugin.kind(), took, failed);
+        if shadow {
+            let result = match &call.result {
+                Ok(_) => "ok",
+                Err(e) => e.code(),
+            };
+            let kind = plugin.kind().to_string();
+            self.metrics.inc(
+                SHADOW_CALLS,
+                &[
+                    ("plugin", plugin.name()),
+                    ("kind", &kind),
+                    ("result", result),
+                ],
+            );
+        } else {
+            let failed = call.result.as_ref().err().map(|e| Failed {
+                code: e.code(),
+                failure: e.failure(),
+            });
+            self.metrics
+                .plugin_call(plugin.name(), plugin.kind(), took, failed);
+        }
         call
     }
 }

@@ -39,6 +39,18 @@ impl Store {
                     let mut catalog_questionnaires = Vec::with_capacity(questionnaires.len());
                     for q in questionnaires {
                         let id = upsert(conn, "questionnaires", &q.def.key, &q.def.name, &q.text, &q.sha256, now).await?;
+                        // Every version is kept: outcomes name the one they
+                        // were scored with (docs/operations.md#verifying-outcomes-and-trying-a-new-scorer).
+                        sqlx::query(
+                            "INSERT INTO questionnaire_versions (sha256, key, definition, first_seen) \
+                             VALUES ($1, $2, $3, $4) ON CONFLICT (sha256) DO NOTHING",
+                        )
+                        .bind(&q.sha256)
+                        .bind(&q.def.key)
+                        .bind(&q.text)
+                        .bind(now)
+                        .execute(&mut *conn)
+                        .await?;
                         catalog_questionnaires.push(CatalogQuestionnaire { id: QuestionnaireId(id), def: Arc::new(q.def) });
                     }
                     let mut catalog_protocols = Vec::with_capacity(protocols.len());

@@ -507,7 +507,9 @@ impl Store {
                     let sql = format!(
                         "UPDATE responses SET answers = $2, started_at = COALESCE(started_at, $3), completed_at = $1, \
                          outcome = $4, outcome_plugin = $5, outcome_plugin_version = $6, outcome_plugin_sha256 = $7, \
-                         outcome_computed_at = $1, updated_at = $1 WHERE id = $8 AND dossier_id = $9 AND {FILLABLE}"
+                         outcome_computed_at = $1, updated_at = $1, outcome_abi_version = $10, \
+                         outcome_definition_sha256 = $11, outcome_input_sha256 = $12 \
+                         WHERE id = $8 AND dossier_id = $9 AND {FILLABLE}"
                     );
                     let done = sqlx::query(&sql)
                         .bind(to_millis(now))
@@ -519,6 +521,9 @@ impl Store {
                         .bind(completion.provenance.sha256.clone())
                         .bind(id.0)
                         .bind(dossier.0)
+                        .bind(completion.provenance.abi_version)
+                        .bind(completion.provenance.definition_sha256.clone())
+                        .bind(completion.provenance.input_sha256.clone())
                         .execute(&mut *conn)
                         .await?;
                     let completed = done.rows_affected() == 1;

@@ -8,6 +8,7 @@
 
 mod access_log;
 pub mod backup;
+mod candidates;
 mod catalog;
 mod create;
 mod dossiers;
@@ -33,6 +34,7 @@ use sqlx::any::{AnyArguments, AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyConnection, ConnectOptions, Connection, Executor};
 
 pub use access_log::{AccessEntry, Verification, link_hash};
+pub use candidates::{NewCandidate, ShadowDifference, ShadowTally, StoredCandidate};
 pub use catalog::DefinitionSource;
 pub use create::{CreateResult, NewResponse};
 pub use error::StoreError;

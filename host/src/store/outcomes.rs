@@ -44,6 +44,64 @@ impl Store {
             .collect()
     }
 
+    /// Up to `limit` completed responses with ids above `after`, by id,
+    /// each with its outcome as the text stored (what a verification
+    /// compares byte for byte).
+    pub async fn responses_to_verify(
+        &self,
+        filter: &RescoreFilter,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<(Response, Option<String>)>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} {FROM} WHERE r.completed_at IS NOT NULL AND r.withdrawn_at IS NULL \
+             AND r.id > $1 AND ($2 = '' OR q.key = $2) AND r.completed_at >= $3 ORDER BY r.id LIMIT $4"
+        );
+        sqlx::query_as::<_, ResponseRow>(&sql)
+            .bind(after)
+            .bind(filter.questionnaire_key.clone().unwrap_or_default())
+            .bind(filter.since.map_or(i64::MIN, to_millis))
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?
+            .into_iter()
+            .map(with_text)
+            .collect()
+    }
+
+    /// The response `id` of the dossier `epd_id`, with its outcome as the
+    /// text stored; None when the dossier has no such response (withdrawn
+    /// ones included: they are not the dossier's any more).
+    pub async fn response_to_verify(
+        &self,
+        epd_id: &str,
+        id: i64,
+    ) -> Result<Option<(Response, Option<String>)>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} {FROM} JOIN dossiers d ON d.id = r.dossier_id \
+             WHERE d.epd_id = $1 AND r.id = $2 AND r.withdrawn_at IS NULL"
+        );
+        sqlx::query_as::<_, ResponseRow>(&sql)
+            .bind(epd_id)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .map(with_text)
+            .transpose()
+    }
+
+    /// The questionnaire definition text with this SHA-256, as imported.
+    pub async fn definition_version(&self, sha256: &str) -> Result<Option<String>, StoreError> {
+        let row = sqlx::query("SELECT definition FROM questionnaire_versions WHERE sha256 = $1")
+            .bind(sha256)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(match row {
+            Some(row) => Some(row.try_get::<String, _>(0)?),
+            None => None,
+        })
+    }
+
     /// Replaces the outcome of a completed response.
     pub async fn set_outcome(
         &self,
@@ -60,7 +118,8 @@ impl Store {
                 Box::pin(async move {
                     sqlx::query(
                         "UPDATE responses SET outcome = $1, outcome_plugin = $2, outcome_plugin_version = $3, \
-                         outcome_plugin_sha256 = $4, outcome_computed_at = $5, updated_at = $5 \
+                         outcome_plugin_sha256 = $4, outcome_computed_at = $5, updated_at = $5, \
+                         outcome_abi_version = $7, outcome_definition_sha256 = $8, outcome_input_sha256 = $9 \
                          WHERE id = $6 AND completed_at IS NOT NULL",
                     )
                     .bind(text)
@@ -69,6 +128,9 @@ impl Store {
                     .bind(provenance.sha256)
                     .bind(to_millis(now))
                     .bind(id.0)
+                    .bind(provenance.abi_version)
+                    .bind(provenance.definition_sha256)
+                    .bind(provenance.input_sha256)
                     .execute(&mut *conn)
                     .await?;
                     Ok(())
@@ -115,6 +177,11 @@ impl Store {
             None => None,
         })
     }
+}
+
+fn with_text(row: ResponseRow) -> Result<(Response, Option<String>), StoreError> {
+    let text = row.outcome.clone();
+    Ok((Response::try_from(row)?, text))
 }
 
 /// A module version to keep.

@@ -71,7 +71,7 @@ pub(super) const COLUMNS: &str = "r.id, r.dossier_id, r.respondent_id, r.questio
     q.name AS questionnaire_name, r.external_id, r.completer_type, r.flags, r.textvars, r.measurement_id, \
     r.protocol_subscription_id, r.non_response_id, r.open_from, r.open_till, r.started_at, r.completed_at, \
     r.aborted_at, r.answers, r.outcome, r.outcome_plugin, r.outcome_plugin_version, r.outcome_plugin_sha256, \
-    r.requesters, r.entered_by, r.created_at, \
+    r.outcome_abi_version, r.outcome_definition_sha256, r.outcome_input_sha256, r.requesters, r.entered_by, r.created_at, \
     (SELECT p.link_generation FROM respondents p WHERE p.id = r.respondent_id) AS link_generation";
 
 pub(super) const FROM: &str = "FROM responses r JOIN questionnaires q ON q.id = r.questionnaire_id";
@@ -101,6 +101,9 @@ pub(super) struct ResponseRow {
     pub outcome_plugin: Option<String>,
     pub outcome_plugin_version: Option<String>,
     pub outcome_plugin_sha256: Option<String>,
+    pub outcome_abi_version: Option<i64>,
+    pub outcome_definition_sha256: Option<String>,
+    pub outcome_input_sha256: Option<String>,
     pub requesters: String,
     pub entered_by: Option<String>,
     pub created_at: i64,
@@ -151,6 +154,9 @@ impl TryFrom<ResponseRow> for Response {
                 plugin: r.outcome_plugin,
                 version: r.outcome_plugin_version,
                 sha256: r.outcome_plugin_sha256,
+                abi_version: r.outcome_abi_version,
+                definition_sha256: r.outcome_definition_sha256,
+                input_sha256: r.outcome_input_sha256,
             },
             requesters: json(r.id, "requesters", &r.requesters)?,
             entered_by: r.entered_by,
@@ -362,7 +368,8 @@ impl Store {
                     let updated = sqlx::query(
                         "UPDATE responses SET answers = $1, started_at = COALESCE($2, started_at), completed_at = $3, \
                          outcome = $4, outcome_plugin = $5, outcome_plugin_version = $6, outcome_plugin_sha256 = $7, \
-                         outcome_computed_at = $8, external_id = COALESCE(external_id, $9), updated_at = $8 \
+                         outcome_computed_at = $8, external_id = COALESCE(external_id, $9), updated_at = $8, \
+                         outcome_abi_version = $11, outcome_definition_sha256 = $12, outcome_input_sha256 = $13 \
                          WHERE id = $10 AND completed_at IS NULL",
                     )
                     .bind(Value::Object(completion.answers.to_json()).to_string())
@@ -375,6 +382,9 @@ impl Store {
                     .bind(to_millis(now))
                     .bind(&segment)
                     .bind(response.id.0)
+                    .bind(completion.provenance.abi_version)
+                    .bind(completion.provenance.definition_sha256.clone())
+                    .bind(completion.provenance.input_sha256.clone())
                     .execute(&mut *conn)
                     .await?;
                     if updated.rows_affected() == 0 {

@@ -144,6 +144,13 @@
 //!   the module's language.
 //! - `plugin_fuel`: fuel budgets that grow with the input; `outcomes plugin
 //!   test --profile` writes a Firefox-format profile.
+//! - `verification`: `outcomes verify` and GET .../verification recompute
+//!   stored outcomes with the archived module and definition versions: a
+//!   changed module byte, stored outcome or missing definition is named;
+//!   the right and other dossiers' ids.
+//! - `shadow`: candidate scorer versions score in the background: no
+//!   difference, differences with both outcomes, promote (refused, then
+//!   accepted), discard, two hosts on one database.
 
 mod access_log;
 mod access_log_chain;
@@ -186,9 +193,11 @@ mod responses_list;
 mod responses_pages;
 mod responses_update;
 mod scoring;
+mod shadow;
 mod smoke;
 mod stats;
 mod subscriptions;
 mod support;
 mod tls;
+mod verification;
 mod visitor;

@@ -34,6 +34,11 @@ const ROUTES: &[(&str, &str, &[u16])] = &[
     ),
     (
         "get",
+        "/api/v1/dossiers/{dossier_id}/responses/{id}/verification",
+        &[200, 401, 403, 404, 422],
+    ),
+    (
+        "get",
         "/api/v1/dossiers/{dossier_id}/respondents",
         &[200, 401, 403, 422],
     ),

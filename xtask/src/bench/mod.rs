@@ -44,6 +44,7 @@
 #![allow(clippy::print_stdout)]
 
 mod auth;
+mod candidate;
 mod fill_out;
 pub mod hosts;
 mod load;
@@ -111,6 +112,12 @@ pub struct BenchArgs {
     /// scoring costs
     #[arg(long)]
     scoring_baseline: bool,
+
+    /// Install a candidate of the PHQ-9 scorer (`outcomes plugin
+    /// candidate`; the built module under another hash) before the POST
+    /// load, so every scored POST is also scored in the shadow
+    #[arg(long)]
+    shadow_candidate: bool,
 
     /// POST measurements per configuration (the median run is reported;
     /// with --scoring-baseline, scored and unscored runs alternate)
@@ -603,6 +610,9 @@ async fn post_phase(
         0
     };
     let server = Server::start_with(binary, root, fresh, scoring).await?;
+    if args.shadow_candidate && scoring == Scoring::On {
+        candidate::install(binary, root, fresh, &server).await?;
+    }
     println!("POST: plugins: {}", server.plugins().await);
     println!(
         "POST: {} responses in the database; {} connections, {} s warm-up + {} s measured, {} dossiers ({} at {})",
@@ -625,6 +635,13 @@ async fn post_phase(
     )
     .await?;
     println!("{}", report.describe());
+    if args.shadow_candidate && scoring == Scoring::On {
+        // The shadow worker's counts are written after each batch.
+        println!(
+            "      shadow candidate: {}",
+            candidate::counts(&server).await.unwrap_or_else(|| "not listed".to_owned())
+        );
+    }
     server.stop();
     // Every 201 is a response on disk, and nothing else is.
     let stored = seed::count_responses(&fresh.url()).await? - before;

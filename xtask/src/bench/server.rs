@@ -21,7 +21,7 @@ use super::load::{self, Target};
 #[derive(Debug)]
 pub struct Fresh {
     /// Holds the SQLite file and the server's log.
-    dir: TempDir,
+    pub dir: TempDir,
     postgres: Option<PostgresDatabase>,
     /// The consumer key of the token the server is started with: a copy of
     /// a preloaded database has [`CONSUMER_KEY`] already.

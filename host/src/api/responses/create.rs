@@ -13,7 +13,7 @@ use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject};
 use crate::auth::guard::{AccessLogged, PendingAccess};
 use crate::error::{ApiError, ErrorBody, Errors, json};
-use crate::scoring;
+use crate::{scoring, shadow};
 use crate::store::{CreateResult, NewResponse};
 
 /// Store a response
@@ -66,7 +66,7 @@ pub async fn create_response(
     // A retry or a taken external id is scored too: the writer decides,
     // and a read to know it before scoring would cost every POST more than
     // the rare retry's scoring saves.
-    scoring::score_completion(
+    let shadow = scoring::score_completion(
         app.plugins(),
         app.metrics(),
         &body.questionnaire,
@@ -75,7 +75,12 @@ pub async fn create_response(
     )
     .await;
     let logged = new.access.is_some();
-    let mut response = answer(&app, app.store().create_response(new).await?, now);
+    let result = app.store().create_response(new).await?;
+    // A candidate scorer repeats only what was stored now, not a retry.
+    if let CreateResult::Created(r) = &result {
+        shadow::submit(&app, r.id.0, shadow);
+    }
+    let mut response = answer(&app, result, now);
     if logged {
         response.extensions_mut().insert(AccessLogged);
     }

@@ -1,5 +1,6 @@
 //! `/api/v1/dossiers/:dossier_id/responses`: list, store (POST), complete a
-//! pending response (PUT) and delete by external id.
+//! pending response (PUT), delete by external id, and verify a stored
+//! outcome.
 
 mod body;
 mod create;
@@ -7,6 +8,7 @@ mod delete;
 mod list;
 mod page;
 mod update;
+mod verification;
 pub mod view;
 
 use utoipa_axum::router::OpenApiRouter;
@@ -22,4 +24,5 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list::list_responses, create::create_response))
         .routes(routes!(update::update_response, delete::delete_response))
+        .routes(routes!(verification::get_verification))
 }

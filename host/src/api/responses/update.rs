@@ -11,7 +11,7 @@ use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject, PathParams};
 use crate::domain::variant::Variant;
 use crate::error::{ApiError, ErrorBody, Errors, json};
-use crate::scoring;
+use crate::{scoring, shadow};
 use crate::store::CompleteError;
 
 /// Complete a pending response
@@ -57,7 +57,7 @@ pub async fn update_response(
     if let Some(pending) = app.store().response_to_complete(&dossier, &segment).await? {
         completion.variant = Variant::from_stored(&pending.flags, &pending.textvars);
     }
-    scoring::score_completion(
+    let shadow = scoring::score_completion(
         app.plugins(),
         app.metrics(),
         &questionnaire,
@@ -70,10 +70,13 @@ pub async fn update_response(
         .complete_response(dossier, segment, completion, now)
         .await?
     {
-        Ok(r) => Ok(json(
+        Ok(r) => Ok({
+            shadow::submit(&app, r.id.0, shadow);
+            json(
             StatusCode::OK,
             &ResponseView::new(&r, app.config().time_zone, now, app.links()),
-        )),
+            )
+        }),
         Err(CompleteError::NotFound) => Err(ApiError::NotFound("external_id")),
         Err(CompleteError::AlreadyCompleted) => Err(ApiError::Forbidden("already_completed")),
         Err(CompleteError::OtherQuestionnaire) => Err(ApiError::Invalid(Errors::one(

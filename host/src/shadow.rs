@@ -1,0 +1,295 @@
+//! Shadow scoring: a candidate version of a scorer scores every response
+//! the serving version scores, in the background, and what it makes of
+//! each is compared with the stored outcome; differences are recorded per
+//! response with both outcomes (docs/operations.md#verifying-outcomes-and-trying-a-new-scorer).
+//!
+//! Candidates live in the database (`store/candidates.rs`), so every host
+//! sharing it shadows with the same one; each host reads them every few
+//! seconds ([`refresh`]). Off the request's path: a handler hands the job
+//! to a bounded queue ([`Shadow::submit`], never waiting; a full queue
+//! drops the job and counts it) and one worker per host drains it in
+//! batches ([`run`]), writing each batch's counts and differences in one
+//! write. Stored outcomes are never touched.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::Mutex;
+
+use plugin_sdk::{PluginKind, ScorerOutput};
+use tokio::sync::mpsc;
+
+use crate::AppState;
+use crate::domain::questionnaire::sha256_hex;
+use crate::metrics::Metrics;
+use crate::plugins::{Plugin, Trials};
+use crate::scoring::{ShadowInput, finish};
+use crate::store::{ShadowDifference, ShadowTally, StoreError};
+
+/// Jobs a host keeps waiting for its worker; more are dropped (counted).
+pub const QUEUE: usize = 4096;
+
+/// Jobs the worker takes at once, written in one write.
+const BATCH: usize = 256;
+
+/// One response for a candidate to score.
+#[derive(Debug)]
+pub struct Job {
+    pub response_id: i64,
+    pub input: ShadowInput,
+}
+
+/// A host's end of the shadow queue.
+#[derive(Debug)]
+pub struct Shadow {
+    sender: mpsc::Sender<Job>,
+    /// Taken by the worker when it starts.
+    receiver: Mutex<Option<mpsc::Receiver<Job>>>,
+    /// Jobs dropped since last written, by plugin name and candidate hash.
+    dropped: Mutex<HashMap<(String, String), i64>>,
+    /// The candidate rows the trials were last built from.
+    seen: tokio::sync::Mutex<Vec<(String, String, String, bool)>>,
+    /// Jobs the worker finished (their counts and differences written),
+    /// for whoever waits on one (tests).
+    done: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for Shadow {
+    fn default() -> Self {
+        Shadow::with_capacity(QUEUE)
+    }
+}
+
+impl Shadow {
+    pub fn with_capacity(capacity: usize) -> Shadow {
+        let (sender, receiver) = mpsc::channel(capacity.max(1));
+        Shadow {
+            sender,
+            receiver: Mutex::new(Some(receiver)),
+            dropped: Mutex::new(HashMap::new()),
+            seen: tokio::sync::Mutex::new(Vec::new()),
+            done: tokio::sync::watch::Sender::new(0),
+        }
+    }
+
+    /// Hands a stored response's job to the worker without waiting: when
+    /// the queue is full it is dropped and counted.
+    pub fn submit(&self, job: Job, metrics: &Metrics) {
+        let key = (
+            job.input.candidate.name().to_owned(),
+            job.input.candidate.sha256.clone(),
+        );
+        if self.sender.try_send(job).is_err() {
+            metrics.inc("outcomes_shadow_dropped_total", &[("plugin", &key.0)]);
+            *self
+                .dropped
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .entry(key)
+                .or_default() += 1;
+        }
+    }
+
+    /// Tells of every batch the worker finished: the jobs done so far.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.done.subscribe()
+    }
+
+    fn take_dropped(&self) -> Vec<ShadowTally> {
+        std::mem::take(
+            &mut *self
+                .dropped
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+        .into_iter()
+        .map(|((plugin, candidate_sha256), dropped)| ShadowTally {
+            plugin,
+            candidate_sha256,
+            calls: 0,
+            dropped,
+        })
+        .collect()
+    }
+}
+
+/// Hands `input` (from scoring the response `response_id`) to the shadow
+/// worker, if there is one.
+pub fn submit(app: &AppState, response_id: i64, input: Option<ShadowInput>) {
+    if let Some(input) = input {
+        app.shadow().submit(Job { response_id, input }, app.metrics());
+    }
+}
+
+/// Reads the candidates from the database and loads any new one from the
+/// module archive (its bytes checked against its hash); the trials change
+/// only when the rows did. Writes the counts of dropped jobs first.
+pub async fn refresh(app: &AppState) -> Result<(), StoreError> {
+    let dropped = app.shadow().take_dropped();
+    if !dropped.is_empty() {
+        app.store()
+            .record_shadow(dropped, Vec::new(), app.now())
+            .await?;
+    }
+    let mut seen = app.shadow().seen.lock().await;
+    let rows = app.store().candidates().await?;
+    let now: Vec<(String, String, String, bool)> = rows
+        .iter()
+        .map(|c| {
+            (
+                c.name.clone(),
+                c.sha256.clone(),
+                c.live_sha256.clone(),
+                c.promoted_at.is_some(),
+            )
+        })
+        .collect();
+    if *seen == now {
+        return Ok(());
+    }
+    let current = app.plugins().trials();
+    let mut trials = Trials::default();
+    for (name, sha, live_sha, promoted) in &now {
+        let Some(plugin) = candidate_plugin(app, &current, sha).await? else {
+            continue;
+        };
+        if plugin.name() != name || plugin.kind() != PluginKind::Scorer {
+            tracing::warn!(
+                candidate = name,
+                "the candidate module is not a scorer of that name; ignored"
+            );
+            continue;
+        }
+        if *promoted {
+            trials
+                .promoted
+                .insert(name.clone(), (live_sha.clone(), plugin));
+        } else {
+            trials.candidates.insert(name.clone(), plugin);
+        }
+    }
+    tracing::info!(
+        candidates = trials.candidates.len(),
+        promoted = trials.promoted.len(),
+        "scorer versions on trial changed"
+    );
+    app.plugins().set_trials(trials);
+    *seen = now;
+    Ok(())
+}
+
+/// The candidate module with hash `sha`: as loaded before, else from the
+/// archive. None (logged) when it is missing, altered or refused.
+async fn candidate_plugin(
+    app: &AppState,
+    current: &Trials,
+    sha: &str,
+) -> Result<Option<Arc<Plugin>>, StoreError> {
+    if let Some(p) = current
+        .candidates
+        .values()
+        .chain(current.promoted.values().map(|(_, p)| p))
+        .find(|p| p.sha256 == sha)
+    {
+        return Ok(Some(p.clone()));
+    }
+    let Some(bytes) = app.store().archived_module(sha).await? else {
+        tracing::error!(sha256 = sha, "the candidate module is not in the archive");
+        return Ok(None);
+    };
+    if sha256_hex(&bytes) != sha {
+        tracing::error!(
+            sha256 = sha,
+            "the archived candidate module does not match its hash; not used"
+        );
+        return Ok(None);
+    }
+    let plugins = app.plugins().clone();
+    let loaded = tokio::task::spawn_blocking(move || plugins.load_module(&bytes)).await;
+    match loaded {
+        Ok(Ok(plugin)) => Ok(Some(Arc::new(plugin))),
+        Ok(Err(e)) => {
+            tracing::error!(sha256 = sha, error = %e, "the candidate module was refused");
+            Ok(None)
+        }
+        Err(e) => {
+            tracing::error!(sha256 = sha, error = %e, "loading the candidate module failed");
+            Ok(None)
+        }
+    }
+}
+
+/// The worker: takes jobs in batches, has each candidate score its
+/// response, compares with the serving version's outcome, and writes the
+/// batch's counts and differences. Ends when the queue is closed.
+pub async fn run(app: AppState) {
+    let taken = app
+        .shadow()
+        .receiver
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    let Some(mut receiver) = taken else {
+        return;
+    };
+    // Failures of a candidate are not the service's scoring failures.
+    let quiet = Metrics::default();
+    let mut batch = Vec::with_capacity(BATCH);
+    while receiver.recv_many(&mut batch, BATCH).await > 0 {
+        let jobs = batch.len() as u64;
+        let mut tallies: HashMap<(String, String), i64> = HashMap::new();
+        let mut differences = Vec::new();
+        for job in batch.drain(..) {
+            let ShadowInput {
+                candidate,
+                questionnaire,
+                input,
+                live,
+                live_sha256,
+            } = job.input;
+            let call = app
+                .plugins()
+                .shadow_call::<ScorerOutput>(candidate.clone(), input)
+                .await;
+            let (outcome, _) = finish(&quiet, &questionnaire, &candidate, call.result);
+            *tallies
+                .entry((candidate.name().to_owned(), candidate.sha256.clone()))
+                .or_default() += 1;
+            let (live_text, candidate_text) = (text(&live), text(&outcome));
+            if live_text != candidate_text {
+                app.metrics().inc(
+                    "outcomes_shadow_differences_total",
+                    &[("plugin", candidate.name())],
+                );
+                differences.push(ShadowDifference {
+                    plugin: candidate.name().to_owned(),
+                    candidate_sha256: candidate.sha256.clone(),
+                    live_sha256,
+                    response_id: job.response_id,
+                    live_outcome: live_text,
+                    candidate_outcome: candidate_text,
+                });
+            }
+        }
+        let tallies = tallies
+            .into_iter()
+            .map(|((plugin, candidate_sha256), calls)| ShadowTally {
+                plugin,
+                candidate_sha256,
+                calls,
+                dropped: 0,
+            })
+            .collect();
+        if let Err(e) = app
+            .store()
+            .record_shadow(tallies, differences, app.now())
+            .await
+        {
+            tracing::warn!(error = %e, "shadow scoring counts and differences were not written");
+        }
+        app.shadow().done.send_modify(|n| *n += jobs);
+    }
+}
+
+fn text(outcome: &crate::domain::outcome::Outcome) -> String {
+    serde_json::to_string(outcome).unwrap_or_default()
+}

@@ -1,0 +1,284 @@
+//! Shadow scoring (docs/operations.md#verifying-outcomes-and-trying-a-new-scorer):
+//! `outcomes plugin candidate|promote|discard` (called as the library
+//! functions the CLI runs) install a candidate scorer version in the
+//! database; the host's shadow worker has it score every response the
+//! serving version scores, without touching stored outcomes, and records
+//! each difference with both outcomes. An identical candidate records no
+//! difference and promotes; a differing one is refused promotion until its
+//! differences are accepted; discarding withdraws it (or the promotion);
+//! two hosts on one database count into the same candidate. Tests wait
+//! on the worker's notifications, never on time.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use host::commands::plugin::{PluginCommand, run_with_store};
+use host::config::{Config, FileSettings, Settings};
+use host::shadow;
+use host::store::{Store, StoreOptions};
+use serde_json::Value;
+use tests::plugins::{Behaviour, built_module, hostile_module, with_custom_section};
+use tests::{TestApp, db_test};
+
+use crate::support::*;
+
+/// How long the worker may take (a bound, not a wait).
+const BOUND: Duration = Duration::from_secs(30);
+
+/// The configuration the CLI would resolve for `app`'s database.
+fn command_config(app: &TestApp) -> Config {
+    let served = app.state.config();
+    let settings = Settings {
+        database_url: Some(app.database_url.clone()),
+        questionnaires_dir: Some(served.questionnaires_dir.clone()),
+        protocols_dir: Some(served.protocols_dir.clone()),
+        plugins_dir: Some(tests::built_plugins()),
+        plugin_cache_dir: Some(tests::plugin_cache()),
+        plugin_cache_key_file: Some(tests::plugin_cache_key()),
+        data_dir: Some(app.dir().into()),
+        ..Settings::default()
+    };
+    Config::resolve(settings, FileSettings::default()).expect("a valid configuration")
+}
+
+/// Runs `outcomes plugin ...` on `app`'s database.
+async fn run_plugin(app: &TestApp, command: PluginCommand) -> anyhow::Result<bool> {
+    let config = command_config(app);
+    let store = Store::connect(&config.database_url, &StoreOptions::default())
+        .await
+        .expect("the database");
+    let result = run_with_store(command, &store, &config).await;
+    store.close().await;
+    result
+}
+
+/// `bytes` as `phq9.wasm` in a folder of its own (with the built PHQ-9
+/// fixtures when `fixtures`), as an author hands a new version over.
+fn candidate_file(app: &TestApp, folder: &str, bytes: &[u8], fixtures: bool) -> PathBuf {
+    let dir = app.dir().join(folder);
+    std::fs::create_dir_all(&dir).expect("candidate folder");
+    if fixtures {
+        let built = tests::built_plugins().join("phq9").join("fixtures");
+        let to = dir.join("fixtures");
+        std::fs::create_dir_all(&to).expect("fixtures folder");
+        for entry in std::fs::read_dir(built).expect("built fixtures").flatten() {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).expect("fixture copied");
+        }
+    }
+    let file = dir.join("phq9.wasm");
+    std::fs::write(&file, bytes).expect("candidate written");
+    file
+}
+
+async fn install(app: &TestApp, file: PathBuf) {
+    let installed = run_plugin(
+        app,
+        PluginCommand::Candidate {
+            name: "phq9".into(),
+            module: file,
+        },
+    )
+    .await;
+    assert!(installed.expect("installs"), "the candidate is accepted");
+    shadow::refresh(&app.state).await.expect("candidates read");
+}
+
+async fn promote(app: &TestApp, accept_differences: bool) -> bool {
+    run_plugin(
+        app,
+        PluginCommand::Promote {
+            name: "phq9".into(),
+            accept_differences,
+        },
+    )
+    .await
+    .expect("promote runs")
+}
+
+async fn discard(app: &TestApp) -> anyhow::Result<bool> {
+    run_plugin(app, PluginCommand::Discard { name: "phq9".into() }).await
+}
+
+/// The PHQ-9 folder's `candidate` at GET /api/v1/plugins.
+async fn candidate(app: &TestApp) -> Value {
+    let answer = app.get("/api/v1/plugins").await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    answer.body["plugins"]
+        .as_array()
+        .and_then(|all| all.iter().find(|p| p["folder"] == "phq9").cloned())
+        .map(|p| p["candidate"].clone())
+        .unwrap_or(Value::Null)
+}
+
+/// POSTs `n` PHQ-9 responses to `dossier` and waits until the shadow
+/// worker of `app` has done as many jobs; their bodies.
+async fn post_shadowed(app: &TestApp, dossier: &str, n: usize) -> Vec<Value> {
+    let mut done = app.state.shadow().subscribe();
+    let before = *done.borrow_and_update();
+    let mut bodies = Vec::new();
+    for i in 0..n {
+        bodies.push(posted(app, dossier, &format!("{dossier}-{i}")).await);
+    }
+    let target = before + n as u64;
+    tokio::time::timeout(BOUND, done.wait_for(|jobs| *jobs >= target))
+        .await
+        .expect("the shadow worker finishes in time")
+        .expect("the worker runs");
+    bodies
+}
+
+/// The module that computed the stored outcome of response `id`.
+async fn computed_by(app: &TestApp, id: i64) -> String {
+    app.sql_strings(&format!("SELECT outcome_plugin_sha256 FROM responses WHERE id = {id}"))
+        .await
+        .remove(0)
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    host::domain::questionnaire::sha256_hex(bytes)
+}
+
+db_test!(async fn an_identical_candidate_records_no_difference_and_promotes(app) {
+    let live = sha256_hex(&built_module("phq9"));
+    let bytes = with_custom_section(&built_module("phq9"), "candidate");
+    install(&app, candidate_file(&app, "next", &bytes, true)).await;
+    let seen = candidate(&app).await;
+    assert_eq!(seen["state"], "shadowing", "{seen}");
+    assert_eq!(seen["sha256"], sha256_hex(&bytes).as_str());
+    assert_eq!(seen["live_sha256"], live.as_str());
+
+    let bodies = post_shadowed(&app, "d1", 3).await;
+    let seen = candidate(&app).await;
+    assert_eq!((seen["calls"].as_i64(), seen["differences"].as_i64()), (Some(3), Some(0)), "{seen}");
+    assert_eq!(seen["dropped"], 0);
+    // Stored outcomes are the serving version's.
+    assert_eq!(computed_by(&app, id_of(&bodies[0])).await, live);
+
+    assert!(promote(&app, false).await, "no difference: promoted");
+    shadow::refresh(&app.state).await.expect("candidates read");
+    assert_eq!(candidate(&app).await["state"], "promoted");
+    let after = posted(&app, "d1", "after").await;
+    assert_eq!(after["outcome"], bodies[0]["outcome"]);
+    assert_eq!(computed_by(&app, id_of(&after)).await, sha256_hex(&bytes));
+    // What the promoted version computed verifies like any outcome.
+    let verified = app
+        .get(&format!("/api/v1/dossiers/d1/responses/{}/verification", id_of(&after)))
+        .await;
+    assert_eq!(verified.body["identical"], true, "{}", verified.text);
+
+    // Discarding withdraws the promotion: the folder's version serves again.
+    assert!(discard(&app).await.expect("discards"));
+    shadow::refresh(&app.state).await.expect("candidates read");
+    assert_eq!(candidate(&app).await, Value::Null);
+    let back = posted(&app, "d1", "back").await;
+    assert_eq!(computed_by(&app, id_of(&back)).await, live);
+});
+
+db_test!(async fn a_differing_candidate_records_both_outcomes_and_waits_for_acceptance(app) {
+    let bytes = hostile_module(
+        "scorer",
+        "phq9",
+        Behaviour::Reply(r#"{"ok":{"scores":{"total":{"value":99.0}}}}"#),
+    );
+    install(&app, candidate_file(&app, "next", &bytes, false)).await;
+    let bodies = post_shadowed(&app, "d1", 2).await;
+    let seen = candidate(&app).await;
+    assert_eq!((seen["calls"].as_i64(), seen["differences"].as_i64()), (Some(2), Some(2)), "{seen}");
+    // Both outcomes, per response.
+    let responses = app
+        .sql_strings("SELECT CAST(response_id AS TEXT) FROM shadow_differences ORDER BY id")
+        .await;
+    let ids: Vec<String> = bodies.iter().map(|b| id_of(b).to_string()).collect();
+    assert_eq!(responses, ids);
+    let live = app.sql_strings("SELECT live_outcome FROM shadow_differences ORDER BY id").await;
+    let tried = app.sql_strings("SELECT candidate_outcome FROM shadow_differences ORDER BY id").await;
+    for (live, tried) in live.iter().zip(&tried) {
+        let live: Value = serde_json::from_str(live).expect("JSON");
+        let tried: Value = serde_json::from_str(tried).expect("JSON");
+        assert_eq!(live, bodies[0]["outcome"]);
+        assert_eq!(tried["scores"]["total"]["value"], 99.0);
+    }
+    // Stored outcomes untouched.
+    for body in &bodies {
+        assert_eq!(body["outcome"]["scores"]["total"]["value"], 9.0);
+    }
+    let listed = app.get(&responses("d1")).await.body;
+    assert!(listed.as_array().is_some_and(|all| all.iter().all(|r| r["outcome"]["scores"]["total"]["value"] == 9.0)), "{listed}");
+
+    assert!(!promote(&app, false).await, "refused while differences are unexplained");
+    shadow::refresh(&app.state).await.expect("candidates read");
+    assert_eq!(candidate(&app).await["state"], "shadowing");
+    assert_eq!(posted(&app, "d1", "still").await["outcome"]["scores"]["total"]["value"], 9.0);
+
+    assert!(promote(&app, true).await, "promoted once the differences are accepted");
+    shadow::refresh(&app.state).await.expect("candidates read");
+    assert_eq!(posted(&app, "d1", "promoted").await["outcome"]["scores"]["total"]["value"], 99.0);
+
+    assert!(discard(&app).await.expect("discards"));
+    shadow::refresh(&app.state).await.expect("candidates read");
+    assert_eq!(posted(&app, "d1", "discarded").await["outcome"]["scores"]["total"]["value"], 9.0);
+    assert!(discard(&app).await.is_err(), "nothing left to discard");
+});
+
+db_test!(async fn a_discarded_candidate_scores_nothing_more(app) {
+    let bytes = hostile_module(
+        "scorer",
+        "phq9",
+        Behaviour::Reply(r#"{"ok":{"scores":{"total":{"value":1.0}}}}"#),
+    );
+    install(&app, candidate_file(&app, "next", &bytes, false)).await;
+    post_shadowed(&app, "d1", 1).await;
+    assert_eq!(candidate(&app).await["differences"], 1);
+    assert!(discard(&app).await.expect("discards"));
+    shadow::refresh(&app.state).await.expect("candidates read");
+    assert_eq!(candidate(&app).await, Value::Null);
+    assert!(app.state.plugins().candidate("phq9").is_none(), "no candidate left to call");
+    posted(&app, "d1", "later").await;
+    assert_eq!(app.sql("SELECT COUNT(*) FROM shadow_differences").await, Some(0));
+    assert!(!promote_missing(&app).await);
+});
+
+async fn promote_missing(app: &TestApp) -> bool {
+    run_plugin(
+        app,
+        PluginCommand::Promote {
+            name: "phq9".into(),
+            accept_differences: true,
+        },
+    )
+    .await
+    .unwrap_or(false)
+}
+
+db_test!(async fn a_candidate_refuses_a_module_that_is_not_that_scorer(app) {
+    let gad7 = candidate_file(&app, "other", &built_module("gad7"), false);
+    let refused = run_plugin(&app, PluginCommand::Candidate { name: "phq9".into(), module: gad7 }).await;
+    assert!(refused.is_err(), "gad7 is no version of phq9");
+    let same = candidate_file(&app, "same", &built_module("phq9"), false);
+    let refused = run_plugin(&app, PluginCommand::Candidate { name: "phq9".into(), module: same }).await;
+    assert!(refused.is_err(), "the serving version is no candidate");
+    let broken = candidate_file(&app, "broken", b"not wasm", false);
+    let refused = run_plugin(&app, PluginCommand::Candidate { name: "phq9".into(), module: broken }).await;
+    assert!(!refused.expect("reported"), "a module that does not load is refused");
+    shadow::refresh(&app.state).await.expect("candidates read");
+    assert_eq!(candidate(&app).await, Value::Null);
+});
+
+db_test!(async fn hosts_sharing_a_database_shadow_with_one_candidate(app) {
+    let second = app.another_host().await;
+    let bytes = hostile_module(
+        "scorer",
+        "phq9",
+        Behaviour::Reply(r#"{"ok":{"scores":{"total":{"value":2.0}}}}"#),
+    );
+    install(&app, candidate_file(&app, "next", &bytes, false)).await;
+    shadow::refresh(&second.state).await.expect("candidates read");
+    post_shadowed(&app, "d1", 2).await;
+    post_shadowed(&second, "d2", 1).await;
+    let seen = candidate(&second).await;
+    assert_eq!((seen["calls"].as_i64(), seen["differences"].as_i64()), (Some(3), Some(3)), "{seen}");
+    assert!(promote(&app, true).await);
+    shadow::refresh(&second.state).await.expect("candidates read");
+    assert_eq!(posted(&second, "d2", "promoted").await["outcome"]["scores"]["total"]["value"], 2.0);
+    second.stop().await;
+});
