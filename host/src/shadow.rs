@@ -79,7 +79,7 @@ impl Shadow {
             job.input.candidate.sha256.clone(),
         );
         if self.sender.try_send(job).is_err() {
-            metrics.inc("outcomes_shadow_dropped_total", &[("plugin", &key.0)]);
+            metrics.inc("outcomes_shadow_dropped_total", &[("plugin", key.0.as_str())]);
             *self
                 .dropped
                 .lock()

@@ -109,7 +109,7 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         rows.iter()
-            .map(|row| {
+            .map(|row| -> Result<StoredCandidate, StoreError> {
                 Ok(StoredCandidate {
                     name: row.try_get("name")?,
                     sha256: row.try_get("sha256")?,
@@ -145,7 +145,7 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         rows.iter()
-            .map(|row| {
+            .map(|row| -> Result<ShadowDifference, StoreError> {
                 Ok(ShadowDifference {
                     plugin: row.try_get("plugin")?,
                     candidate_sha256: row.try_get("candidate_sha256")?,

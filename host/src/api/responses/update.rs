@@ -70,13 +70,13 @@ pub async fn update_response(
         .complete_response(dossier, segment, completion, now)
         .await?
     {
-        Ok(r) => Ok({
+        Ok(r) => {
             shadow::submit(&app, r.id.0, shadow);
-            json(
-            StatusCode::OK,
-            &ResponseView::new(&r, app.config().time_zone, now, app.links()),
-            )
-        }),
+            Ok(json(
+                StatusCode::OK,
+                &ResponseView::new(&r, app.config().time_zone, now, app.links()),
+            ))
+        }
         Err(CompleteError::NotFound) => Err(ApiError::NotFound("external_id")),
         Err(CompleteError::AlreadyCompleted) => Err(ApiError::Forbidden("already_completed")),
         Err(CompleteError::OtherQuestionnaire) => Err(ApiError::Invalid(Errors::one(
