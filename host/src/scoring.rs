@@ -496,7 +496,9 @@ mod tests {
         let q = phq9();
         let answers = Answers::check(
             &q,
-            json!({"v_1": "a1", "v_9": "a2"}).as_object().expect("an object"),
+            json!({"v_1": "a1", "v_9": "a2"})
+                .as_object()
+                .expect("an object"),
         )
         .expect("valid");
         let variant = Variant::default();

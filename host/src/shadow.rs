@@ -79,7 +79,10 @@ impl Shadow {
             job.input.candidate.sha256.clone(),
         );
         if self.sender.try_send(job).is_err() {
-            metrics.inc("outcomes_shadow_dropped_total", &[("plugin", key.0.as_str())]);
+            metrics.inc(
+                "outcomes_shadow_dropped_total",
+                &[("plugin", key.0.as_str())],
+            );
             *self
                 .dropped
                 .lock()
@@ -116,7 +119,8 @@ impl Shadow {
 /// worker, if there is one.
 pub fn submit(app: &AppState, response_id: i64, input: Option<ShadowInput>) {
     if let Some(input) = input {
-        app.shadow().submit(Job { response_id, input }, app.metrics());
+        app.shadow()
+            .submit(Job { response_id, input }, app.metrics());
     }
 }
 

@@ -216,8 +216,8 @@ impl Verifier {
         })?;
         if recomputed != stored {
             result.reasons.push(Reason::OutcomeDiffers);
-            let stored_value = serde_json::from_str(stored)
-                .unwrap_or_else(|_| Value::String(stored.to_owned()));
+            let stored_value =
+                serde_json::from_str(stored).unwrap_or_else(|_| Value::String(stored.to_owned()));
             let recomputed_value = serde_json::to_value(&outcome).unwrap_or(Value::Null);
             result.differences = differences(&stored_value, &recomputed_value);
             result.stored_outcome = Some(stored_value);

@@ -59,12 +59,20 @@ pub async fn install(
         candidate.name()
     );
     let Some(live) = plugins.registry().get(PluginKind::Scorer, name).cloned() else {
-        let refused: Vec<String> = report.failed.iter().map(|(f, why)| format!("{f}: {why}")).collect();
+        let refused: Vec<String> = report
+            .failed
+            .iter()
+            .map(|(f, why)| format!("{f}: {why}"))
+            .collect();
         anyhow::bail!(
             "no scorer {name} serves from the plugin folder {}: a candidate is tried against the \
              serving version{}",
             plugins.dir().display(),
-            if refused.is_empty() { String::new() } else { format!(" (refused: {})", refused.join("; ")) }
+            if refused.is_empty() {
+                String::new()
+            } else {
+                format!(" (refused: {})", refused.join("; "))
+            }
         );
     };
     anyhow::ensure!(
@@ -126,10 +134,19 @@ pub async fn install(
 /// differences printed) while it has recorded differences, unless
 /// `accept_differences`.
 pub async fn promote(store: &Store, name: &str, accept_differences: bool) -> anyhow::Result<bool> {
-    let Some(c) = store.candidates().await?.into_iter().find(|c| c.name == name) else {
+    let Some(c) = store
+        .candidates()
+        .await?
+        .into_iter()
+        .find(|c| c.name == name)
+    else {
         anyhow::bail!("no candidate of {name} is installed");
     };
-    anyhow::ensure!(c.promoted_at.is_none(), "{name} {} is promoted already", c.version);
+    anyhow::ensure!(
+        c.promoted_at.is_none(),
+        "{name} {} is promoted already",
+        c.version
+    );
     if c.differences > 0 && !accept_differences {
         println!(
             "{name} {} scored {} of {} responses otherwise than {}:",
@@ -172,7 +189,11 @@ pub async fn promote(store: &Store, name: &str, accept_differences: bool) -> any
 /// Drops the candidate of `name` and its differences (a promoted one:
 /// the promotion is withdrawn).
 pub async fn discard(store: &Store, name: &str) -> anyhow::Result<bool> {
-    let found = store.candidates().await?.into_iter().find(|c| c.name == name);
+    let found = store
+        .candidates()
+        .await?
+        .into_iter()
+        .find(|c| c.name == name);
     anyhow::ensure!(
         store.discard_candidate(name).await?,
         "no candidate of {name} is installed"
@@ -182,7 +203,10 @@ pub async fn discard(store: &Store, name: &str) -> anyhow::Result<bool> {
             "discarded: {name} {}{}",
             c.version,
             if c.promoted_at.is_some() {
-                format!("; the plugin folders' version serves again ({})", c.live_version)
+                format!(
+                    "; the plugin folders' version serves again ({})",
+                    c.live_version
+                )
             } else {
                 String::new()
             }
@@ -199,7 +223,11 @@ pub async fn list(store: &Store) -> anyhow::Result<()> {
             c.name,
             c.version,
             &c.sha256[..16.min(c.sha256.len())],
-            if c.promoted_at.is_some() { "promoted" } else { "shadowing" },
+            if c.promoted_at.is_some() {
+                "promoted"
+            } else {
+                "shadowing"
+            },
             c.live_version,
             c.calls,
             c.differences,
@@ -213,13 +241,14 @@ pub async fn list(store: &Store) -> anyhow::Result<()> {
 /// be read (an author's checkout may have no database): the second half of
 /// `outcomes plugin list`.
 pub async fn list_configured(config: &Config) {
-    let store = match Store::connect(&config.database_url, &crate::store::StoreOptions::default()).await {
-        Ok(store) => store,
-        Err(e) => {
-            println!("candidates: the database cannot be reached: {e}");
-            return;
-        }
-    };
+    let store =
+        match Store::connect(&config.database_url, &crate::store::StoreOptions::default()).await {
+            Ok(store) => store,
+            Err(e) => {
+                println!("candidates: the database cannot be reached: {e}");
+                return;
+            }
+        };
     let listed = match store.migrate().await {
         Ok(()) => list(&store).await,
         Err(e) => Err(e.into()),

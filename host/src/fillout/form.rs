@@ -165,9 +165,14 @@ pub async fn submit(
         outcome: Outcome::empty(),
         provenance: Provenance::default(),
     };
-    let shadow =
-        crate::scoring::score_completion(app.plugins(), app.metrics(), &q.def, &mut completion, false)
-            .await;
+    let shadow = crate::scoring::score_completion(
+        app.plugins(),
+        app.metrics(),
+        &q.def,
+        &mut completion,
+        false,
+    )
+    .await;
     match app
         .store()
         .complete_in_session(&live.session, response.id, completion, now, entry)

@@ -96,7 +96,13 @@ async fn promote(app: &TestApp, accept_differences: bool) -> bool {
 }
 
 async fn discard(app: &TestApp) -> anyhow::Result<bool> {
-    run_plugin(app, PluginCommand::Discard { name: "phq9".into() }).await
+    run_plugin(
+        app,
+        PluginCommand::Discard {
+            name: "phq9".into(),
+        },
+    )
+    .await
 }
 
 /// The PHQ-9 folder's `candidate` at GET /api/v1/plugins.
@@ -129,9 +135,11 @@ async fn post_shadowed(app: &TestApp, dossier: &str, n: usize) -> Vec<Value> {
 
 /// The module that computed the stored outcome of response `id`.
 async fn computed_by(app: &TestApp, id: i64) -> String {
-    app.sql_strings(&format!("SELECT outcome_plugin_sha256 FROM responses WHERE id = {id}"))
-        .await
-        .remove(0)
+    app.sql_strings(&format!(
+        "SELECT outcome_plugin_sha256 FROM responses WHERE id = {id}"
+    ))
+    .await
+    .remove(0)
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {

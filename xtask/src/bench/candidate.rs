@@ -16,7 +16,12 @@ use super::load;
 use super::server::{Fresh, Server};
 
 /// Installs the candidate and waits until the server shadows with it.
-pub async fn install(binary: &Path, root: &Path, fresh: &Fresh, server: &Server) -> anyhow::Result<()> {
+pub async fn install(
+    binary: &Path,
+    root: &Path,
+    fresh: &Fresh,
+    server: &Server,
+) -> anyhow::Result<()> {
     let built = root.join("plugins").join("phq9");
     let dir = fresh.dir.path().join("candidate");
     std::fs::create_dir_all(dir.join("fixtures"))?;
@@ -52,7 +57,10 @@ pub async fn install(binary: &Path, root: &Path, fresh: &Fresh, server: &Server)
     // Hosts read candidates every 2 s.
     let deadline = Instant::now() + Duration::from_secs(30);
     while Instant::now() < deadline {
-        if counts(server).await.is_some_and(|c| c.contains("shadowing")) {
+        if counts(server)
+            .await
+            .is_some_and(|c| c.contains("shadowing"))
+        {
             return Ok(());
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -62,7 +70,9 @@ pub async fn install(binary: &Path, root: &Path, fresh: &Fresh, server: &Server)
 
 /// The PHQ-9 candidate's state and counts at GET /api/v1/plugins.
 pub async fn counts(server: &Server) -> Option<String> {
-    let (status, body) = load::get_once(server.target(), "/api/v1/plugins").await.ok()?;
+    let (status, body) = load::get_once(server.target(), "/api/v1/plugins")
+        .await
+        .ok()?;
     if status != 200 {
         return None;
     }

@@ -639,7 +639,9 @@ async fn post_phase(
         // The shadow worker's counts are written after each batch.
         println!(
             "      shadow candidate: {}",
-            candidate::counts(&server).await.unwrap_or_else(|| "not listed".to_owned())
+            candidate::counts(&server)
+                .await
+                .unwrap_or_else(|| "not listed".to_owned())
         );
     }
     server.stop();

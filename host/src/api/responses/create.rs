@@ -13,8 +13,8 @@ use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject};
 use crate::auth::guard::{AccessLogged, PendingAccess};
 use crate::error::{ApiError, ErrorBody, Errors, json};
-use crate::{scoring, shadow};
 use crate::store::{CreateResult, NewResponse};
+use crate::{scoring, shadow};
 
 /// Store a response
 ///

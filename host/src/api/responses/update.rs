@@ -11,8 +11,8 @@ use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject, PathParams};
 use crate::domain::variant::Variant;
 use crate::error::{ApiError, ErrorBody, Errors, json};
-use crate::{scoring, shadow};
 use crate::store::CompleteError;
+use crate::{scoring, shadow};
 
 /// Complete a pending response
 ///
