@@ -330,7 +330,14 @@ db_test!(
             keys.sort_unstable();
             assert_eq!(
                 keys,
-                ["error", "folder", "refused_sha256", "serving", "state"],
+                [
+                    "candidate",
+                    "error",
+                    "folder",
+                    "refused_sha256",
+                    "serving",
+                    "state"
+                ],
                 "{status}"
             );
         }
