@@ -599,21 +599,19 @@ async fn hot_reload(scale: Scale) {
         copy_dir(&built.join(name), &plugin_dir.join(name));
     }
     let root = repo_root();
-    let settings = Settings {
-        listen: Some("127.0.0.1:0".parse().expect("address")),
-        data_dir: Some(dir.path().to_owned()),
-        database_url: Some(format!(
-            "sqlite://{}",
-            dir.path().join("outcomes.db").display()
-        )),
-        questionnaires_dir: Some(root.join("questionnaires")),
-        protocols_dir: Some(root.join("protocols")),
-        plugins_dir: Some(plugin_dir.clone()),
-        plugin_cache_dir: Some(dir.path().join("plugin-cache")),
-        watch: Some(true),
-        max_connections: Some(4),
-        ..Settings::default()
-    };
+    let mut settings = Settings::default();
+    settings.server.listen = Some("127.0.0.1:0".parse().expect("address"));
+    settings.storage.data_dir = Some(dir.path().to_owned());
+    settings.storage.database_url = Some(format!(
+        "sqlite://{}",
+        dir.path().join("outcomes.db").display()
+    ));
+    settings.definitions.questionnaires_dir = Some(root.join("questionnaires"));
+    settings.definitions.protocols_dir = Some(root.join("protocols"));
+    settings.plugins.plugins_dir = Some(plugin_dir.clone());
+    settings.plugin_cache.plugin_cache_dir = Some(dir.path().join("plugin-cache"));
+    settings.server.watch = Some(true);
+    settings.pool.max_connections = Some(4);
     let config = Config::resolve(settings, FileSettings::default()).expect("configuration");
     let app = host::App::build(config, Arc::new(SystemClock))
         .await

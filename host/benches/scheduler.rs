@@ -67,18 +67,16 @@ async fn host(url: &str, dir: &Path, now: chrono::DateTime<Utc>) -> App {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let plugins = dir.join("no-plugins");
     std::fs::create_dir_all(&plugins).expect("a plugin folder");
-    let settings = Settings {
-        listen: Some("127.0.0.1:0".parse().expect("an address")),
-        data_dir: Some(dir.to_owned()),
-        database_url: Some(url.to_owned()),
-        questionnaires_dir: Some(root.join("questionnaires")),
-        protocols_dir: Some(root.join("protocols")),
-        plugins_dir: Some(plugins),
-        plugin_cache_dir: Some(dir.join("plugin-cache")),
-        watch: Some(false),
-        scheduler_interval: Some(0),
-        ..Settings::default()
-    };
+    let mut settings = Settings::default();
+    settings.server.listen = Some("127.0.0.1:0".parse().expect("an address"));
+    settings.storage.data_dir = Some(dir.to_owned());
+    settings.storage.database_url = Some(url.to_owned());
+    settings.definitions.questionnaires_dir = Some(root.join("questionnaires"));
+    settings.definitions.protocols_dir = Some(root.join("protocols"));
+    settings.plugins.plugins_dir = Some(plugins);
+    settings.plugin_cache.plugin_cache_dir = Some(dir.join("plugin-cache"));
+    settings.server.watch = Some(false);
+    settings.scheduler.scheduler_interval = Some(0);
     let config = Config::resolve(settings, FileSettings::default()).expect("a configuration");
     App::build(config, Arc::new(ManualClock::new(now)))
         .await

@@ -13,7 +13,10 @@ use host::commands::plugin::PluginCommand;
 use host::commands::rescore::RescoreArgs;
 use host::commands::verify::VerifyArgs;
 use host::commands::{self, RespondentCommand, TokenCommand};
-use host::config::{Config, FileSettings, Settings};
+use host::config::{
+    AccessLogSettings, Config, FileSettings, PluginToolSettings, RescoreSettings, Settings,
+    StoreSettings, TokenSettings,
+};
 use host::store::{Store, StoreOptions};
 use host::{App, telemetry};
 
@@ -64,7 +67,7 @@ enum Command {
         #[arg(long)]
         check: bool,
         #[command(flatten)]
-        settings: Settings,
+        settings: StoreSettings,
     },
     /// Copy the database to a file while the service serves and writes.
     ///
@@ -76,7 +79,7 @@ enum Command {
         #[command(flatten)]
         args: BackupArgs,
         #[command(flatten)]
-        settings: Settings,
+        settings: StoreSettings,
     },
     /// Put a copy made by `backup` in place of the configured database.
     ///
@@ -91,21 +94,21 @@ enum Command {
         #[command(flatten)]
         args: RestoreArgs,
         #[command(flatten)]
-        settings: Settings,
+        settings: StoreSettings,
     },
     /// Manage API tokens: create, list, revoke, register JWT keys.
     Token {
         #[command(subcommand)]
         command: TokenCommand,
         #[command(flatten)]
-        settings: Settings,
+        settings: TokenSettings,
     },
     /// Respondents: revoke the links handed out for one.
     Respondent {
         #[command(subcommand)]
         command: RespondentCommand,
         #[command(flatten)]
-        settings: Settings,
+        settings: StoreSettings,
     },
     /// Plugin tools: test a module against fixtures under production
     /// limits, list what the plugin directory would serve, scaffold a crate
@@ -113,7 +116,7 @@ enum Command {
         #[command(subcommand)]
         command: PluginCommand,
         #[command(flatten)]
-        settings: Settings,
+        settings: PluginToolSettings,
     },
     /// Recompute stored outcomes with the current plugins and report what
     /// changed (--exact: with the module versions that computed them)
@@ -121,7 +124,7 @@ enum Command {
         #[command(flatten)]
         args: RescoreArgs,
         #[command(flatten)]
-        settings: Settings,
+        settings: RescoreSettings,
     },
     // (#21 verify)
     /// Recompute stored outcomes with the module and questionnaire
@@ -132,7 +135,7 @@ enum Command {
         #[command(flatten)]
         args: VerifyArgs,
         #[command(flatten)]
-        settings: Settings,
+        settings: RescoreSettings,
     },
     /// Print the access log of a dossier (NEN 7513): every request that
     /// touched its data, refusals included; `verify` checks its hash chain.
@@ -150,7 +153,7 @@ enum Command {
         #[arg(long)]
         json: bool,
         #[command(flatten)]
-        settings: Settings,
+        settings: AccessLogSettings,
     },
 }
 
@@ -161,7 +164,7 @@ enum AccessLogCommand {
     /// and exits non-zero.
     Verify {
         #[command(flatten)]
-        settings: Settings,
+        settings: StoreSettings,
     },
 }
 
@@ -206,7 +209,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             check: true,
             settings,
         } => {
-            let config = Config::resolve(settings, file)?;
+            let config = Config::resolve(settings.into(), file)?;
             telemetry::init(config.log_format, &config.log);
             let (report, nothing_to_do) = commands::migrate::check(&config).await?;
             commands::print_line(&report);
@@ -217,27 +220,27 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             check: false,
             settings,
         } => {
-            let (store, _) = open_store(settings, file).await?;
+            let (store, _) = open_store(settings.into(), file).await?;
             store.close().await;
             tracing::info!("migrations applied");
             Ok(())
         }
         Command::Backup { args, settings } => {
-            let config = Config::resolve(settings, file)?;
+            let config = Config::resolve(settings.into(), file)?;
             telemetry::init(config.log_format, &config.log);
             let report = commands::backup::backup(&config, &args).await?;
             commands::print_line(&report);
             Ok(())
         }
         Command::Restore { args, settings } => {
-            let config = Config::resolve(settings, file)?;
+            let config = Config::resolve(settings.into(), file)?;
             telemetry::init(config.log_format, &config.log);
             let report = commands::backup::restore(&config, &args, chrono::Utc::now()).await?;
             commands::print_line(&report);
             Ok(())
         }
         Command::Token { command, settings } => {
-            let (store, config) = open_store(settings, file).await?;
+            let (store, config) = open_store(settings.into(), file).await?;
             // Webhook keys are kept sealed with the service's secrets key:
             // run token commands as the service's user, with its settings.
             let secrets = host::auth::at_rest::SecretsKey::load_or_create(&config.secrets_key_file)
@@ -247,20 +250,20 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             result
         }
         Command::Respondent { command, settings } => {
-            let (store, _) = open_store(settings, file).await?;
+            let (store, _) = open_store(settings.into(), file).await?;
             let result = commands::respondent(&store, command, chrono::Utc::now()).await;
             store.close().await;
             result
         }
         Command::Plugin { command, settings } if command.uses_database() => {
-            let (store, config) = open_store(settings, file).await?;
+            let (store, config) = open_store(settings.into(), file).await?;
             let result = commands::plugin::run_with_store(command, &store, &config).await;
             store.close().await;
             anyhow::ensure!(result?, "see above");
             Ok(())
         }
         Command::Plugin { command, settings } => {
-            let config = Config::resolve(settings, file)?;
+            let config = Config::resolve(settings.into(), file)?;
             telemetry::init(config.log_format, &config.log);
             let listing = matches!(command, PluginCommand::List);
             let ok = tokio::task::block_in_place(|| commands::plugin::run(command, &config))?;
@@ -271,7 +274,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Verify { args, settings } => {
-            let (store, config) = open_store(settings, file).await?;
+            let (store, config) = open_store(settings.into(), file).await?;
             let result = commands::verify::verify(&store, &config, args).await;
             store.close().await;
             let tally = result?;
@@ -284,7 +287,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Rescore { args, settings } => {
-            let (store, config) = open_store(settings, file).await?;
+            let (store, config) = open_store(settings.into(), file).await?;
             let result = commands::rescore::rescore(&store, &config, args).await;
             store.close().await;
             anyhow::ensure!(result?, "some outcomes could not be recomputed; see above");
@@ -294,7 +297,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             command: Some(AccessLogCommand::Verify { settings }),
             ..
         } => {
-            let (store, _) = open_store(settings, file).await?;
+            let (store, _) = open_store(settings.into(), file).await?;
             let result = commands::verify_access_log(&store).await;
             store.close().await;
             commands::print_line(&result?);
@@ -307,7 +310,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             json,
             settings,
         } => {
-            let (store, config) = open_store(settings, file).await?;
+            let (store, config) = open_store(settings.into(), file).await?;
             let dossier = dossier.unwrap_or_default();
             let result =
                 commands::access_log(&store, &dossier, since.as_deref(), json, config.time_zone)

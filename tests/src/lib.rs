@@ -128,22 +128,20 @@ impl TestApp {
         postgres_db: Option<String>,
         adjust: impl FnOnce(&mut Config),
     ) -> TestApp {
-        let settings = Settings {
-            listen: Some("127.0.0.1:0".parse().expect("address")),
-            data_dir: Some(dir.path().to_owned()),
-            database_url: Some(database_url.clone()),
-            questionnaires_dir: Some(repo_root().join("questionnaires")),
-            protocols_dir: Some(repo_root().join("protocols")),
-            plugins_dir: Some(built_plugins()),
-            plugin_cache_dir: Some(plugin_cache()),
-            plugin_cache_key_file: Some(plugin_cache_key()),
-            // Tests that exercise hot reload turn it on with their own folders.
-            watch: Some(false),
-            max_connections: Some(4),
-            // Tests drive the scheduler with `scheduler::tick` at explicit times.
-            scheduler_interval: Some(0),
-            ..Settings::default()
-        };
+        let mut settings = Settings::default();
+        settings.server.listen = Some("127.0.0.1:0".parse().expect("address"));
+        settings.storage.data_dir = Some(dir.path().to_owned());
+        settings.storage.database_url = Some(database_url.clone());
+        settings.definitions.questionnaires_dir = Some(repo_root().join("questionnaires"));
+        settings.definitions.protocols_dir = Some(repo_root().join("protocols"));
+        settings.plugins.plugins_dir = Some(built_plugins());
+        settings.plugin_cache.plugin_cache_dir = Some(plugin_cache());
+        settings.plugin_cache.plugin_cache_key_file = Some(plugin_cache_key());
+        // Tests that exercise hot reload turn it on with their own folders.
+        settings.server.watch = Some(false);
+        settings.pool.max_connections = Some(4);
+        // Tests drive the scheduler with `scheduler::tick` at explicit times.
+        settings.scheduler.scheduler_interval = Some(0);
         let mut config =
             Config::resolve(settings, FileSettings::default()).expect("test configuration");
         adjust(&mut config);

@@ -6,6 +6,8 @@
 //!   PostgreSQL, the fill-out pages also in headless Chromium.
 //! - `plugins`: build every plugin crate to wasm into `plugins/` (a running
 //!   service hot-reloads them).
+//! - `dist`: assemble the installable folder (`deploy/build-dist.sh`, the
+//!   container image's build steps), then start it and probe it.
 //! - `bench`: the HTTP benchmark (POST throughput, list latency at 1k and
 //!   1M rows), on SQLite and on PostgreSQL.
 //! - `bench-hosts`: POST throughput through HAProxy with one and with two
@@ -14,6 +16,7 @@
 //! Each task checks what it needs first and says how to fix what is missing.
 
 mod bench;
+mod dist;
 mod plugins;
 mod prerequisites;
 
@@ -56,6 +59,13 @@ enum Task {
     /// HAProxy with one and with two `outcomes serve` processes on one
     /// database (and one host without the balancer, for reference).
     BenchHosts(bench::hosts::HostsArgs),
+    /// Assemble the installable folder as the container image does
+    /// (deploy/build-dist.sh: binary, plugins, definitions, entrypoint,
+    /// systemd unit), then check it: `systemd-analyze verify` of the unit,
+    /// and two starts through the entrypoint on a fresh data folder
+    /// (migrate, serve, /health, plugins scoring, the health check script,
+    /// SIGTERM).
+    Dist(dist::DistArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +78,7 @@ fn main() -> ExitCode {
         }
         Task::Bench(args) => bench::run(args),
         Task::BenchHosts(args) => bench::hosts::run(args),
+        Task::Dist(args) => dist::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -20,16 +20,14 @@ use crate::support::*;
 /// definitions, with the built plugins.
 fn command_config(app: &TestApp) -> Config {
     let served = app.state.config();
-    let settings = Settings {
-        database_url: Some(app.database_url.clone()),
-        questionnaires_dir: Some(served.questionnaires_dir.clone()),
-        protocols_dir: Some(served.protocols_dir.clone()),
-        plugins_dir: Some(tests::built_plugins()),
-        plugin_cache_dir: Some(tests::plugin_cache()),
-        plugin_cache_key_file: Some(tests::plugin_cache_key()),
-        data_dir: Some(app.dir().into()),
-        ..Settings::default()
-    };
+    let mut settings = Settings::default();
+    settings.storage.database_url = Some(app.database_url.clone());
+    settings.definitions.questionnaires_dir = Some(served.questionnaires_dir.clone());
+    settings.definitions.protocols_dir = Some(served.protocols_dir.clone());
+    settings.plugins.plugins_dir = Some(tests::built_plugins());
+    settings.plugin_cache.plugin_cache_dir = Some(tests::plugin_cache());
+    settings.plugin_cache.plugin_cache_key_file = Some(tests::plugin_cache_key());
+    settings.storage.data_dir = Some(app.dir().into());
     Config::resolve(settings, FileSettings::default()).expect("a valid configuration")
 }
 
@@ -203,11 +201,9 @@ db_test!(async fn exact_reproduces_outcomes_the_host_computed_and_a_rescore_chan
 
 /// A configuration for `outcomes plugin ...` (no database is touched).
 fn plugin_config(data_dir: PathBuf) -> Config {
-    let settings = Settings {
-        plugins_dir: Some(tests::built_plugins()),
-        data_dir: Some(data_dir),
-        ..Settings::default()
-    };
+    let mut settings = Settings::default();
+    settings.plugins.plugins_dir = Some(tests::built_plugins());
+    settings.storage.data_dir = Some(data_dir);
     Config::resolve(settings, FileSettings::default()).expect("a valid configuration")
 }
 
