@@ -24,7 +24,8 @@ FROM docker.io/library/debian:bookworm-slim
 RUN apt-get update \
     && apt-get install -y --no-install-recommends curl \
     && rm -rf /var/lib/apt/lists/* \
-    && useradd --system --uid 10001 --user-group --home-dir /var/lib/outcomes \
+    && groupadd --system --gid 10001 outcomes \
+    && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/outcomes \
         --no-create-home --shell /usr/sbin/nologin outcomes \
     && install -d -o outcomes -g outcomes -m 0700 /var/lib/outcomes
 COPY --from=build /dist /opt/outcomes
