@@ -80,7 +80,7 @@ impl Shadow {
         );
         if self.sender.try_send(job).is_err() {
             metrics.inc(
-                "outcomes_shadow_dropped_total",
+                crate::metrics::families::SHADOW_DROPPED,
                 &[("plugin", key.0.as_str())],
             );
             *self
@@ -261,7 +261,7 @@ pub async fn run(app: AppState) {
             let (live_text, candidate_text) = (text(&live), text(&outcome));
             if live_text != candidate_text {
                 app.metrics().inc(
-                    "outcomes_shadow_differences_total",
+                    crate::metrics::families::SHADOW_DIFFERENCES,
                     &[("plugin", candidate.name())],
                 );
                 differences.push(ShadowDifference {

@@ -127,11 +127,19 @@ fn each_command_lists_the_groups_it_uses() {
         (&["migrate"], "log-format", "plugins-dir"),
         (&["respondent", "revoke-links"], "database-url", "time-zone"),
         (&["access-log"], "time-zone", "secrets-key-file"),
-        (&["access-log", "verify"], "database-url", "time-zone"),
-        (&["plugin", "test"], "plugin-allow", "database-url"),
+        (&["access-log", "verify"], "database-url", "listen"),
+        (&["plugin", "test"], "plugin-allow", "listen"),
         (&["plugin", "list"], "plugins-dir", "plugin-cache-dir"),
+        // Candidate versions are kept in the database.
+        (&["plugin", "candidate"], "database-url", "listen"),
         (&["rescore"], "plugin-cache-dir", "listen"),
         (&["rescore"], "questionnaires-dir", "fill-out-secret"),
+        (&["verify"], "plugin-cache-dir", "listen"),
+        (&["backup"], "database-url", "plugins-dir"),
+        (&["restore"], "database-url", "listen"),
+        (&["migrate", "--check"], "database-url", "metrics-listen"),
+        (&["serve"], "metrics-listen", "no-such-setting"),
+        (&["serve"], "database-acquire-timeout", "no-such-setting"),
     ] {
         let text = help(args);
         assert!(offers(&text, has), "{args:?} lacks --{has}:\n{text}");

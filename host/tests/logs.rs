@@ -99,7 +99,7 @@ impl Served {
             lines,
         };
         // The service says where it listens; wait for that, with a deadline.
-        let mut seen = Vec::new();
+        let mut seen: Vec<Vec<u8>> = Vec::new();
         while served.port == 0 {
             let line = served
                 .lines
@@ -351,7 +351,10 @@ fn text_lines_to_a_pipe_have_no_colour_codes() {
     assert!(!text.contains(&secret));
     let answered: Vec<&str> = text.lines().filter(|l| l.contains("answered")).collect();
     assert_eq!(answered.len(), 2, "{text}");
-    assert!(answered[1].contains("route=/api/v1/protocols"), "{text}");
-    assert!(answered[1].contains("token=logs"), "{text}");
+    assert!(
+        answered[1].contains(r#"route="/api/v1/protocols""#),
+        "{text}"
+    );
+    assert!(answered[1].contains(r#"token="logs""#), "{text}");
     assert!(answered[1].contains("status=200"), "{text}");
 }

@@ -89,6 +89,20 @@ pub struct Answer {
     pub text: String,
 }
 
+/// The configuration of `outcomes plugin ...` on the built plugins, with
+/// `data_dir` for what it writes (no database is touched).
+pub fn plugin_tool_config(data_dir: &Path) -> Config {
+    plugin_tool_config_in(&built_plugins(), data_dir)
+}
+
+/// [`plugin_tool_config`] on the plugins of `plugins_dir`.
+pub fn plugin_tool_config_in(plugins_dir: &Path, data_dir: &Path) -> Config {
+    let mut settings = Settings::default();
+    settings.plugins.plugins_dir = Some(plugins_dir.to_owned());
+    settings.storage.data_dir = Some(data_dir.to_owned());
+    Config::resolve(settings, FileSettings::default()).expect("a valid configuration")
+}
+
 impl TestApp {
     /// The host with default test configuration on `db`.
     pub async fn spawn(db: Db) -> TestApp {
@@ -217,6 +231,22 @@ impl TestApp {
     /// plugin and definition folders a test builds).
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// The configuration an operator's command (`outcomes rescore`,
+    /// `verify`, `plugin candidate`, ...) resolves for this app's database,
+    /// definitions and the built plugins.
+    pub fn command_config(&self) -> Config {
+        let served = self.state.config();
+        let mut settings = Settings::default();
+        settings.storage.database_url = Some(self.database_url.clone());
+        settings.storage.data_dir = Some(self.dir().into());
+        settings.definitions.questionnaires_dir = Some(served.questionnaires_dir.clone());
+        settings.definitions.protocols_dir = Some(served.protocols_dir.clone());
+        settings.plugins.plugins_dir = Some(built_plugins());
+        settings.plugin_cache.plugin_cache_dir = Some(plugin_cache());
+        settings.plugin_cache.plugin_cache_key_file = Some(plugin_cache_key());
+        Config::resolve(settings, FileSettings::default()).expect("a valid configuration")
     }
 
     /// The absolute URL of `path`.

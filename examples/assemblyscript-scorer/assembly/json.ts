@@ -3,10 +3,10 @@
 // its input and skips the rest; nothing here builds a document tree, so a
 // call costs little fuel and memory.
 //
-// Numbers are written the way the Rust side writes them (serde_json, which
-// formats with the Ryu algorithm): shortest round-trip digits, `5.0` for a
-// whole number, plain notation for exponents from -5 to 16, otherwise
-// `1e21` / `1.5e-7`, and `null` for a value that is not finite. The digits
+// Numbers are written the way the Rust side writes them (serde_json):
+// shortest round-trip digits, `5.0` for a whole number, plain notation for
+// exponents from -5 to 16, otherwise `1e+21` / `1.5e-7` (a positive
+// exponent carries its sign), and `null` for a value that is not finite. The digits
 // come from AssemblyScript's own `f64.toString()`; only the layout is ours.
 
 /// Why the input could not be read: set by the reader, shown in the error
@@ -456,13 +456,14 @@ export class Bytes {
       for (let z = kk; z < 0; z++) this.push(0x30);
       this.text(d);
     } else {
-      // 1e30, 1.234e33, 1.5e-7
+      // 1e+30, 1.234e+33, 1.5e-7
       this.text(d.substring(0, 1));
       if (n > 1) {
         this.push(0x2e);
         this.text(d.substring(1));
       }
       this.push(0x65);
+      if (kk - 1 > 0) this.push(0x2b);
       this.text((kk - 1).toString());
     }
   }

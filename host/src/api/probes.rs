@@ -70,7 +70,7 @@ pub struct Readiness {
     #[schema(value_type = BTreeMap<String, CheckView>)]
     pub checks: BTreeMap<&'static str, CheckView>,
     /// Only when not ready: each failed check's code. `database`:
-    /// `unreachable` or `timeout`; `migrations`: `pending` or `changed`;
+    /// `unreachable` or `timeout`; `migrations`: `pending`, `changed` or `failed`;
     /// `plugins`: `not_loaded`; `scheduler`: `late`; `tokens`: `expired`.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]

@@ -37,6 +37,10 @@ pub const WRITER_FAILED: &str = "outcomes_writer_failed_batches_total";
 pub const PLUGIN_CALLS: &str = "outcomes_plugin_calls_total";
 pub const PLUGIN_DURATION: &str = "outcomes_plugin_call_duration_seconds";
 pub const PLUGIN_FAILURES: &str = "outcomes_plugin_call_failures_total";
+// Shadow scoring (shadow.rs, plugins/mod.rs).
+pub const SHADOW_CALLS: &str = "outcomes_shadow_calls_total";
+pub const SHADOW_DIFFERENCES: &str = "outcomes_shadow_differences_total";
+pub const SHADOW_DROPPED: &str = "outcomes_shadow_dropped_total";
 // Scheduler (scheduler/).
 pub const SCHEDULER_TICKS: &str = "outcomes_scheduler_ticks_total";
 pub const SCHEDULER_STEP: &str = "outcomes_scheduler_step_duration_seconds";
@@ -162,6 +166,18 @@ pub const FAMILIES: &[Family] = &[
     counter(
         PLUGIN_FAILURES,
         "Failed plugin calls by plugin, kind and failure: trap, fuel, deadline, memory, output, input, refused, busy or host.",
+    ),
+    counter(
+        SHADOW_CALLS,
+        "Calls of candidate scorer versions in the shadow of the serving ones, by plugin, kind and result.",
+    ),
+    counter(
+        SHADOW_DIFFERENCES,
+        "Responses a candidate scorer version scored differently from the serving version, by plugin.",
+    ),
+    counter(
+        SHADOW_DROPPED,
+        "Shadow-scoring jobs dropped because the worker's queue was full, by plugin.",
     ),
     counter(
         "outcomes_scoring_failures_total",

@@ -83,14 +83,16 @@ impl Metrics {
             http: http::Requests::default(),
             plugin_calls: plugins::Calls::default(),
         };
+        // Series an alert watches exist at 0 before their first event, so
+        // `rate()` and `increase()` see that event.
         for result in ["delivered", "retry", "given_up"] {
-            metrics.counter(families::CALLBACKS, &[("result", result)]);
+            metrics.add(families::CALLBACKS, &[("result", result)], 0);
         }
-        metrics.counter(families::CALLBACKS_REFUSED, &[]);
+        metrics.add(families::CALLBACKS_REFUSED, &[], 0);
         for result in ["ok", "failed"] {
-            metrics.counter(families::SCHEDULER_TICKS, &[("result", result)]);
+            metrics.add(families::SCHEDULER_TICKS, &[("result", result)], 0);
         }
-        metrics.counter(families::WRITER_FAILED, &[]);
+        metrics.add(families::WRITER_FAILED, &[], 0);
         metrics.set(
             families::BUILD_INFO,
             &[

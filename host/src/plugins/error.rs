@@ -118,6 +118,7 @@ impl PluginError {
             PluginError::InputTooLarge { .. } => "input",
             PluginError::Refused(_) => "refused",
             PluginError::Busy => "busy",
+            PluginError::Hinted { error, .. } => error.failure(),
             PluginError::Invalid(_)
             | PluginError::ForbiddenImport(_)
             | PluginError::MissingExport(_)

@@ -63,6 +63,7 @@ pub use module::Plugin;
 pub use registry::{PluginStatus, Registry, ReloadReport, Serving};
 
 use crate::metrics::Metrics;
+use crate::metrics::families::SHADOW_CALLS;
 use crate::metrics::plugins::Failed;
 use cache::ArtifactCache;
 use registry::{Loaded, Reload, Reloaded};
@@ -325,8 +326,7 @@ impl Plugins {
     where
         O: DeserializeOwned + Send + 'static,
     {
-        self.call_counted(plugin, input, false)
-            .await
+        self.call_counted(plugin, input, false).await
     }
 
     /// A candidate's call in the shadow of the serving version: as
@@ -336,16 +336,10 @@ impl Plugins {
     where
         O: DeserializeOwned + Send + 'static,
     {
-        self.call_counted(plugin, input, true)
-            .await
+        self.call_counted(plugin, input, true).await
     }
 
-    async fn call_counted<O>(
-        &self,
-        plugin: Arc<Plugin>,
-        input: Vec<u8>,
-        shadow: bool,
-    ) -> Call<O>
+    async fn call_counted<O>(&self, plugin: Arc<Plugin>, input: Vec<u8>, shadow: bool) -> Call<O>
     where
         O: DeserializeOwned + Send + 'static,
     {

@@ -11,7 +11,6 @@ use std::process::Command;
 use std::time::Duration;
 
 use host::commands::plugin::{self, PluginCommand};
-use host::config::{Config, FileSettings, Settings};
 use serde_json::Value;
 use tests::plugins::{copy_built_plugin, copy_definition, install_module, write_definition};
 use tests::{Db, TestApp, db_test, json};
@@ -56,16 +55,6 @@ fn shared_target() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("standalone-plugins")
 }
 
-/// A configuration for `outcomes plugin ...` (no database is touched).
-fn plugin_config(data_dir: &Path) -> Config {
-    let settings = Settings {
-        plugins_dir: Some(tests::built_plugins()),
-        data_dir: Some(data_dir.to_owned()),
-        ..Settings::default()
-    };
-    Config::resolve(settings, FileSettings::default()).expect("a valid configuration")
-}
-
 /// A scorer `mood4` scaffolded with `--out` into `dir/mood4` (outside the
 /// workspace), tested natively and built to wasm there with cargo, and
 /// passed by `outcomes plugin test`. Answers the crate folder and the
@@ -76,7 +65,7 @@ fn scaffold_and_build(dir: &Path) -> (PathBuf, Vec<u8>) {
         !out.starts_with(tests::repo_root().canonicalize().expect("repository")),
         "the crate is scaffolded outside the workspace"
     );
-    let config = plugin_config(&dir.join("data"));
+    let config = tests::plugin_tool_config(&dir.join("data"));
     let new = PluginCommand::New {
         kind: "scorer".into(),
         name: "mood4".into(),
@@ -254,7 +243,7 @@ fn plugin_sdk_packages_as_a_crate_of_its_own() {
     for (name, dep) in table["dependencies"].as_table().expect("dependencies") {
         assert!(
             dep.get("version").is_some() || dep.as_str().is_some(),
-            "dependency {name} has a version: {dep}"
+            "dependency {name} has a version: {dep:?}"
         );
         assert!(dep.get("path").is_none(), "no path-only dependency: {name}");
     }

@@ -8,7 +8,6 @@
 use std::sync::Arc;
 
 use host::commands::plugin::{self, PluginCommand};
-use host::config::{Config, FileSettings, Settings};
 use host::metrics::Metrics;
 use host::plugins::{LimitOverride, LimitSettings, PluginError, PluginSettings, Plugins};
 use serde_json::Value;
@@ -96,12 +95,7 @@ fn a_large_input_gets_fuel_for_its_size() {
 #[test]
 fn plugin_test_writes_a_profile_in_the_firefox_format() {
     let dir = tempfile::tempdir().expect("temporary folder");
-    let settings = Settings {
-        plugins_dir: Some(tests::built_plugins()),
-        data_dir: Some(dir.path().to_owned()),
-        ..Settings::default()
-    };
-    let config = Config::resolve(settings, FileSettings::default()).expect("configuration");
+    let config = tests::plugin_tool_config(dir.path());
     let file = dir.path().join("phq9.profile.json");
     let run = PluginCommand::Test {
         module: tests::built_plugins().join("phq9/phq9.wasm"),

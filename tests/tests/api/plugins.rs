@@ -103,9 +103,9 @@ db_test!(async fn metrics_answer_prometheus_text_without_credentials(app) {
     let serving = bundled().len();
     assert!(answer.text.lines().any(|l| l == format!("outcomes_plugins_serving {serving}")), "{}", answer.text);
     assert_eq!(metric(&answer.text, "outcomes_plugins_serving"), Some(serving as f64));
-    // A family is described once it has a series; scoring failures have
-    // none before the first failure.
-    for name in ["outcomes_plugin_calls_total", "outcomes_plugins_serving", "outcomes_build_info"] {
+    // A family is described once it has a series: plugin calls and scoring
+    // failures have none before the first call or failure.
+    for name in ["outcomes_plugin_reloads_total", "outcomes_plugins_serving", "outcomes_build_info"] {
         assert!(answer.text.contains(&format!("# TYPE {name} ")), "{name} is described");
     }
     // Credentials, right or wrong, change nothing.

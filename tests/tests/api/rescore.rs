@@ -9,27 +9,11 @@ use std::path::PathBuf;
 
 use host::commands::plugin::{self, PluginCommand};
 use host::commands::rescore::{RescoreArgs, rescore};
-use host::config::{Config, FileSettings, Settings};
 use host::store::{Store, StoreOptions};
 use serde_json::Value;
 use tests::{TestApp, db_test, json};
 
 use crate::support::*;
-
-/// The configuration the CLI would resolve for `app`'s database and
-/// definitions, with the built plugins.
-fn command_config(app: &TestApp) -> Config {
-    let served = app.state.config();
-    let mut settings = Settings::default();
-    settings.storage.database_url = Some(app.database_url.clone());
-    settings.definitions.questionnaires_dir = Some(served.questionnaires_dir.clone());
-    settings.definitions.protocols_dir = Some(served.protocols_dir.clone());
-    settings.plugins.plugins_dir = Some(tests::built_plugins());
-    settings.plugin_cache.plugin_cache_dir = Some(tests::plugin_cache());
-    settings.plugin_cache.plugin_cache_key_file = Some(tests::plugin_cache_key());
-    settings.storage.data_dir = Some(app.dir().into());
-    Config::resolve(settings, FileSettings::default()).expect("a valid configuration")
-}
 
 fn args(questionnaire: Option<&str>, dry_run: bool, exact: bool) -> RescoreArgs {
     RescoreArgs {
@@ -42,7 +26,7 @@ fn args(questionnaire: Option<&str>, dry_run: bool, exact: bool) -> RescoreArgs 
 
 /// Runs `outcomes rescore` with these arguments on `app`'s database.
 async fn run_rescore(app: &TestApp, args: RescoreArgs) -> bool {
-    let config = command_config(app);
+    let config = app.command_config();
     let store = Store::connect(&config.database_url, &StoreOptions::default())
         .await
         .expect("the database");
@@ -157,7 +141,7 @@ db_test!(
         assert!(!run_rescore(&app, args(None, false, false)).await);
         assert_eq!(outcomes(&app, "d1").await, after);
         // An unknown questionnaire is an error.
-        let config = command_config(&app);
+        let config = app.command_config();
         let store = Store::connect(&config.database_url, &StoreOptions::default())
             .await
             .expect("the database");
@@ -199,14 +183,6 @@ db_test!(async fn exact_reproduces_outcomes_the_host_computed_and_a_rescore_chan
 // outcomes plugin test
 // ---------------------------------------------------------------------------
 
-/// A configuration for `outcomes plugin ...` (no database is touched).
-fn plugin_config(data_dir: PathBuf) -> Config {
-    let mut settings = Settings::default();
-    settings.plugins.plugins_dir = Some(tests::built_plugins());
-    settings.storage.data_dir = Some(data_dir);
-    Config::resolve(settings, FileSettings::default()).expect("a valid configuration")
-}
-
 fn phq9_module() -> PathBuf {
     tests::built_plugins().join("phq9").join("phq9.wasm")
 }
@@ -214,7 +190,7 @@ fn phq9_module() -> PathBuf {
 #[test]
 fn plugin_test_passes_the_phq9_module_on_its_fixtures() {
     let dir = tempfile::tempdir().expect("temporary folder");
-    let config = plugin_config(dir.path().to_owned());
+    let config = tests::plugin_tool_config(dir.path());
     let default = PluginCommand::Test {
         module: phq9_module(),
         fixtures: Vec::new(),
@@ -232,7 +208,7 @@ fn plugin_test_passes_the_phq9_module_on_its_fixtures() {
 #[test]
 fn plugin_test_fails_a_fixture_whose_expected_output_is_wrong() {
     let dir = tempfile::tempdir().expect("temporary folder");
-    let config = plugin_config(dir.path().to_owned());
+    let config = tests::plugin_tool_config(dir.path());
     let source = tests::repo_root().join("questionnaires/phq9/fixtures/band_edge_9_mild.json");
     let mut fixture: Value =
         serde_json::from_slice(&std::fs::read(&source).expect("the fixture")).expect("JSON");

@@ -13,7 +13,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use host::commands::plugin::{PluginCommand, run_with_store};
-use host::config::{Config, FileSettings, Settings};
 use host::shadow;
 use host::store::{Store, StoreOptions};
 use serde_json::Value;
@@ -25,25 +24,9 @@ use crate::support::*;
 /// How long the worker may take (a bound, not a wait).
 const BOUND: Duration = Duration::from_secs(30);
 
-/// The configuration the CLI would resolve for `app`'s database.
-fn command_config(app: &TestApp) -> Config {
-    let served = app.state.config();
-    let settings = Settings {
-        database_url: Some(app.database_url.clone()),
-        questionnaires_dir: Some(served.questionnaires_dir.clone()),
-        protocols_dir: Some(served.protocols_dir.clone()),
-        plugins_dir: Some(tests::built_plugins()),
-        plugin_cache_dir: Some(tests::plugin_cache()),
-        plugin_cache_key_file: Some(tests::plugin_cache_key()),
-        data_dir: Some(app.dir().into()),
-        ..Settings::default()
-    };
-    Config::resolve(settings, FileSettings::default()).expect("a valid configuration")
-}
-
 /// Runs `outcomes plugin ...` on `app`'s database.
 async fn run_plugin(app: &TestApp, command: PluginCommand) -> anyhow::Result<bool> {
-    let config = command_config(app);
+    let config = app.command_config();
     let store = Store::connect(&config.database_url, &StoreOptions::default())
         .await
         .expect("the database");
@@ -193,11 +176,11 @@ db_test!(async fn a_differing_candidate_records_both_outcomes_and_waits_for_acce
     let seen = candidate(&app).await;
     assert_eq!((seen["calls"].as_i64(), seen["differences"].as_i64()), (Some(2), Some(2)), "{seen}");
     // Both outcomes, per response.
-    let responses = app
+    let recorded = app
         .sql_strings("SELECT CAST(response_id AS TEXT) FROM shadow_differences ORDER BY id")
         .await;
     let ids: Vec<String> = bodies.iter().map(|b| id_of(b).to_string()).collect();
-    assert_eq!(responses, ids);
+    assert_eq!(recorded, ids);
     let live = app.sql_strings("SELECT live_outcome FROM shadow_differences ORDER BY id").await;
     let tried = app.sql_strings("SELECT candidate_outcome FROM shadow_differences ORDER BY id").await;
     for (live, tried) in live.iter().zip(&tried) {

@@ -8,7 +8,6 @@
 //! verification; the endpoint's right and other dossiers' ids.
 
 use host::commands::verify::{Tally, VerifyArgs, verify};
-use host::config::{Config, FileSettings, Settings};
 use host::store::{Store, StoreOptions};
 use reqwest::Method;
 use serde_json::Value;
@@ -17,25 +16,9 @@ use tests::{TestApp, basic, create_token, db_test, json};
 
 use crate::support::*;
 
-/// The configuration the CLI would resolve for `app`'s database.
-fn command_config(app: &TestApp) -> Config {
-    let served = app.state.config();
-    let settings = Settings {
-        database_url: Some(app.database_url.clone()),
-        questionnaires_dir: Some(served.questionnaires_dir.clone()),
-        protocols_dir: Some(served.protocols_dir.clone()),
-        plugins_dir: Some(tests::built_plugins()),
-        plugin_cache_dir: Some(tests::plugin_cache()),
-        plugin_cache_key_file: Some(tests::plugin_cache_key()),
-        data_dir: Some(app.dir().into()),
-        ..Settings::default()
-    };
-    Config::resolve(settings, FileSettings::default()).expect("a valid configuration")
-}
-
 /// Runs `outcomes verify` on `app`'s database.
 async fn run_verify(app: &TestApp, questionnaire: Option<&str>) -> Tally {
-    let config = command_config(app);
+    let config = app.command_config();
     let store = Store::connect(&config.database_url, &StoreOptions::default())
         .await
         .expect("the database");

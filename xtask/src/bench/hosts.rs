@@ -181,6 +181,8 @@ async fn measure(
         args.dossiers,
         Duration::from_secs(args.warmup),
         Duration::from_secs(args.seconds),
+        // Closed loop, as the single-host rounds of `bench`; the report says so.
+        load::Pace::Closed,
     )
     .await?;
     println!("{}", report.describe());
