@@ -370,7 +370,6 @@ impl App {
             write_queue_timeout: config.write_queue_timeout,
             metrics: metrics.store(),
             acquire_timeout: config.database_acquire_timeout,
-            ..StoreOptions::default()
         };
         let store = Store::connect(&config.database_url, &options)
             .await

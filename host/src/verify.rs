@@ -318,7 +318,10 @@ fn walk(path: &str, a: &Value, b: &Value, found: &mut Vec<FieldDifference>) {
             }
         }
         // Compared as the text they serialize to: 1 and 1.0 differ there.
-        _ if a.to_string() == b.to_string() => {}
+        _ if {
+            let (a, b) = (a.to_string(), b.to_string());
+            a == b
+        } => {}
         _ => found.push(FieldDifference {
             path: path.to_owned(),
             stored: a.clone(),

@@ -294,7 +294,7 @@ fn create_exclusive(path: &Path) -> io::Result<File> {
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())

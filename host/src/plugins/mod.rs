@@ -27,7 +27,7 @@
 //!    `profile`: a plugin's calls sampled by wasmtime's guest profiler,
 //!    for the author harness (`outcomes plugin test --profile`).
 //! 10. `registry`: the serving set, and a reload's bookkeeping that builds
-//!    the next one.
+//!     the next one.
 //! 11. this file: assembles the runtime ([`Plugins`]): reads the plugin
 //!     directory, reloads, and calls under the call slots.
 

@@ -169,14 +169,14 @@ fn the_assemblyscript_scorer_answers_generated_inputs_with_the_rust_scorers_byte
     for case in 0..3000 {
         let values: Vec<Value> = (0..9)
             .map(|_| {
-                if rng.next() % 20 == 0 {
+                if rng.next().is_multiple_of(20) {
                     rng.pick(&odd)
                 } else {
                     rng.pick(&answers)
                 }
             })
             .collect();
-        let phq8 = rng.next() % 4 == 0;
+        let phq8 = rng.next().is_multiple_of(4);
         let norm = rng.pick(&norms);
         let bytes = input(&values, phq8, norm);
         let (asc, rust) = both(&plugin, &bytes);

@@ -169,10 +169,10 @@ db_test!(async fn outcomes_verify_after_their_definition_changed(app) {
         .remove(0);
     // The definition file is edited after scoring (a label, say): the
     // version the outcome was scored with is still archived by its hash.
-    app.sql(&format!(
+    app.sql(
         "UPDATE questionnaires SET definition = replace(definition, 'Total score', 'Sum'), sha256 = 'changed' \
-         WHERE key = 'phq9' RETURNING id"
-    ))
+         WHERE key = 'phq9' RETURNING id",
+    )
     .await;
     let answer = app.get(&verification("d1", a)).await;
     assert_eq!(answer.body["identical"], true, "{}", answer.text);
