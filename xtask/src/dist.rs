@@ -260,7 +260,7 @@ fn second_start(dist: &Path, data: &Path) -> anyhow::Result<()> {
     );
     let stored: Value = serde_json::from_str(&body)?;
     ensure!(
-        stored["outcome"]["scores"]["total"]["value"] == json!(5),
+        stored["outcome"]["scores"]["total"]["value"].as_f64() == Some(5.0),
         "the PHQ-9 scorer did not compute the total 5: {body}"
     );
     healthcheck(dist, server.addr)?;
