@@ -185,18 +185,10 @@ pub struct Haproxy {
 
 impl Haproxy {
     /// The configuration balancing over `backends` (ports on loopback),
-    /// listening on `port`. The `defaults` and `backend` sections are the
-    /// documentation's example; only the addresses differ.
+    /// listening on `port`: `tests/haproxy.cfg` with one server line per
+    /// backend.
     pub fn config(port: u16, backends: &[u16]) -> String {
-        let mut text = format!(
-            "global\n    maxconn 4096\n\n\
-             defaults\n    mode http\n    timeout connect 2s\n    timeout client 30s\n    \
-             timeout server 30s\n    timeout http-keep-alive 4s\n    option forwardfor\n    \
-             retries 2\n    option redispatch\n\n\
-             frontend api\n    bind 127.0.0.1:{port}\n    default_backend outcomes\n\n\
-             backend outcomes\n    balance roundrobin\n    option httpchk GET /health\n    \
-             http-check expect status 200\n    default-server check inter 500ms fall 2 rise 2\n"
-        );
+        let mut text = include_str!("../haproxy.cfg").replace("@PORT@", &port.to_string());
         for (n, backend) in backends.iter().enumerate() {
             text.push_str(&format!("    server host{n} 127.0.0.1:{backend}\n"));
         }

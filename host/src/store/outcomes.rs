@@ -28,20 +28,31 @@ impl Store {
         after: i64,
         limit: i64,
     ) -> Result<Vec<Response>, StoreError> {
+        self.completed_rows(filter, after, limit)
+            .await?
+            .into_iter()
+            .map(Response::try_from)
+            .collect()
+    }
+
+    /// The rows of [`Store::completed_responses`].
+    async fn completed_rows(
+        &self,
+        filter: &RescoreFilter,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<ResponseRow>, StoreError> {
         let sql = format!(
             "SELECT {COLUMNS} {FROM} WHERE r.completed_at IS NOT NULL AND r.withdrawn_at IS NULL \
              AND r.id > $1 AND ($2 = '' OR q.key = $2) AND r.completed_at >= $3 ORDER BY r.id LIMIT $4"
         );
-        sqlx::query_as::<_, ResponseRow>(&sql)
+        Ok(sqlx::query_as::<_, ResponseRow>(&sql)
             .bind(after)
             .bind(filter.questionnaire_key.clone().unwrap_or_default())
             .bind(filter.since.map_or(i64::MIN, to_millis))
             .bind(limit)
             .fetch_all(&self.pool)
-            .await?
-            .into_iter()
-            .map(Response::try_from)
-            .collect()
+            .await?)
     }
 
     /// Up to `limit` completed responses with ids above `after`, by id,
@@ -53,16 +64,7 @@ impl Store {
         after: i64,
         limit: i64,
     ) -> Result<Vec<(Response, Option<String>)>, StoreError> {
-        let sql = format!(
-            "SELECT {COLUMNS} {FROM} WHERE r.completed_at IS NOT NULL AND r.withdrawn_at IS NULL \
-             AND r.id > $1 AND ($2 = '' OR q.key = $2) AND r.completed_at >= $3 ORDER BY r.id LIMIT $4"
-        );
-        sqlx::query_as::<_, ResponseRow>(&sql)
-            .bind(after)
-            .bind(filter.questionnaire_key.clone().unwrap_or_default())
-            .bind(filter.since.map_or(i64::MIN, to_millis))
-            .bind(limit)
-            .fetch_all(&self.pool)
+        self.completed_rows(filter, after, limit)
             .await?
             .into_iter()
             .map(with_text)

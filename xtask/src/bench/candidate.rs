@@ -33,7 +33,10 @@ pub async fn install(
     }
     let module = std::fs::read(built.join("phq9.wasm")).context("the built PHQ-9 module")?;
     let file = dir.join("phq9.wasm");
-    std::fs::write(&file, with_custom_section(&module, "bench-candidate"))?;
+    std::fs::write(
+        &file,
+        super::startup::with_custom_section(&module, "outcomes-bench", b"bench-candidate"),
+    )?;
     let out = Command::new(binary)
         .current_dir(root)
         .args(["plugin", "candidate", "phq9"])
@@ -92,27 +95,4 @@ pub async fn counts(server: &Server) -> Option<String> {
             c["dropped"]
         )
     })
-}
-
-/// `module` with a custom section appended (id 0, a name, `tag`): the
-/// same code under another hash (WebAssembly core spec, section 5.5.3).
-fn with_custom_section(module: &[u8], tag: &str) -> Vec<u8> {
-    let name = b"outcomes-bench";
-    let mut payload = vec![name.len() as u8];
-    payload.extend_from_slice(name);
-    payload.extend_from_slice(tag.as_bytes());
-    let mut out = module.to_vec();
-    out.push(0);
-    let mut size = payload.len();
-    loop {
-        let byte = (size & 0x7f) as u8;
-        size >>= 7;
-        if size == 0 {
-            out.push(byte);
-            break;
-        }
-        out.push(byte | 0x80);
-    }
-    out.extend_from_slice(&payload);
-    out
 }

@@ -325,20 +325,7 @@ impl Process {
 
 impl Drop for Process {
     fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .stderr(Stdio::null())
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        super::server::stop(&mut self.child);
     }
 }
 
@@ -346,18 +333,10 @@ fn free_addr() -> anyhow::Result<SocketAddr> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?)
 }
 
-/// The HAProxy configuration of docs/operations.md as the tests write it
-/// (`tests/src/processes.rs`, `Haproxy::config`).
+/// The HAProxy configuration the tests run (`tests/haproxy.cfg`), listening
+/// on `port`, with one server line per backend.
 fn tests_config(port: u16, backends: &[u16]) -> String {
-    let mut text = format!(
-        "global\n    maxconn 4096\n\n\
-         defaults\n    mode http\n    timeout connect 2s\n    timeout client 30s\n    \
-         timeout server 30s\n    timeout http-keep-alive 4s\n    option forwardfor\n    \
-         retries 2\n    option redispatch\n\n\
-         frontend api\n    bind 127.0.0.1:{port}\n    default_backend outcomes\n\n\
-         backend outcomes\n    balance roundrobin\n    option httpchk GET /health\n    \
-         http-check expect status 200\n    default-server check inter 500ms fall 2 rise 2\n"
-    );
+    let mut text = include_str!("../../../tests/haproxy.cfg").replace("@PORT@", &port.to_string());
     for (n, backend) in backends.iter().enumerate() {
         text.push_str(&format!("    server host{n} 127.0.0.1:{backend}\n"));
     }

@@ -501,25 +501,30 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        if let Ok(Some(_)) = self.child.try_wait() {
+        stop(&mut self.child);
+    }
+}
+
+/// Stops a child process: SIGTERM first, so that a server closes its
+/// database cleanly, then SIGKILL after 5 s.
+pub(super) fn stop(child: &mut Child) {
+    if let Ok(Some(_)) = child.try_wait() {
+        return;
+    }
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .stderr(Stdio::null())
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
             return;
         }
-        // Graceful first, so that the server closes its database cleanly.
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .stderr(Stdio::null())
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        std::thread::sleep(Duration::from_millis(20));
     }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// CPU time of the server and of this process (the load generator), and of

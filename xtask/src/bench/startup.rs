@@ -191,7 +191,7 @@ fn copy_dir(from: &Path, to: &Path) -> anyhow::Result<()> {
 
 /// `bytes` with a custom section appended (WebAssembly core spec 5.5.3:
 /// section id 0, its size, the name, the payload).
-fn with_custom_section(bytes: &[u8], name: &str, payload: &[u8]) -> Vec<u8> {
+pub(super) fn with_custom_section(bytes: &[u8], name: &str, payload: &[u8]) -> Vec<u8> {
     let mut body = leb128(name.len() as u64);
     body.extend_from_slice(name.as_bytes());
     body.extend_from_slice(payload);
