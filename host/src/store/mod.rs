@@ -256,10 +256,23 @@ impl Store {
         )
     }
 
-    /// Closes the pool; in-flight writes have already been answered when
-    /// the server stops accepting requests.
+    /// Closes the pool and returns once each of its connections is closed;
+    /// in-flight writes have already been answered when the server stops
+    /// accepting requests. The writer's connection closes when the last
+    /// handle to the store is dropped.
     pub async fn close(&self) {
-        self.pool.close().await;
+        // sqlx's close can return while a connection that was on its way
+        // back to the pool (pinged on release) lands in it, idle and still
+        // open, which keeps a SQLite file in use: close again until none
+        // is left. A closed pool opens no new ones, and each round waits
+        // for the connections in use to come back.
+        loop {
+            self.pool.close().await;
+            if self.pool.size() == 0 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
     }
 }
 
