@@ -222,7 +222,7 @@ pub fn input_sha256(q: &Questionnaire, questions: bool, input: &[u8]) -> String 
         Some(rest) if input.starts_with(INPUT_HEAD) => {
             let mut state = hashed[which].clone();
             state.update(rest);
-            crate::domain::questionnaire::hex(&state.finalize())
+            hex::encode(state.finalize())
         }
         _ => sha256_hex(input),
     }

@@ -76,12 +76,12 @@ impl SecretsKey {
         }
         let mut bytes = [0u8; KEY_LEN];
         fill(&mut bytes);
-        let text = format!("{}\n", hex(&bytes));
+        let text = format!("{}\n", hex::encode(bytes));
         // Written whole under a temporary name, then linked into place,
         // which fails if another process was first.
         let mut suffix = [0u8; 8];
         fill(&mut suffix);
-        let temporary = path.with_extension(format!("{}.tmp", hex(&suffix)));
+        let temporary = path.with_extension(format!("{}.tmp", hex::encode(suffix)));
         let written = write_private(&temporary, text.as_bytes());
         let linked = written.and_then(|()| std::fs::hard_link(&temporary, path));
         let _ = std::fs::remove_file(&temporary);
@@ -99,9 +99,8 @@ impl SecretsKey {
     }
 
     fn from_hex(text: &str, path: &Path) -> Result<SecretsKey, AtRestError> {
-        let bytes: [u8; KEY_LEN] = from_hex(text)
-            .and_then(|b| b.try_into().ok())
-            .ok_or_else(|| AtRestError::BadKey(path.to_owned()))?;
+        let bytes: [u8; KEY_LEN] =
+            hex::FromHex::from_hex(text).map_err(|_| AtRestError::BadKey(path.to_owned()))?;
         Ok(SecretsKey::from_bytes(&bytes))
     }
 
@@ -124,14 +123,14 @@ impl SecretsKey {
                 &mut sealed,
             )
             .unwrap_or_else(|_| unreachable!("a secret is far below AES-GCM's length limit"));
-        format!("{PREFIX}{}{}", hex(&nonce), hex(&sealed))
+        format!("{PREFIX}{}{}", hex::encode(nonce), hex::encode(&sealed))
     }
 
     /// The secret called `name` out of its stored form.
     pub fn open(&self, name: &str, stored: &str) -> Result<String, AtRestError> {
         let bytes = stored
             .strip_prefix(PREFIX)
-            .and_then(from_hex)
+            .and_then(|text| hex::decode(text).ok())
             .filter(|b| b.len() > NONCE_LEN)
             .ok_or(AtRestError::WrongKey)?;
         let (nonce, sealed) = bytes.split_at(NONCE_LEN);
@@ -168,20 +167,6 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let mut file = options.open(path)?;
     file.write_all(bytes)?;
     file.sync_all()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn from_hex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
-        .collect()
 }
 
 #[cfg(test)]

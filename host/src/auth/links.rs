@@ -239,12 +239,12 @@ impl Links {
     /// HMAC-SHA256 over the parts, each preceded by its length (so no two
     /// lists of parts sign the same bytes), in lower-case hex.
     fn sign(&self, parts: &[&[u8]]) -> String {
-        hex(&self.mac(parts).finalize().into_bytes())
+        hex::encode(self.mac(parts).finalize().into_bytes())
     }
 
     /// Compares in constant time (hmac's `verify_slice`).
     fn verify(&self, parts: &[&[u8]], given: &str) -> bool {
-        let Some(bytes) = from_hex(given) else {
+        let Ok(bytes) = <[u8; 32] as hex::FromHex>::from_hex(given) else {
             return false;
         };
         self.mac(parts).verify_slice(&bytes).is_ok()
@@ -275,20 +275,6 @@ fn completing_parts<'a>(
         generation.as_bytes().to_vec(),
         expires.as_bytes().to_vec(),
     ]
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn from_hex(text: &str) -> Option<Vec<u8>> {
-    if text.len() != 64 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
-        .collect()
 }
 
 #[cfg(test)]

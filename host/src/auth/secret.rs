@@ -27,20 +27,12 @@ pub fn hash(secret: &str) -> [u8; 32] {
 
 /// Lower-case hex, the way hashes are kept in the database.
 pub fn to_hex(hash: &[u8; 32]) -> String {
-    hash.iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(hash)
 }
 
 /// Reads back [`to_hex`]; None for anything else.
 pub fn from_hex(text: &str) -> Option<[u8; 32]> {
-    if text.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, chunk) in text.as_bytes().chunks(2).enumerate() {
-        let pair = std::str::from_utf8(chunk).ok()?;
-        out[i] = u8::from_str_radix(pair, 16).ok()?;
-    }
-    Some(out)
+    hex::FromHex::from_hex(text).ok()
 }
 
 /// Whether `secret` hashes to `stored`, in time independent of where they

@@ -278,18 +278,7 @@ pub fn parse(text: &str, folder: &str) -> Result<Questionnaire, DefinitionErrors
 /// inputs are named by content.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
-    hex(&Sha256::digest(bytes))
-}
-
-/// `bytes` in lower-case hex.
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes
-        .iter()
-        .fold(String::with_capacity(2 * bytes.len()), |mut hex, b| {
-            let _ = write!(hex, "{b:02x}");
-            hex
-        })
+    hex::encode(Sha256::digest(bytes))
 }
 
 /// Keys of questionnaires, scores, flags and textvars: lower-case ASCII

@@ -199,7 +199,7 @@ fn read_or_create_key(path: &Path, uid: u32) -> io::Result<[u8; KEY_LEN]> {
         .and_then(|n| n.to_str())
         .unwrap_or("plugin-cache.key");
     let (tmp, mut file) = create_temp(dir, name)?;
-    let text = format!("{}\n", hex(&key));
+    let text = format!("{}\n", hex::encode(key));
     // A hard link never replaces an existing name: when another process
     // made the key first, its key is the one read back and used.
     let linked = file
@@ -234,12 +234,8 @@ fn read_key(path: &Path, uid: u32) -> io::Result<[u8; KEY_LEN]> {
     }
     let text = read_regular(file, 1024)?;
     let text = std::str::from_utf8(&text).unwrap_or_default().trim();
-    let bytes = unhex(text)
-        .filter(|b| b.len() == KEY_LEN)
-        .ok_or_else(|| io::Error::other(format!("must hold {} hex digits", KEY_LEN * 2)))?;
-    let mut key = [0u8; KEY_LEN];
-    key.copy_from_slice(&bytes);
-    Ok(key)
+    hex::FromHex::from_hex(text)
+        .map_err(|_| io::Error::other(format!("must hold {} hex digits", KEY_LEN * 2)))
 }
 
 /// The whole content of `file`, which must be a regular file of at most
@@ -269,7 +265,7 @@ fn create_temp(dir: &Path, name: &str) -> io::Result<(PathBuf, File)> {
     for _ in 0..4 {
         let mut random = [0u8; 8];
         rand::rngs::OsRng.fill_bytes(&mut random);
-        let path = dir.join(format!(".{name}.{}.tmp", hex(&random)));
+        let path = dir.join(format!(".{name}.{}.tmp", hex::encode(random)));
         match create_exclusive(&path) {
             Ok(file) => return Ok((path, file)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
@@ -291,27 +287,6 @@ fn create_exclusive(path: &Path) -> io::Result<File> {
     // The umask can only take bits away from 0600; set it exactly anyway.
     file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
     Ok(file)
-}
-
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
-/// Lower-case hex.
-pub(super) fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use wasmtime::{
     Config, Enabled, Engine, InstanceAllocationStrategy, Module, PoolingAllocationConfig,
 };
 
-use super::cache::{ArtifactCache, Lookup, hex};
+use super::cache::{ArtifactCache, Lookup};
 use super::error::PluginError;
 use crate::metrics::Metrics;
 
@@ -219,7 +219,7 @@ fn artifact_key(engine: &Engine) -> String {
     // Format 2: the artifact followed by its MAC (`cache`).
     2u32.hash(&mut hasher);
     let digest = sha2::Digest::finalize(hasher.0);
-    hex(&digest[..12])
+    hex::encode(&digest[..12])
 }
 
 /// Feeds `Hash` output into SHA-256, so the key is stable across processes
@@ -239,5 +239,5 @@ impl std::hash::Hasher for ShaHasher {
 /// SHA-256 of `bytes`, hex: a module's identity (and its artifact's name).
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
-    hex(&sha2::Sha256::digest(bytes))
+    hex::encode(sha2::Sha256::digest(bytes))
 }

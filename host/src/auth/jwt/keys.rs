@@ -57,7 +57,7 @@ impl RsaPublicKey {
             l => return Err(KeyError::UnsupportedLabel(sanitize(l))),
         };
         let bits = check_pkcs1_public_key(pkcs1)?;
-        let fingerprint = hex(&Sha256::digest(&der));
+        let fingerprint = hex::encode(Sha256::digest(&der));
         Ok(RsaPublicKey {
             inner: Arc::new(KeyInner {
                 decoding: DecodingKey::from_rsa_der(pkcs1),
@@ -288,14 +288,4 @@ fn check_pkcs1_public_key(der: &[u8]) -> Result<usize, KeyError> {
         return Err(KeyError::Exponent);
     }
     Ok(bits)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
-    }
-    out
 }

@@ -187,21 +187,12 @@ fn parse_copy(sql: &str) -> anyhow::Result<Vec<AppliedMigration>> {
                 .with_context(|| format!("a version that is no number: {line:?}"))?,
             description: field(description)?.replace("\\\\", "\\"),
             success: field(success)? == "t",
-            checksum: hex(field(checksum)?.trim_start_matches("\\\\x"))
+            checksum: hex::decode(field(checksum)?.trim_start_matches("\\\\x"))
+                .ok()
                 .with_context(|| format!("a checksum that is no hex: {line:?}"))?,
         });
     }
     Ok(rows)
-}
-
-fn hex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 /// A connection for the libpq tools: the URL without its password, and
