@@ -39,6 +39,7 @@ use host::config::{Config, FileSettings, Settings};
 use host::domain::answers::Answers;
 use host::domain::questionnaire::Questionnaire;
 use host::metrics::Metrics;
+use host::plugins::sections::with_custom_section;
 use host::plugins::{LimitSettings, Plugin, PluginSettings, Plugins, call};
 use host::scoring::{self, ScoringContext};
 use plugin_sdk::{
@@ -176,33 +177,6 @@ fn sample(warmup: usize, n: usize, mut f: impl FnMut()) -> Samples {
 
 fn verdict(met: bool) -> &'static str {
     if met { "met" } else { "NOT met" }
-}
-
-/// `bytes` with a custom section appended (section id 0: size, name, then
-/// the payload), so that the module behaves the same but hashes
-/// differently.
-fn with_custom_section(bytes: &[u8], name: &str, payload: &[u8]) -> Vec<u8> {
-    let mut body = leb128(name.len() as u64);
-    body.extend_from_slice(name.as_bytes());
-    body.extend_from_slice(payload);
-    let mut out = bytes.to_vec();
-    out.push(0x00);
-    out.extend(leb128(body.len() as u64));
-    out.extend(body);
-    out
-}
-
-fn leb128(mut value: u64) -> Vec<u8> {
-    let mut out = Vec::new();
-    loop {
-        let byte = (value & 0x7f) as u8;
-        value >>= 7;
-        if value == 0 {
-            out.push(byte);
-            return out;
-        }
-        out.push(byte | 0x80);
-    }
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -139,24 +139,7 @@ fn escape(text: &str) -> String {
 /// `module` with a custom section appended: the same code under another
 /// hash, so the host sees a new version.
 pub fn with_custom_section(module: &[u8], tag: &str) -> Vec<u8> {
-    let name = b"outcomes-test";
-    let mut payload = vec![name.len() as u8];
-    payload.extend_from_slice(name);
-    payload.extend_from_slice(tag.as_bytes());
-    let mut out = module.to_vec();
-    out.push(0); // custom section id
-    let mut size = payload.len();
-    loop {
-        let byte = (size & 0x7f) as u8;
-        size >>= 7;
-        if size == 0 {
-            out.push(byte);
-            break;
-        }
-        out.push(byte | 0x80);
-    }
-    out.extend_from_slice(&payload);
-    out
+    host::plugins::sections::with_custom_section(module, "outcomes-test", tag.as_bytes())
 }
 
 /// Writes `bytes` as the module of plugin folder `folder` under

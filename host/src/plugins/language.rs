@@ -7,6 +7,7 @@
 //! nothing gives the language away the hint is neutral.
 
 use super::error::PluginError;
+use super::sections;
 
 /// What wrote a module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,45 +101,9 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// Reads an unsigned LEB128 `u32` at `*at`, moving past it.
-fn leb_u32(bytes: &[u8], at: &mut usize) -> Option<u32> {
-    let mut value: u32 = 0;
-    for shift in (0..35).step_by(7) {
-        let byte = *bytes.get(*at)?;
-        *at += 1;
-        value |= u32::from(byte & 0x7f).checked_shl(shift)?;
-        if byte & 0x80 == 0 {
-            return Some(value);
-        }
-    }
-    None
-}
-
 /// The payload of the module's `producers` custom section, if it has one.
-/// Walks the section headers only; a malformed module gives `None`.
 fn producers(bytes: &[u8]) -> Option<&[u8]> {
-    const HEADER: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
-    if bytes.get(..8)? != HEADER {
-        return None;
-    }
-    let mut at = 8;
-    while at < bytes.len() {
-        let id = bytes[at];
-        at += 1;
-        let size = leb_u32(bytes, &mut at)? as usize;
-        let end = at.checked_add(size)?;
-        let section = bytes.get(at..end)?;
-        if id == 0 {
-            let mut p = 0;
-            let name_len = leb_u32(section, &mut p)? as usize;
-            let name = section.get(p..p.checked_add(name_len)?)?;
-            if name == b"producers" {
-                return section.get(p + name_len..);
-            }
-        }
-        at = end;
-    }
-    None
+    sections::custom_section(bytes, "producers")
 }
 
 #[cfg(test)]
@@ -148,13 +113,7 @@ mod tests {
     /// A module holding nothing but one custom section `name` with
     /// `payload`.
     fn with_custom(name: &str, payload: &[u8]) -> Vec<u8> {
-        let mut section = vec![name.len() as u8];
-        section.extend_from_slice(name.as_bytes());
-        section.extend_from_slice(payload);
-        let mut module = vec![0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x00];
-        module.push(section.len() as u8);
-        module.extend_from_slice(&section);
-        module
+        sections::with_custom_section(&sections::PREAMBLE, name, payload)
     }
 
     #[test]
@@ -188,20 +147,6 @@ mod tests {
             Language::detect(b"", &["outcomes.log"], &["memory"]),
             Language::Unknown
         );
-    }
-
-    #[test]
-    fn malformed_sections_are_no_producers() {
-        // A custom section claiming more bytes than there are.
-        let mut module = with_custom("producers", b"Rust");
-        module[9] = 0x7f;
-        assert_eq!(producers(&module), None);
-        // A size that never ends.
-        assert_eq!(
-            producers(b"\x00asm\x01\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff"),
-            None
-        );
-        assert_eq!(producers(b"\x00asm"), None);
     }
 
     #[test]

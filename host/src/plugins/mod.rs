@@ -9,9 +9,11 @@
 //! Imports run one way: each file uses only those before it in this list.
 //!
 //! 1. `error`: the one error type. Uses nothing of ours.
+//!    `sections`: the section layout of a module's bytes (reading a custom
+//!    section, appending one). Uses nothing of ours.
 //! 2. `limits`: what a call may use, as data. Uses nothing of ours.
 //!    `language`: which language wrote a module, and its hint for a load
-//!    error. Uses `error`.
+//!    error. Uses `error` and `sections`.
 //! 3. `cache`: the compiled-module cache on disk: its folder and key, and
 //!    artifacts read and written with their MAC.
 //! 4. `engine`: the wasmtime engine, its epoch ticker, compiling through
@@ -41,6 +43,7 @@ pub mod limits;
 pub mod module;
 pub mod profile;
 pub mod registry;
+pub mod sections;
 pub mod selftest;
 mod spare;
 
@@ -61,6 +64,7 @@ pub use error::PluginError;
 pub use limits::{LimitOverride, LimitSettings, Limits};
 pub use module::Plugin;
 pub use registry::{PluginStatus, Registry, ReloadReport, Serving};
+pub use spare::lower_priority;
 
 use crate::metrics::Metrics;
 use crate::metrics::families::SHADOW_CALLS;

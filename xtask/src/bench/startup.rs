@@ -2,11 +2,15 @@
 //! memory.
 //!
 //! The 20 folders are the built plugins of `plugins/` dealt out round
-//! robin, each copy made distinct by a custom section appended to its
-//! module (it behaves the same but hashes differently, so each is compiled
-//! and cached on its own), with its golden fixtures, which the host runs
-//! as self-tests. A copy whose name another folder serves already is
-//! refused after loading, as in `host/benches/plugins.rs`.
+//! robin, with their golden fixtures, which the host runs as self-tests.
+//! Two folders serving one name are both refused
+//! (host/src/plugins/registry.rs), so every copy after the first is
+//! renamed: its name is a string in the module's data section (the SDK's
+//! manifest takes the crate's name), and the copy has it replaced by
+//! another of the same length there, which keeps the module valid. A copy
+//! is also made distinct by a custom section appended to its module, so
+//! each is compiled and cached on its own. The summary says how many
+//! folders serve.
 //!
 //! The server starts once to fill the compiled-module cache (in its data
 //! folder), is stopped, and is started `runs` times more on the same
@@ -19,6 +23,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+
+use host::plugins::sections::{DATA, sections, with_custom_section};
 
 use super::server::{Fresh, Server};
 use super::{Backend, BenchArgs, median};
@@ -159,7 +165,10 @@ fn twenty_plugins(built: &Path, into: &Path) -> anyhow::Result<()> {
             let path = entry.path();
             let target = folder.join(entry.file_name());
             if path.extension().is_some_and(|x| x == "wasm") {
-                let bytes = std::fs::read(&path)?;
+                let mut bytes = std::fs::read(&path)?;
+                if n >= sources.len() {
+                    rename_in_data(&mut bytes, name, &copy_name(name, n))?;
+                }
                 let copy = format!("copy {n}");
                 std::fs::write(
                     &target,
@@ -189,40 +198,71 @@ fn copy_dir(from: &Path, to: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `bytes` with a custom section appended (WebAssembly core spec 5.5.3:
-/// section id 0, its size, the name, the payload).
-pub(super) fn with_custom_section(bytes: &[u8], name: &str, payload: &[u8]) -> Vec<u8> {
-    let mut body = leb128(name.len() as u64);
-    body.extend_from_slice(name.as_bytes());
-    body.extend_from_slice(payload);
-    let mut out = bytes.to_vec();
-    out.push(0x00);
-    out.extend(leb128(body.len() as u64));
-    out.extend(body);
-    out
+/// The name of the `n`th copy of plugin `name`: as long as it, and another
+/// plugin name (host/src/plugins/module.rs, `valid_name`): its last
+/// character replaced by one that depends on `n`.
+fn copy_name(name: &str, n: usize) -> String {
+    const LAST: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut out = name.as_bytes().to_vec();
+    let last = out.len() - 1;
+    let mut pick = n % LAST.len();
+    if LAST[pick] == out[last] {
+        pick = (pick + 1) % LAST.len();
+    }
+    out[last] = LAST[pick];
+    String::from_utf8(out).expect("ASCII")
 }
 
-/// Unsigned LEB128.
-fn leb128(mut value: u64) -> Vec<u8> {
-    let mut out = Vec::new();
-    loop {
-        let byte = (value & 0x7f) as u8;
-        value >>= 7;
-        if value == 0 {
-            out.push(byte);
-            return out;
-        }
-        out.push(byte | 0x80);
+/// Replaces every `from` in the data section of module `bytes` by `to`,
+/// which is as long (a data segment's length does not change). Fails when
+/// the module has no such string there.
+fn rename_in_data(bytes: &mut [u8], from: &str, to: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(from.len() == to.len(), "{to} is not as long as {from}");
+    let data = sections(bytes)
+        .find(|(id, _)| *id == DATA)
+        .map(|(_, range)| range)
+        .context("a module without a data section")?;
+    let data = &mut bytes[data];
+    let mut replaced = 0;
+    let mut at = 0;
+    while let Some(found) = data[at..]
+        .windows(from.len())
+        .position(|w| w == from.as_bytes())
+    {
+        at += found;
+        data[at..at + to.len()].copy_from_slice(to.as_bytes());
+        at += to.len();
+        replaced += 1;
     }
+    anyhow::ensure!(replaced > 0, "the name {from} is not in the module's data");
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
+    use host::plugins::sections::PREAMBLE;
+
     use super::*;
 
     #[test]
-    fn leb128_writes_seven_bits_a_byte() {
-        assert_eq!(leb128(5), vec![5]);
-        assert_eq!(leb128(300), vec![0xac, 0x02]);
+    fn copies_get_other_names_of_the_same_length() {
+        assert_eq!(copy_name("phq9", 11), "phql");
+        assert_eq!(copy_name("gad7", 0), "gada");
+        assert_eq!(copy_name("who5", 23), "whox");
+        // Never the name it came from.
+        assert_eq!(copy_name("k10", 26), "k11");
+    }
+
+    #[test]
+    fn a_name_is_replaced_in_the_data_section_only() {
+        // A custom section holding the name, a data section holding it
+        // twice.
+        let mut module = with_custom_section(&PREAMBLE, "x", b"phq");
+        module.extend([DATA, 8]);
+        module.extend(b"phq_phq_");
+        rename_in_data(&mut module, "phq", "phz").expect("renames");
+        assert_eq!(&module[10..15], &[1, b'x', b'p', b'h', b'q']);
+        assert_eq!(&module[17..], b"phz_phz_");
+        assert!(rename_in_data(&mut module, "abc", "abd").is_err());
     }
 }
