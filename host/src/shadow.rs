@@ -8,20 +8,21 @@
 //! seconds ([`refresh`]). Off the request's path: a handler hands the job
 //! to a bounded queue ([`Shadow::submit`], never waiting; a full queue
 //! drops the job and counts it) and one worker per host drains it in
-//! batches ([`run`]), writing each batch's counts and differences in one
-//! write. Stored outcomes are never touched.
+//! batches ([`run`]), scoring them on a low-priority thread and writing
+//! each batch's counts and differences in one write. Stored outcomes are
+//! never touched.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::Mutex;
 
 use plugin_sdk::{PluginKind, ScorerOutput};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::AppState;
 use crate::domain::questionnaire::sha256_hex;
 use crate::metrics::Metrics;
-use crate::plugins::{Plugin, Trials};
+use crate::plugins::{Plugin, Plugins, Trials};
 use crate::scoring::{ShadowInput, finish};
 use crate::store::{ShadowDifference, ShadowTally, StoreError};
 
@@ -224,7 +225,15 @@ async fn candidate_plugin(
 
 /// The worker: takes jobs in batches, has each candidate score its
 /// response, compares with the serving version's outcome, and writes the
-/// batch's counts and differences. Ends when the queue is closed.
+/// batch's counts and differences. Ends when the queue is closed, or when
+/// it is dropped (aborted).
+///
+/// The candidates' calls run on a thread of their own at a low priority
+/// ([`crate::plugins::lower_priority`]), one batch at a time: on a busy
+/// machine the serving version's calls, the requests and the writer go
+/// first, and when the shadow falls behind its queue fills and further
+/// jobs are dropped and counted, rather than slowing what a request waits
+/// for (docs/benchmarks.md has its cost).
 pub async fn run(app: AppState) {
     let taken = app
         .shadow()
@@ -235,54 +244,26 @@ pub async fn run(app: AppState) {
     let Some(mut receiver) = taken else {
         return;
     };
-    // Failures of a candidate are not the service's scoring failures.
-    let quiet = Metrics::default();
+    let Some(scorer) = ShadowThread::start(app.plugins().clone()) else {
+        return;
+    };
     let mut batch = Vec::with_capacity(BATCH);
     while receiver.recv_many(&mut batch, BATCH).await > 0 {
         let jobs = batch.len() as u64;
-        let mut tallies: HashMap<(String, String), i64> = HashMap::new();
-        let mut differences = Vec::new();
-        for job in batch.drain(..) {
-            let ShadowInput {
-                candidate,
-                questionnaire,
-                input,
-                live,
-                live_sha256,
-            } = job.input;
-            let call = app
-                .plugins()
-                .shadow_call::<ScorerOutput>(candidate.clone(), input)
-                .await;
-            let (outcome, _) = finish(&quiet, &questionnaire, &candidate, call.result);
-            *tallies
-                .entry((candidate.name().to_owned(), candidate.sha256.clone()))
-                .or_default() += 1;
-            let (live_text, candidate_text) = (text(&live), text(&outcome));
-            if live_text != candidate_text {
-                app.metrics().inc(
-                    crate::metrics::families::SHADOW_DIFFERENCES,
-                    &[("plugin", candidate.name())],
-                );
-                differences.push(ShadowDifference {
-                    plugin: candidate.name().to_owned(),
-                    candidate_sha256: candidate.sha256.clone(),
-                    live_sha256,
-                    response_id: job.response_id,
-                    live_outcome: live_text,
-                    candidate_outcome: candidate_text,
-                });
-            }
+        let Some(Scored {
+            tallies,
+            differences,
+        }) = scorer.score(std::mem::take(&mut batch)).await
+        else {
+            tracing::error!("the shadow scoring thread stopped; candidates score no more");
+            return;
+        };
+        for difference in &differences {
+            app.metrics().inc(
+                crate::metrics::families::SHADOW_DIFFERENCES,
+                &[("plugin", difference.plugin.as_str())],
+            );
         }
-        let tallies = tallies
-            .into_iter()
-            .map(|((plugin, candidate_sha256), calls)| ShadowTally {
-                plugin,
-                candidate_sha256,
-                calls,
-                dropped: 0,
-            })
-            .collect();
         if let Err(e) = app
             .store()
             .record_shadow(tallies, differences, app.now())
@@ -291,6 +272,104 @@ pub async fn run(app: AppState) {
             tracing::warn!(error = %e, "shadow scoring counts and differences were not written");
         }
         app.shadow().done.send_modify(|n| *n += jobs);
+    }
+}
+
+/// What the candidates made of one batch.
+struct Scored {
+    tallies: Vec<ShadowTally>,
+    differences: Vec<ShadowDifference>,
+}
+
+type Batch = (Vec<Job>, oneshot::Sender<Scored>);
+
+/// The thread the candidates' calls run on; it ends when this is dropped.
+struct ShadowThread {
+    batches: mpsc::Sender<Batch>,
+}
+
+impl ShadowThread {
+    /// None (logged) when the thread cannot start.
+    fn start(plugins: Arc<Plugins>) -> Option<ShadowThread> {
+        let (batches, mut receiver) = mpsc::channel::<Batch>(1);
+        let runtime = tokio::runtime::Handle::current();
+        let started = std::thread::Builder::new()
+            .name("shadow-scoring".into())
+            .spawn(move || {
+                crate::plugins::lower_priority();
+                while let Some((jobs, reply)) = receiver.blocking_recv() {
+                    let _ = reply.send(runtime.block_on(score(&plugins, jobs)));
+                }
+            });
+        match started {
+            Ok(_) => Some(ShadowThread { batches }),
+            Err(e) => {
+                tracing::error!(error = %e, "the shadow scoring thread cannot start");
+                None
+            }
+        }
+    }
+
+    /// Has the thread score `jobs`; None when it has stopped.
+    async fn score(&self, jobs: Vec<Job>) -> Option<Scored> {
+        let (reply, answer) = oneshot::channel();
+        self.batches.send((jobs, reply)).await.ok()?;
+        answer.await.ok()
+    }
+}
+
+/// Has each job's candidate score its response and compares the outcome
+/// with the serving version's. A scoring call runs inline on the calling
+/// thread (`Plugins::shadow_call`), here the shadow thread.
+async fn score(plugins: &Plugins, jobs: Vec<Job>) -> Scored {
+    // Failures of a candidate are not the service's scoring failures.
+    let quiet = Metrics::default();
+    let mut tallies: HashMap<(String, String), i64> = HashMap::new();
+    let mut differences = Vec::new();
+    for job in jobs {
+        let ShadowInput {
+            candidate,
+            questionnaire,
+            input,
+            live,
+            live_sha256,
+        } = job.input;
+        let call = plugins
+            .shadow_call::<ScorerOutput>(candidate.clone(), input)
+            .await;
+        let (outcome, _) = finish(&quiet, &questionnaire, &candidate, call.result);
+        *tallies
+            .entry((candidate.name().to_owned(), candidate.sha256.clone()))
+            .or_default() += 1;
+        // Equal values write equal text; only unequal ones (a NaN, say)
+        // are compared as the text that is stored.
+        if live == outcome {
+            continue;
+        }
+        let (live_text, candidate_text) = (text(&live), text(&outcome));
+        if live_text != candidate_text {
+            differences.push(ShadowDifference {
+                plugin: candidate.name().to_owned(),
+                candidate_sha256: candidate.sha256.clone(),
+                live_sha256,
+                response_id: job.response_id,
+                live_outcome: live_text,
+                candidate_outcome: candidate_text,
+            });
+        }
+    }
+    let tallies = tallies
+        .into_iter()
+        .map(|((plugin, candidate_sha256), calls)| ShadowTally {
+            plugin,
+            candidate_sha256,
+            calls,
+            dropped: 0,
+        })
+        .collect();
+    Scored {
+        tallies,
+        differences,
     }
 }
 

@@ -296,12 +296,12 @@ impl Workshop {
 }
 
 /// Makes the calling thread yield to the threads that serve requests and
-/// write to the database when the machine is busy: its work (making and
-/// dropping instances) is never what a request waits for, as long as
-/// calls find spares or make their own. On Linux, `setpriority` with a
-/// thread id sets that thread's nice value; elsewhere the thread keeps the
-/// process's priority.
-fn lower_priority() {
+/// write to the database when the machine is busy: for work that no
+/// request waits for (making and dropping instances here, as long as
+/// calls find spares or make their own; scoring with candidates in
+/// `crate::shadow`). On Linux, `setpriority` with a thread id sets that
+/// thread's nice value; elsewhere the thread keeps the process's priority.
+pub fn lower_priority() {
     #[cfg(target_os = "linux")]
     {
         // Nice 10: a tenth of a default thread's share of a busy core.
@@ -314,7 +314,7 @@ fn lower_priority() {
             libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10) != 0
         };
         if failed {
-            tracing::debug!("the spare-instance thread keeps the default priority");
+            tracing::debug!("a background thread keeps the default priority");
         }
     }
 }
