@@ -35,7 +35,7 @@ pub async fn install(
     let file = dir.join("phq9.wasm");
     std::fs::write(
         &file,
-        super::startup::with_custom_section(&module, "outcomes-bench", b"bench-candidate"),
+        host::plugins::sections::with_custom_section(&module, "outcomes-bench", b"bench-candidate"),
     )?;
     let out = Command::new(binary)
         .current_dir(root)
@@ -45,10 +45,6 @@ pub async fn install(
         .arg(fresh.url())
         .arg("--data-dir")
         .arg(fresh.dir.path().join("data"))
-        .arg("--questionnaires-dir")
-        .arg(root.join("questionnaires"))
-        .arg("--protocols-dir")
-        .arg(root.join("protocols"))
         .output()
         .context("running outcomes plugin candidate")?;
     anyhow::ensure!(
