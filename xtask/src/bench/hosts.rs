@@ -11,7 +11,7 @@
 #![allow(clippy::print_stdout)]
 
 use std::net::{SocketAddr, TcpListener};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -22,7 +22,7 @@ use clap::Args;
 
 use super::load::{self, Target};
 use super::server::Fresh;
-use super::{Backend, build, median};
+use super::{Backend, binary, median};
 use crate::prerequisites;
 
 #[derive(Debug, Clone, Args)]
@@ -58,6 +58,10 @@ pub struct HostsArgs {
     /// Use target/release/outcomes as it is instead of building it first
     #[arg(long)]
     no_build: bool,
+
+    /// Benchmark this `outcomes` binary instead of building one
+    #[arg(long, value_name = "FILE", conflicts_with = "no_build")]
+    binary: Option<PathBuf>,
 }
 
 /// How requests reach the hosts.
@@ -85,7 +89,7 @@ pub fn run(args: HostsArgs) -> anyhow::Result<()> {
     prerequisites::postgres_at(&args.postgres_url)?;
     prerequisites::haproxy()?;
     let root = prerequisites::workspace_root();
-    let binary = build(&root, args.no_build)?;
+    let binary = binary(&root, args.binary.as_deref(), args.no_build)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

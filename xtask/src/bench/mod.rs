@@ -286,13 +286,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         prerequisites::postgres_at(&args.postgres_url)?;
     }
     let root = prerequisites::workspace_root();
-    let binary = match &args.binary {
-        Some(path) => {
-            anyhow::ensure!(path.exists(), "{} does not exist", path.display());
-            path.clone()
-        }
-        None => build(&root, args.no_build)?,
-    };
+    let binary = binary(&root, args.binary.as_deref(), args.no_build)?;
     let runtime = if args.client_threads <= 1 {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -322,6 +316,17 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     print_summary(&args, &reports);
     Ok(())
+}
+
+/// The binary to measure: `given`, else the release build.
+fn binary(root: &Path, given: Option<&Path>, no_build: bool) -> anyhow::Result<PathBuf> {
+    match given {
+        Some(path) => {
+            anyhow::ensure!(path.exists(), "{} does not exist", path.display());
+            Ok(path.to_owned())
+        }
+        None => build(root, no_build),
+    }
 }
 
 /// Builds the release binary; its path.

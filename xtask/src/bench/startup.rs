@@ -4,10 +4,13 @@
 //! The 20 folders are the built plugins of `plugins/` dealt out round
 //! robin, with their golden fixtures, which the host runs as self-tests.
 //! Two folders serving one name are both refused
-//! (host/src/plugins/registry.rs), so every copy after the first is
-//! renamed: its name is a string in the module's data section (the SDK's
-//! manifest takes the crate's name), and the copy has it replaced by
-//! another of the same length there, which keeps the module valid. A copy
+//! (host/src/plugins/registry.rs), so the folders after the built ones
+//! hold renamed copies: the SDK's manifest takes the crate's name, a
+//! string in the module's data section, and a copy has it replaced there
+//! by another of the same length, which keeps the module valid. Only
+//! plugins whose name is in their data exactly once are copied (rustc
+//! writes a name of four bytes into the code, as a constant; a name that
+//! begins an output key cannot be told apart from it). A copy
 //! is also made distinct by a custom section appended to its module, so
 //! each is compiled and cached on its own. The summary says how many
 //! folders serve.
@@ -142,23 +145,39 @@ fn resident_mb(pid: u32) -> Option<f64> {
 
 /// Fills `into` with [`FOLDERS`] plugin folders made from those in `built`.
 fn twenty_plugins(built: &Path, into: &Path) -> anyhow::Result<()> {
-    let mut sources: Vec<PathBuf> = std::fs::read_dir(built)
+    let mut sources = Vec::new();
+    for entry in std::fs::read_dir(built)
         .with_context(|| format!("reading {} (run `cargo xtask plugins`)", built.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir())
-        .collect();
+        .flatten()
+    {
+        let folder = entry.path();
+        let Some(name) = folder.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let module = folder.join(format!("{name}.wasm"));
+        if folder.is_dir() && module.is_file() {
+            let renamable = rename_in_data(&mut std::fs::read(&module)?, name, name).is_ok();
+            sources.push((folder.clone(), name.to_owned(), renamable));
+        }
+    }
     sources.sort();
     anyhow::ensure!(
         !sources.is_empty(),
         "no built plugins in {}",
         built.display()
     );
+    // The copies come from the plugins whose name is in their data once:
+    // rustc writes a name of four bytes into the code, as a constant.
+    let renamable: Vec<_> = sources.iter().filter(|s| s.2).collect();
+    anyhow::ensure!(
+        sources.len() >= FOLDERS || !renamable.is_empty(),
+        "no built plugin has its name in its data section to be copied under another"
+    );
     for n in 0..FOLDERS {
-        let source = &sources[n % sources.len()];
-        let name = source
-            .file_name()
-            .and_then(|n| n.to_str())
-            .context("a plugin folder without a name")?;
+        let (source, name, _) = match sources.get(n) {
+            Some(original) => original,
+            None => renamable[n % renamable.len()],
+        };
         let folder = into.join(format!("{name}_{n}"));
         std::fs::create_dir_all(&folder)?;
         for entry in std::fs::read_dir(source)?.flatten() {
@@ -213,9 +232,10 @@ fn copy_name(name: &str, n: usize) -> String {
     String::from_utf8(out).expect("ASCII")
 }
 
-/// Replaces every `from` in the data section of module `bytes` by `to`,
-/// which is as long (a data segment's length does not change). Fails when
-/// the module has no such string there.
+/// Replaces `from` in the data section of module `bytes` by `to`, which
+/// is as long (a data segment's length does not change). Fails unless
+/// `from` is there exactly once: where it is part of other strings too
+/// (`reliable_change_threshold`, an output key), it cannot be told apart.
 fn rename_in_data(bytes: &mut [u8], from: &str, to: &str) -> anyhow::Result<()> {
     anyhow::ensure!(from.len() == to.len(), "{to} is not as long as {from}");
     let data = sections(bytes)
@@ -223,18 +243,19 @@ fn rename_in_data(bytes: &mut [u8], from: &str, to: &str) -> anyhow::Result<()> 
         .map(|(_, range)| range)
         .context("a module without a data section")?;
     let data = &mut bytes[data];
-    let mut replaced = 0;
-    let mut at = 0;
-    while let Some(found) = data[at..]
+    let found: Vec<usize> = data
         .windows(from.len())
-        .position(|w| w == from.as_bytes())
-    {
-        at += found;
-        data[at..at + to.len()].copy_from_slice(to.as_bytes());
-        at += to.len();
-        replaced += 1;
-    }
-    anyhow::ensure!(replaced > 0, "the name {from} is not in the module's data");
+        .enumerate()
+        .filter(|(_, w)| *w == from.as_bytes())
+        .map(|(at, _)| at)
+        .collect();
+    let [at] = found[..] else {
+        anyhow::bail!(
+            "the name {from} is {} times in the module's data, not once",
+            found.len()
+        );
+    };
+    data[at..at + to.len()].copy_from_slice(to.as_bytes());
     Ok(())
 }
 
@@ -256,13 +277,15 @@ mod tests {
     #[test]
     fn a_name_is_replaced_in_the_data_section_only() {
         // A custom section holding the name, a data section holding it
-        // twice.
+        // once.
         let mut module = with_custom_section(&PREAMBLE, "x", b"phq");
         module.extend([DATA, 8]);
-        module.extend(b"phq_phq_");
+        module.extend(b"_phq_ab_");
         rename_in_data(&mut module, "phq", "phz").expect("renames");
         assert_eq!(&module[10..15], &[1, b'x', b'p', b'h', b'q']);
-        assert_eq!(&module[17..], b"phz_phz_");
+        assert_eq!(&module[17..], b"_phz_ab_");
+        // Missing, or there more than once.
         assert!(rename_in_data(&mut module, "abc", "abd").is_err());
+        assert!(rename_in_data(&mut module, "_", "-").is_err());
     }
 }
