@@ -225,15 +225,18 @@ async fn candidate_plugin(
 
 /// The worker: takes jobs in batches, has each candidate score its
 /// response, compares with the serving version's outcome, and writes the
-/// batch's counts and differences. Ends when the queue is closed, or when
-/// it is dropped (aborted).
+/// counts and differences. Ends when the queue is closed, or when it is
+/// dropped (aborted).
 ///
 /// The candidates' calls run on a thread of their own at a low priority
 /// ([`crate::plugins::lower_priority`]), one batch at a time: on a busy
 /// machine the serving version's calls, the requests and the writer go
 /// first, and when the shadow falls behind its queue fills and further
 /// jobs are dropped and counted, rather than slowing what a request waits
-/// for (docs/benchmarks.md has its cost).
+/// for. Every write waits for the writer that POSTs wait for, so counts
+/// are written at most every [`WRITE_EVERY`] (a difference at once): a
+/// busy host would otherwise add a write for every few responses
+/// (docs/benchmarks.md has the cost).
 pub async fn run(app: AppState) {
     let taken = app
         .shadow()
@@ -248,37 +251,85 @@ pub async fn run(app: AppState) {
         return;
     };
     let mut batch = Vec::with_capacity(BATCH);
-    while receiver.recv_many(&mut batch, BATCH).await > 0 {
-        let jobs = batch.len() as u64;
-        let Some(Scored {
-            tallies,
-            differences,
-        }) = scorer.score(std::mem::take(&mut batch)).await
-        else {
-            tracing::error!("the shadow scoring thread stopped; candidates score no more");
-            return;
+    let mut unwritten = Scored::default();
+    let mut written = tokio::time::Instant::now();
+    loop {
+        let received = if unwritten.jobs == 0 {
+            receiver.recv_many(&mut batch, BATCH).await
+        } else {
+            // None came before the write is due: 0.
+            let next = receiver.recv_many(&mut batch, BATCH);
+            tokio::time::timeout_at(written + WRITE_EVERY, next)
+                .await
+                .unwrap_or(0)
         };
-        for difference in &differences {
-            app.metrics().inc(
-                crate::metrics::families::SHADOW_DIFFERENCES,
-                &[("plugin", difference.plugin.as_str())],
-            );
+        if received > 0 {
+            let Some(scored) = scorer.score(std::mem::take(&mut batch)).await else {
+                tracing::error!("the shadow scoring thread stopped; candidates score no more");
+                return;
+            };
+            unwritten.add(scored);
         }
-        if let Err(e) = app
-            .store()
-            .record_shadow(tallies, differences, app.now())
-            .await
-        {
-            tracing::warn!(error = %e, "shadow scoring counts and differences were not written");
+        let closed = received == 0 && receiver.is_closed() && receiver.is_empty();
+        let due = received == 0 || written.elapsed() >= WRITE_EVERY;
+        if unwritten.jobs > 0 && (due || !unwritten.differences.is_empty() || closed) {
+            write(&app, std::mem::take(&mut unwritten)).await;
+            written = tokio::time::Instant::now();
         }
-        app.shadow().done.send_modify(|n| *n += jobs);
+        if closed {
+            return;
+        }
     }
 }
 
-/// What the candidates made of one batch.
+/// How often the worker writes its counts while it is busy.
+const WRITE_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Writes what the candidates made of some jobs, and tells of them.
+async fn write(app: &AppState, scored: Scored) {
+    for difference in &scored.differences {
+        app.metrics().inc(
+            crate::metrics::families::SHADOW_DIFFERENCES,
+            &[("plugin", difference.plugin.as_str())],
+        );
+    }
+    let tallies = scored
+        .tallies
+        .into_iter()
+        .map(|((plugin, candidate_sha256), calls)| ShadowTally {
+            plugin,
+            candidate_sha256,
+            calls,
+            dropped: 0,
+        })
+        .collect();
+    if let Err(e) = app
+        .store()
+        .record_shadow(tallies, scored.differences, app.now())
+        .await
+    {
+        tracing::warn!(error = %e, "shadow scoring counts and differences were not written");
+    }
+    app.shadow().done.send_modify(|n| *n += scored.jobs);
+}
+
+/// What the candidates made of some jobs.
+#[derive(Default)]
 struct Scored {
-    tallies: Vec<ShadowTally>,
+    jobs: u64,
+    /// Calls by plugin name and candidate hash.
+    tallies: HashMap<(String, String), i64>,
     differences: Vec<ShadowDifference>,
+}
+
+impl Scored {
+    fn add(&mut self, other: Scored) {
+        self.jobs += other.jobs;
+        for (key, calls) in other.tallies {
+            *self.tallies.entry(key).or_default() += calls;
+        }
+        self.differences.extend(other.differences);
+    }
 }
 
 type Batch = (Vec<Job>, oneshot::Sender<Scored>);
@@ -324,8 +375,10 @@ impl ShadowThread {
 async fn score(plugins: &Plugins, jobs: Vec<Job>) -> Scored {
     // Failures of a candidate are not the service's scoring failures.
     let quiet = Metrics::default();
-    let mut tallies: HashMap<(String, String), i64> = HashMap::new();
-    let mut differences = Vec::new();
+    let mut scored = Scored {
+        jobs: jobs.len() as u64,
+        ..Scored::default()
+    };
     for job in jobs {
         let ShadowInput {
             candidate,
@@ -338,7 +391,8 @@ async fn score(plugins: &Plugins, jobs: Vec<Job>) -> Scored {
             .shadow_call::<ScorerOutput>(candidate.clone(), input)
             .await;
         let (outcome, _) = finish(&quiet, &questionnaire, &candidate, call.result);
-        *tallies
+        *scored
+            .tallies
             .entry((candidate.name().to_owned(), candidate.sha256.clone()))
             .or_default() += 1;
         // Equal values write equal text; only unequal ones (a NaN, say)
@@ -348,7 +402,7 @@ async fn score(plugins: &Plugins, jobs: Vec<Job>) -> Scored {
         }
         let (live_text, candidate_text) = (text(&live), text(&outcome));
         if live_text != candidate_text {
-            differences.push(ShadowDifference {
+            scored.differences.push(ShadowDifference {
                 plugin: candidate.name().to_owned(),
                 candidate_sha256: candidate.sha256.clone(),
                 live_sha256,
@@ -358,19 +412,7 @@ async fn score(plugins: &Plugins, jobs: Vec<Job>) -> Scored {
             });
         }
     }
-    let tallies = tallies
-        .into_iter()
-        .map(|((plugin, candidate_sha256), calls)| ShadowTally {
-            plugin,
-            candidate_sha256,
-            calls,
-            dropped: 0,
-        })
-        .collect();
-    Scored {
-        tallies,
-        differences,
-    }
+    scored
 }
 
 fn text(outcome: &crate::domain::outcome::Outcome) -> String {
