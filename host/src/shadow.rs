@@ -22,7 +22,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::AppState;
 use crate::domain::questionnaire::sha256_hex;
 use crate::metrics::Metrics;
-use crate::plugins::{Plugin, Plugins, Trials};
+use crate::plugins::{Background, Plugin, Plugins, Trials};
 use crate::scoring::{ShadowInput, finish};
 use crate::store::{ShadowDifference, ShadowTally, StoreError};
 
@@ -228,12 +228,12 @@ async fn candidate_plugin(
 /// counts and differences. Ends when the queue is closed, or when it is
 /// dropped (aborted).
 ///
-/// The candidates' calls run on a thread of their own at a low priority
-/// ([`crate::plugins::lower_priority`]), one batch at a time: on a busy
-/// machine the serving version's calls, the requests and the writer go
-/// first, and when the shadow falls behind its queue fills and further
-/// jobs are dropped and counted, rather than slowing what a request waits
-/// for. Every write waits for the writer that POSTs wait for, so counts
+/// The candidates' calls run on a thread of their own that runs only when
+/// a core would otherwise idle ([`Background::Idle`]), one batch at a
+/// time: on a busy machine the serving version's calls, the requests and
+/// the writer go first, and when the shadow falls behind its queue fills
+/// and further jobs are dropped and counted, rather than taking the CPU a
+/// request waits for. Every write waits for the writer that POSTs wait for, so counts
 /// are written at most every [`WRITE_EVERY`] (a difference at once): a
 /// busy host would otherwise add a write for every few responses
 /// (docs/benchmarks.md has the cost).
@@ -347,7 +347,7 @@ impl ShadowThread {
         let started = std::thread::Builder::new()
             .name("shadow-scoring".into())
             .spawn(move || {
-                crate::plugins::lower_priority();
+                crate::plugins::lower_priority(Background::Idle);
                 while let Some((jobs, reply)) = receiver.blocking_recv() {
                     let _ = reply.send(runtime.block_on(score(&plugins, jobs)));
                 }

@@ -64,7 +64,7 @@ pub use error::PluginError;
 pub use limits::{LimitOverride, LimitSettings, Limits};
 pub use module::Plugin;
 pub use registry::{PluginStatus, Registry, ReloadReport, Serving};
-pub use spare::lower_priority;
+pub use spare::{Background, lower_priority};
 
 use crate::metrics::Metrics;
 use crate::metrics::families::SHADOW_CALLS;

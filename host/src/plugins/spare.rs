@@ -235,7 +235,7 @@ impl Workshop {
     }
 
     fn work(&self) {
-        lower_priority();
+        lower_priority(Background::Yielding);
         loop {
             let (refill, used) = {
                 let mut queue = self.queue();
@@ -295,26 +295,46 @@ impl Workshop {
     }
 }
 
-/// Makes the calling thread yield to the threads that serve requests and
-/// write to the database when the machine is busy: for work that no
-/// request waits for (making and dropping instances here, as long as
-/// calls find spares or make their own; scoring with candidates in
-/// `crate::shadow`). On Linux, `setpriority` with a thread id sets that
-/// thread's nice value; elsewhere the thread keeps the process's priority.
-pub fn lower_priority() {
+/// How far a background thread steps back for the threads that serve
+/// requests and write to the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Background {
+    /// Nice 10: about a tenth of a default thread's share of a busy core.
+    /// For work a request comes to wait for only when it falls far
+    /// behind: making and dropping instances here, as long as calls find
+    /// spares or make their own.
+    Yielding,
+    /// `SCHED_IDLE`: runs when a core would otherwise idle. For work that
+    /// may fall behind and be dropped: scoring with candidates
+    /// (`crate::shadow`).
+    Idle,
+}
+
+/// Lowers the calling thread's priority. On Linux, `setpriority` and
+/// `sched_setscheduler` with a thread id change only that thread;
+/// elsewhere the thread keeps the process's priority.
+pub fn lower_priority(to: Background) {
     #[cfg(target_os = "linux")]
     {
-        // Nice 10: a tenth of a default thread's share of a busy core.
-        // SAFETY: gettid has no preconditions; setpriority on our own
-        // thread id only changes this thread's nice value, and raising it
-        // needs no privilege.
+        // SAFETY: gettid has no preconditions; setpriority and
+        // sched_setscheduler on our own thread id change only this
+        // thread's scheduling, lowering it needs no privilege, and
+        // `param` outlives the call that reads it.
         #[allow(unsafe_code)]
         let failed = unsafe {
             let tid = libc::gettid();
-            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10) != 0
+            match to {
+                Background::Yielding => {
+                    libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10) != 0
+                }
+                Background::Idle => {
+                    let param = libc::sched_param { sched_priority: 0 };
+                    libc::sched_setscheduler(tid, libc::SCHED_IDLE, &param) != 0
+                }
+            }
         };
         if failed {
-            tracing::debug!("a background thread keeps the default priority");
+            tracing::debug!(?to, "a background thread keeps the default priority");
         }
     }
 }
