@@ -8,9 +8,9 @@
 //! seconds ([`refresh`]). Off the request's path: a handler hands the job
 //! to a bounded queue ([`Shadow::submit`], never waiting; a full queue
 //! drops the job and counts it) and one worker per host drains it in
-//! batches ([`run`]), scoring them on a low-priority thread and writing
-//! each batch's counts and differences in one write. Stored outcomes are
-//! never touched.
+//! batches ([`run`]), scoring them on a thread that gets only idle CPU
+//! and writing the counts at most every half second, differences at
+//! once. Stored outcomes are never touched.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -233,10 +233,10 @@ async fn candidate_plugin(
 /// time: on a busy machine the serving version's calls, the requests and
 /// the writer go first, and when the shadow falls behind its queue fills
 /// and further jobs are dropped and counted, rather than taking the CPU a
-/// request waits for. Every write waits for the writer that POSTs wait for, so counts
-/// are written at most every [`WRITE_EVERY`] (a difference at once): a
-/// busy host would otherwise add a write for every few responses
-/// (docs/benchmarks.md has the cost).
+/// request waits for. Every write queues at the writer that POSTs wait
+/// for, so counts are written at most every [`WRITE_EVERY`] (a difference
+/// at once): a busy host would otherwise add a write for every few
+/// responses (docs/benchmarks.md has the cost).
 pub async fn run(app: AppState) {
     let taken = app
         .shadow()
