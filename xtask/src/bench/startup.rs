@@ -22,7 +22,7 @@
 //! listens, see `App::build` in host/src/lib.rs). Idle memory is the
 //! resident set (VmRSS, /proc) of the last start after two idle seconds.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
