@@ -282,6 +282,15 @@ pub async fn run(app: AppState) {
     }
 }
 
+/// The share of one core the shadow thread may take while it has work:
+/// after scoring a batch it rests three times as long. Even on idle CPU
+/// its work slows a busy host: every hand-off between the threads a POST
+/// passes through (request, writer, SQLite) that finds the cores busy
+/// waits to preempt it (docs/benchmarks.md#shadow-scoring). On a host
+/// near its capacity the shadow then falls behind and drops (counted);
+/// at a clinic's load it scores every response.
+const DUTY: f64 = 0.25;
+
 /// How often the worker writes its counts while it is busy.
 const WRITE_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
@@ -349,7 +358,10 @@ impl ShadowThread {
             .spawn(move || {
                 crate::plugins::lower_priority(Background::Idle);
                 while let Some((jobs, reply)) = receiver.blocking_recv() {
+                    let started = std::time::Instant::now();
                     let _ = reply.send(runtime.block_on(score(&plugins, jobs)));
+                    // Rest in proportion to the work: at most DUTY of one core.
+                    std::thread::sleep(started.elapsed().mul_f64((1.0 - DUTY) / DUTY));
                 }
             });
         match started {
