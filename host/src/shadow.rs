@@ -254,7 +254,7 @@ pub async fn run(app: AppState) {
     let mut unwritten = Scored::default();
     let mut written = tokio::time::Instant::now();
     loop {
-        let received = if unwritten.jobs == 0 {
+        let received = if unwritten.tallies.is_empty() {
             receiver.recv_many(&mut batch, BATCH).await
         } else {
             // None came before the write is due: 0.
@@ -272,7 +272,7 @@ pub async fn run(app: AppState) {
         }
         let closed = received == 0 && receiver.is_closed() && receiver.is_empty();
         let due = received == 0 || written.elapsed() >= WRITE_EVERY;
-        if unwritten.jobs > 0 && (due || !unwritten.differences.is_empty() || closed) {
+        if !unwritten.tallies.is_empty() && (due || !unwritten.differences.is_empty() || closed) {
             write(&app, std::mem::take(&mut unwritten)).await;
             written = tokio::time::Instant::now();
         }
@@ -296,6 +296,8 @@ const WRITE_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Writes what the candidates made of some jobs, and tells of them.
 async fn write(app: &AppState, scored: Scored) {
+    // Every job is one call in the tallies.
+    let jobs = scored.tallies.values().sum::<i64>().unsigned_abs();
     for difference in &scored.differences {
         app.metrics().inc(
             crate::metrics::families::SHADOW_DIFFERENCES,
@@ -319,13 +321,12 @@ async fn write(app: &AppState, scored: Scored) {
     {
         tracing::warn!(error = %e, "shadow scoring counts and differences were not written");
     }
-    app.shadow().done.send_modify(|n| *n += scored.jobs);
+    app.shadow().done.send_modify(|n| *n += jobs);
 }
 
 /// What the candidates made of some jobs.
 #[derive(Default)]
 struct Scored {
-    jobs: u64,
     /// Calls by plugin name and candidate hash.
     tallies: HashMap<(String, String), i64>,
     differences: Vec<ShadowDifference>,
@@ -333,7 +334,6 @@ struct Scored {
 
 impl Scored {
     fn add(&mut self, other: Scored) {
-        self.jobs += other.jobs;
         for (key, calls) in other.tallies {
             *self.tallies.entry(key).or_default() += calls;
         }
@@ -387,10 +387,7 @@ impl ShadowThread {
 async fn score(plugins: &Plugins, jobs: Vec<Job>) -> Scored {
     // Failures of a candidate are not the service's scoring failures.
     let quiet = Metrics::default();
-    let mut scored = Scored {
-        jobs: jobs.len() as u64,
-        ..Scored::default()
-    };
+    let mut scored = Scored::default();
     for job in jobs {
         let ShadowInput {
             candidate,

@@ -13,7 +13,7 @@ use std::ops::Range;
 /// `\0asm` and version 1.
 pub const PREAMBLE: [u8; 8] = *b"\0asm\x01\0\0\0";
 /// The id of custom sections.
-pub const CUSTOM: u8 = 0;
+const CUSTOM: u8 = 0;
 /// The id of the data section (the module's data segments).
 pub const DATA: u8 = 11;
 
@@ -92,7 +92,7 @@ pub fn with_custom_section(bytes: &[u8], name: &str, payload: &[u8]) -> Vec<u8> 
 
 /// Reads an unsigned LEB128 `u32` at `*at`, moving past it; None when it
 /// does not end within five bytes or the bytes.
-pub fn read_u32(bytes: &[u8], at: &mut usize) -> Option<u32> {
+fn read_u32(bytes: &[u8], at: &mut usize) -> Option<u32> {
     let mut value: u32 = 0;
     for shift in (0..35).step_by(7) {
         let byte = *bytes.get(*at)?;

@@ -156,7 +156,7 @@ fn twenty_plugins(built: &Path, into: &Path) -> anyhow::Result<()> {
         };
         let module = folder.join(format!("{name}.wasm"));
         if folder.is_dir() && module.is_file() {
-            let renamable = rename_in_data(&mut std::fs::read(&module)?, name, name).is_ok();
+            let renamable = name_in_data(&std::fs::read(&module)?, name).is_ok();
             sources.push((folder.clone(), name.to_owned(), renamable));
         }
     }
@@ -232,30 +232,36 @@ fn copy_name(name: &str, n: usize) -> String {
     String::from_utf8(out).expect("ASCII")
 }
 
-/// Replaces `from` in the data section of module `bytes` by `to`, which
-/// is as long (a data segment's length does not change). Fails unless
-/// `from` is there exactly once: where it is part of other strings too
+/// Where `name` is in the data section of module `bytes`. Fails unless it
+/// is there exactly once: where it is part of other strings too
 /// (`reliable_change_threshold`, an output key), it cannot be told apart.
-fn rename_in_data(bytes: &mut [u8], from: &str, to: &str) -> anyhow::Result<()> {
-    anyhow::ensure!(from.len() == to.len(), "{to} is not as long as {from}");
+fn name_in_data(bytes: &[u8], name: &str) -> anyhow::Result<usize> {
     let data = sections(bytes)
         .find(|(id, _)| *id == DATA)
         .map(|(_, range)| range)
         .context("a module without a data section")?;
-    let data = &mut bytes[data];
-    let found: Vec<usize> = data
-        .windows(from.len())
+    let found: Vec<usize> = bytes[data.clone()]
+        .windows(name.len())
         .enumerate()
-        .filter(|(_, w)| *w == from.as_bytes())
-        .map(|(at, _)| at)
+        .filter(|(_, w)| *w == name.as_bytes())
+        .map(|(at, _)| data.start + at)
         .collect();
-    let [at] = found[..] else {
-        anyhow::bail!(
-            "the name {from} is {} times in the module's data, not once",
+    match found[..] {
+        [at] => Ok(at),
+        _ => anyhow::bail!(
+            "the name {name} is {} times in the module's data, not once",
             found.len()
-        );
-    };
-    data[at..at + to.len()].copy_from_slice(to.as_bytes());
+        ),
+    }
+}
+
+/// Replaces `from` in the data section of module `bytes` by `to`, which
+/// is as long (a data segment's length does not change); `from` must be
+/// there once ([`name_in_data`]).
+fn rename_in_data(bytes: &mut [u8], from: &str, to: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(from.len() == to.len(), "{to} is not as long as {from}");
+    let at = name_in_data(bytes, from)?;
+    bytes[at..at + to.len()].copy_from_slice(to.as_bytes());
     Ok(())
 }
 
