@@ -688,7 +688,7 @@ async fn link_secret(
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading fill_out_secret_file {}", path.display()))?;
             let secret = text.trim().to_owned();
-            crate::config::check_link_secret(&secret).map_err(|problem| {
+            auth::links::check_link_secret(&secret).map_err(|problem| {
                 anyhow::anyhow!(
                     "fill_out_secret_file {}: the secret {problem}",
                     path.display()

@@ -1,6 +1,8 @@
 //! The `outcomes` binary's `--help`: each command lists the settings it
 //! uses and no others (`host/src/config/commands.rs`), and `serve` still
-//! lists every setting under its old flag and environment variable.
+//! lists every setting under its old flag and environment variable. And
+//! where a setting's value comes from: flag, environment, file, in that
+//! order.
 
 use std::process::Command;
 
@@ -81,6 +83,20 @@ fn serve_lists_every_setting_with_its_flag_and_environment_variable() {
         assert!(
             offers(&serve, name),
             "serve --help lacks --{name}:\n{serve}"
+        );
+    }
+}
+
+#[test]
+fn serve_lists_every_declared_setting_but_those_only_in_the_file() {
+    let serve = help(&["serve"]);
+    for setting in host::config::SETTINGS {
+        let listed = offers(&serve, &setting.flag());
+        assert_eq!(
+            listed,
+            setting.heading.is_some(),
+            "serve --help and --{}:\n{serve}",
+            setting.flag()
         );
     }
 }
@@ -168,6 +184,42 @@ fn a_setting_follows_a_nested_command_on_either_side() {
         assert!(
             stderr.contains("database_url: must start with sqlite:// or postgres://"),
             "{args:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_flag_wins_over_the_environment_and_the_environment_over_the_file() {
+    // The database URL names where it came from; its scheme is refused
+    // before anything is opened, with the value in the message.
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let file = dir.path().join("outcomes.toml");
+    std::fs::write(&file, "database_url = \"mysql://file\"\n").expect("the file is written");
+    let config = file.to_str().expect("a UTF-8 path");
+    for (flag, env, winner) in [
+        (Some("mysql://flag"), Some("mysql://env"), "mysql://flag"),
+        (None, Some("mysql://env"), "mysql://env"),
+        (None, None, "mysql://file"),
+    ] {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_outcomes"));
+        command
+            .args(["migrate", "--check", "--config", config])
+            .env_clear()
+            .current_dir(dir.path());
+        if let Some(flag) = flag {
+            command.args(["--database-url", flag]);
+        }
+        if let Some(env) = env {
+            command.env("OUTCOMES_DATABASE_URL", env);
+        }
+        let out = command.output().expect("the binary runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(
+            stderr.contains(&format!(
+                "database_url: must start with sqlite:// or postgres://, got \"{winner}\""
+            )),
+            "flag {flag:?}, environment {env:?}: {stderr}"
         );
     }
 }

@@ -87,6 +87,12 @@ const RULES: &[Rule] = &[
         why: "plugins/ uses domain/ and metrics only",
     },
     Rule {
+        scope: "auth/",
+        except: &[],
+        forbidden: &["crate::config"],
+        why: "the settings build auth's types (rate limits, IP and origin lists); auth does not read the settings module",
+    },
+    Rule {
         scope: "scheduler/",
         except: &[],
         forbidden: &["crate::api", "crate::fillout"],

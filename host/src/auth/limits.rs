@@ -15,7 +15,6 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 use super::ip;
-use crate::config::RateLimit;
 
 /// Client addresses tracked at most; past it the buckets that are full
 /// again are dropped, and if that is not enough, all of them. A flood from
@@ -49,6 +48,31 @@ impl std::fmt::Display for ClientKey {
             ClientKey::Address(addr) => write!(f, "{addr}"),
             ClientKey::Prefix64(net) => write!(f, "{net}/64"),
         }
+    }
+}
+
+/// A rate limit: `burst` requests at once, then one more each `every`
+/// (docs/operations.md#rate-limits). The settings make it
+/// (`Config::resolve`); this module only reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    pub burst: std::num::NonZeroU32,
+    pub every: Duration,
+}
+
+impl RateLimit {
+    /// `burst` at once and `per_second` after; None when `per_second` is 0
+    /// (no limit).
+    pub fn per_second(burst: u32, per_second: u32) -> Result<Option<RateLimit>, String> {
+        if per_second == 0 {
+            return Ok(None);
+        }
+        let burst = std::num::NonZeroU32::new(burst)
+            .ok_or("the burst must be at least 1 (turn the limit off with a rate of 0)")?;
+        Ok(Some(RateLimit {
+            burst,
+            every: Duration::from_secs(1) / per_second,
+        }))
     }
 }
 

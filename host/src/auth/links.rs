@@ -27,6 +27,16 @@ pub struct CompletingQuery {
 
 type HmacSha256 = Hmac<Sha256>;
 
+/// Whether `secret` may sign fill-out links: at least 32 characters. The
+/// settings check a secret given as text with it, start-up one read from a
+/// file.
+pub fn check_link_secret(secret: &str) -> Result<(), String> {
+    if secret.chars().count() < 32 {
+        return Err("must be at least 32 characters".into());
+    }
+    Ok(())
+}
+
 /// How far a link's timestamp may lie ahead of this host's clock (hosts'
 /// clocks differ a little).
 const CLOCK_LEEWAY: Duration = Duration::seconds(60);

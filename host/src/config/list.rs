@@ -2,7 +2,8 @@
 //! `callback_allowed_networks`, `plugin_allow`): a TOML array of strings in
 //! the file, or one comma-separated string, the only form a flag or an
 //! environment variable has. Both read the same; what an entry must be is
-//! checked by whoever uses it (`Config::resolve`).
+//! checked by whoever uses it (`Config::resolve`). A flag's or environment
+//! variable's list replaces the file's whole list.
 
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 
@@ -39,6 +40,21 @@ impl List {
                 .filter(|e| !e.is_empty())
                 .map(str::to_owned),
         );
+    }
+}
+
+/// A flag's or environment variable's text (and a default's).
+impl From<&str> for List {
+    fn from(text: &str) -> List {
+        List::from_text(text)
+    }
+}
+
+impl std::str::FromStr for List {
+    type Err = std::convert::Infallible;
+
+    fn from_str(text: &str) -> Result<List, Self::Err> {
+        Ok(List::from_text(text))
     }
 }
 

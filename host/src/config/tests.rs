@@ -1,6 +1,19 @@
-//! Resolving settings: defaults, precedence, validation, list forms.
+//! Resolving settings: defaults, precedence, validation, list forms. The
+//! environment's place (between flags and the file) is clap's, and is
+//! checked on the binary (`host/tests/cli_help.rs`); every documented key
+//! in `documented.rs`.
+
+use clap::{Args, FromArgMatches};
 
 use super::*;
+
+/// The flags of `outcomes serve`, parsed as the binary parses them.
+fn flags(args: &[&str]) -> Settings {
+    let matches = Settings::augment_args(clap::Command::new("outcomes"))
+        .try_get_matches_from(std::iter::once("outcomes").chain(args.iter().copied()))
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    Settings::from_arg_matches(&matches).expect("settings")
+}
 
 /// Flags and environment with `set` applied to none at all.
 fn settings(set: impl FnOnce(&mut Settings)) -> Settings {
@@ -119,10 +132,69 @@ fn flags_and_environment_win_over_the_file() {
 }
 
 #[test]
+fn a_flag_wins_over_the_file_and_the_file_over_the_default() {
+    let file: FileSettings = toml::from_str(
+        "body_limit = 4096\n\
+         keep_alive_timeout = 2\n\
+         trusted_proxies = [\"10.0.0.2\", \"10.0.0.3\"]\n\
+         data_dir = \"/srv/file\"\n\
+         log_format = \"json\"\n",
+    )
+    .expect("valid");
+    let cli = flags(&[
+        "--body-limit",
+        "8192",
+        "--trusted-proxies",
+        "192.0.2.1",
+        "--data-dir",
+        "/srv/flag",
+        "--log-format",
+        "human",
+    ]);
+    let c = Config::resolve(cli, file).expect("valid");
+    assert_eq!(c.body_limit, 8192);
+    assert_eq!(c.trusted_proxies.len(), 1);
+    assert_eq!(c.data_dir, PathBuf::from("/srv/flag"));
+    assert_eq!(c.log_format, LogFormat::Human);
+    // A default made from another setting follows where that came from.
+    assert_eq!(c.secrets_key_file, PathBuf::from("/srv/flag/secrets.key"));
+    // Not given as a flag: the file's; in neither: the default.
+    assert_eq!(c.connections.keep_alive, Duration::from_secs(2));
+    assert_eq!(c.connections.header_read, Duration::from_secs(10));
+    // No flags at all: every value the file has.
+    let file: FileSettings =
+        toml::from_str("body_limit = 4096\ndata_dir = \"/srv/file\"\n").expect("valid");
+    let c = Config::resolve(flags(&[]), file).expect("valid");
+    assert_eq!(c.body_limit, 4096);
+    assert_eq!(c.secrets_key_file, PathBuf::from("/srv/file/secrets.key"));
+}
+
+#[test]
+fn every_default_of_the_table_parses_resolves_and_is_named_in_its_help() {
+    let values = Values::merge(Settings::default(), FileSettings::default());
+    assert_eq!(values.listen.to_string(), "127.0.0.1:8080");
+    assert!(values.trusted_proxies.items().is_empty());
+    for setting in SETTINGS {
+        if let Some(default) = setting.default {
+            let help = setting.help_text();
+            let (_, shown) = help
+                .rsplit_once(" [default: ")
+                .unwrap_or_else(|| panic!("{}: no default in {help:?}", setting.key));
+            assert!(
+                shown.contains(default),
+                "{}: --help shows {shown:?} for the default {default:?}",
+                setting.key
+            );
+        }
+    }
+    Config::resolve(Settings::default(), FileSettings::default()).expect("the defaults resolve");
+}
+
+#[test]
 fn the_plugin_allow_list_comes_from_a_list_or_an_array() {
     let a = "AB".repeat(32);
     let b = "cd".repeat(32);
-    let cli = settings(|s| s.plugins.plugin_allow = Some(format!("{a}, {b},")));
+    let cli = settings(|s| s.plugins.plugin_allow = Some(format!("{a}, {b},").as_str().into()));
     let c = Config::resolve(cli, FileSettings::default()).expect("valid");
     assert_eq!(c.plugins.allow, [a.to_ascii_lowercase(), b.clone()]);
     let file: FileSettings = toml::from_str(&format!("plugin_allow = [\"{b}\"]\n")).expect("valid");
