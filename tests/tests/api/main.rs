@@ -58,6 +58,9 @@
 //! - `database_restart`: PostgreSQL (a server of the test's own) stopped
 //!   and started under load: 503 `unavailable` while down, never 500,
 //!   served again within 5 s without restarting the host.
+//! - `readme`: every command of README.md's "Try it" section, read from
+//!   the README, run with bash against the built binary serving: each
+//!   exits 0 and prints what the README says it prints.
 //! - `smoke`: the host starts, answers /health and the OpenAPI document.
 //! - `support`: shared helpers (request bodies, preparing responses through
 //!   the store, times on the wire); no tests.
@@ -184,6 +187,7 @@ mod plugin_fuel;
 mod plugins;
 mod plugins_hostile;
 mod rate_limits;
+mod readme;
 mod reports;
 mod rescore;
 mod respondent_links;
