@@ -41,12 +41,14 @@
 //!   import what is not offered: responses stored with the failure, clear
 //!   report errors, other questionnaires unaffected.
 //! - `hot_reload`: plugin and definition changes while serving: atomic swap
-//!   under load, a broken version leaves the old one serving.
+//!   under load (a request in flight across it, both versions scoring),
+//!   a broken version leaves the old one serving.
 //! - `catalog`: questionnaires (wrapped, legacy keys or not), protocols,
 //!   measurements and respondents, and their 404s.
 //! - `hostile`: malformed, oversized, deeply nested, non-UTF-8 and mistyped
 //!   bodies, absurd ids and query strings: clean JSON 4xx, never a 500.
-//! - `openapi`: the OpenAPI 3.1 document covers every route served, its
+//! - `openapi`: the OpenAPI 3.1 document covers exactly the routes of the
+//!   host's route table, their methods as the router answers them, their
 //!   parameters, bodies and error answers.
 //! - `paths`: `dossier` and `dossiers`, `.json`, trailing slashes, blank
 //!   dossier ids, unknown paths (404) and methods (405), answer headers.
