@@ -378,24 +378,64 @@ impl Drop for TestApp {
             let _ = tx.send(());
         }
         if let Some(name) = self.postgres_db.take() {
-            // Drop runs outside async: drop the database from a thread of
-            // its own, forcing off the connections the host still holds.
-            let _ = std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("runtime");
-                rt.block_on(async {
-                    if let Ok(mut conn) = PgConnection::connect(&postgres_url()).await {
-                        let _ = conn
-                            .execute(
-                                format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)").as_str(),
-                            )
-                            .await;
-                    }
-                });
-            })
-            .join();
+            drop_postgres_database(name);
+        }
+    }
+}
+
+/// Drops PostgreSQL database `name`, forcing off the connections a host
+/// still holds. Called from `Drop`, outside async: it runs on a thread of
+/// its own.
+fn drop_postgres_database(name: String) {
+    let _ = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            if let Ok(mut conn) = PgConnection::connect(&postgres_url()).await {
+                let _ = conn
+                    .execute(format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)").as_str())
+                    .await;
+            }
+        });
+    })
+    .join();
+}
+
+/// A database of a test's own for hosts and commands it runs as processes
+/// ([`processes::ServeProcess`], the `outcomes` binary): an SQLite file in
+/// a given folder, or a new PostgreSQL database, dropped with this value.
+#[derive(Debug)]
+pub struct ScratchDatabase {
+    /// The database URL to give `--database-url`.
+    pub url: String,
+    postgres_db: Option<String>,
+}
+
+impl ScratchDatabase {
+    /// A new, empty database on `db`; the SQLite file goes in `dir`.
+    pub async fn create(db: Db, dir: &Path) -> ScratchDatabase {
+        match db {
+            Db::Sqlite => ScratchDatabase {
+                url: format!("sqlite://{}", dir.join("outcomes.db").display()),
+                postgres_db: None,
+            },
+            Db::Postgres => {
+                let name = create_postgres_database().await;
+                ScratchDatabase {
+                    url: replace_database(&postgres_url(), &name),
+                    postgres_db: Some(name),
+                }
+            }
+        }
+    }
+}
+
+impl Drop for ScratchDatabase {
+    fn drop(&mut self) {
+        if let Some(name) = self.postgres_db.take() {
+            drop_postgres_database(name);
         }
     }
 }

@@ -87,8 +87,18 @@ impl ServeProcess {
     /// definitions and plugins, its data in `data_dir`, and `extra`
     /// arguments; returns once `/health` answers 200.
     pub async fn start(database_url: &str, data_dir: &Path, extra: &[String]) -> ServeProcess {
+        ServeProcess::start_on(free_port(), database_url, data_dir, extra).await
+    }
+
+    /// [`ServeProcess::start`] on `port` (from [`free_port`]), for a test
+    /// that names the address in `extra`.
+    pub async fn start_on(
+        port: u16,
+        database_url: &str,
+        data_dir: &Path,
+        extra: &[String],
+    ) -> ServeProcess {
         std::fs::create_dir_all(data_dir).expect("the host's data folder");
-        let port = free_port();
         let log = data_dir.join(format!("serve-{port}.log"));
         let stderr = std::fs::File::create(&log).expect("the host's log file");
         let mut command = Command::new(outcomes_binary());

@@ -100,9 +100,12 @@ pub async fn create_fill_out_request(
     DossierPath(dossier): DossierPath,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    let allowed = |origin: &String| {
-        caller.token.allowed_origins.contains(origin)
-            || app.config().allowed_origins.contains(origin)
+    let allowed = |o: &String| {
+        origin::allowed(
+            o,
+            &caller.token.allowed_origins,
+            &app.config().allowed_origins,
+        )
     };
     let destinations = Destinations::new(app.config().callback_allowed_networks.clone());
     let new = NewFillOutRequestBody::parse(

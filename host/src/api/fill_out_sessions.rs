@@ -76,9 +76,12 @@ pub async fn create_fill_out_session(
     DossierPath(dossier): DossierPath,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    let allowed = |origin: &String| {
-        caller.token.allowed_origins.contains(origin)
-            || app.config().allowed_origins.contains(origin)
+    let allowed = |o: &String| {
+        origin::allowed(
+            o,
+            &caller.token.allowed_origins,
+            &app.config().allowed_origins,
+        )
     };
     let Session {
         questionnaire_ids,

@@ -51,21 +51,58 @@ pub fn router(state: AppState) -> Router {
             guard(state.clone(), right, req, next)
         }))
     };
-    let (routes, doc) = routes(guarded).split_for_parts();
-    let doc = Arc::new(openapi::document(doc));
-    routes
-        .route(
-            "/api/v1/openapi",
-            get(move || openapi::serve(Arc::clone(&doc))),
-        )
+    served(guarded)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
 }
 
+/// Every route [`router`] serves: [`routes`], and the document made of
+/// them.
+fn served(
+    guarded: impl Fn(OpenApiRouter<AppState>, Right) -> OpenApiRouter<AppState>,
+) -> Router<AppState> {
+    let (routes, doc) = routes(guarded).split_for_parts();
+    let doc = Arc::new(openapi::document(doc));
+    routes.route(OPENAPI, get(move || openapi::serve(Arc::clone(&doc))))
+}
+
+/// Where [`router`] serves the OpenAPI document: GET paths lose `.json`
+/// before routing, so clients call it `/api/v1/openapi.json`.
+const OPENAPI: &str = "/api/v1/openapi";
+
 /// The OpenAPI document of every route, as `/api/v1/openapi.json` serves it.
 pub fn document() -> utoipa::openapi::OpenApi {
     openapi::document(routes(|group, _| group).into_openapi())
+}
+
+/// The route table [`router`] is built from: every method and path it
+/// serves, paths as the router matches them (parameters in braces, no
+/// `.json`). Each resource router hands axum a path together with the
+/// operations registered on it (`routes!`), and this reads those
+/// registrations, not the document [`openapi::document`] makes of them,
+/// so the document can be checked against what is served.
+pub fn route_table() -> Vec<(Method, String)> {
+    let registered = routes(|group, _| group).into_openapi();
+    let mut table = vec![(Method::GET, OPENAPI.to_owned())];
+    for (path, item) in registered.paths.paths {
+        let operations = [
+            (Method::GET, item.get.is_some()),
+            (Method::PUT, item.put.is_some()),
+            (Method::POST, item.post.is_some()),
+            (Method::DELETE, item.delete.is_some()),
+            (Method::OPTIONS, item.options.is_some()),
+            (Method::HEAD, item.head.is_some()),
+            (Method::PATCH, item.patch.is_some()),
+            (Method::TRACE, item.trace.is_some()),
+        ];
+        for (method, registered) in operations {
+            if registered {
+                table.push((method, path.clone()));
+            }
+        }
+    }
+    table
 }
 
 /// Every documented route: the endpoint groups under `/api/v1`, each passed
@@ -152,6 +189,35 @@ pub fn normalize(mut req: Request) -> Request {
 mod tests {
     use super::*;
     use axum::body::Body;
+
+    /// The paths an axum router routes, from its `Debug` text (axum offers
+    /// no other way to list them): the `RouteId(n): "/path"` entries of its
+    /// `path_router`, not those of the fallback router axum keeps beside.
+    fn paths_in(router: &Router<AppState>) -> std::collections::BTreeSet<String> {
+        let text = format!("{router:?}");
+        let routed = text
+            .split_once("path_router:")
+            .and_then(|(_, rest)| rest.split_once("fallback_router:"))
+            .map_or("", |(routed, _)| routed);
+        routed
+            .split("RouteId(")
+            .skip(1)
+            .filter_map(|rest| rest.split_once("): \"")?.1.split_once('"'))
+            .map(|(path, _)| path.to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn the_route_table_holds_every_path_the_router_serves() {
+        let served = paths_in(&served(|group, _| group));
+        let table: std::collections::BTreeSet<String> =
+            route_table().into_iter().map(|(_, path)| path).collect();
+        assert!(
+            served.len() > 20,
+            "axum's Debug text lists no paths: {served:?}"
+        );
+        assert_eq!(served, table);
+    }
 
     fn path_of(method: Method, uri: &str) -> String {
         let req = Request::builder()

@@ -1,7 +1,9 @@
 //! Origins a token may send respondents back to: an https scheme (http only
-//! for loopback hosts), a host and an optional port, nothing else; and the
+//! for loopback hosts), a host and an optional port, nothing else; the
 //! URLs the service sends respondents or callbacks to, which must be
-//! absolute URLs of such an origin (docs/api/fill-out.md#allowed-urls).
+//! absolute URLs of such an origin; and the rule that allows one, the
+//! token's own origins and those of every token
+//! (docs/api/fill-out.md#allowed-urls).
 
 /// Normalizes one origin: lower-case, no trailing slash, default port
 /// dropped. Refuses paths, queries, user info and other schemes.
@@ -87,6 +89,13 @@ pub fn absolute_url(text: &str) -> Option<(url::Url, String)> {
     Some((url, origin))
 }
 
+/// Whether respondents and callbacks may be sent to `origin` (normalized,
+/// as [`absolute_url`] gives it): it is one of the calling token's allowed
+/// origins or one allowed for every token (`allowed_origins`).
+pub fn allowed(origin: &str, token: &[String], every_token: &[String]) -> bool {
+    token.iter().chain(every_token).any(|o| o == origin)
+}
+
 /// Parses a comma-separated list of origins.
 pub fn parse_list(text: &str) -> Result<Vec<String>, String> {
     text.split(',')
@@ -122,6 +131,18 @@ mod tests {
             parse("http://[::1]:3000").as_deref(),
             Ok("http://[::1]:3000")
         );
+    }
+
+    #[test]
+    fn an_origin_is_allowed_by_the_token_or_for_every_token() {
+        let token = ["https://epd.example.org".to_owned()];
+        let every = ["https://portal.example.org".to_owned()];
+        assert!(allowed("https://epd.example.org", &token, &every));
+        assert!(allowed("https://portal.example.org", &token, &every));
+        assert!(allowed("https://portal.example.org", &[], &every));
+        assert!(!allowed("https://evil.example", &token, &every));
+        assert!(!allowed("https://epd.example.org:8443", &token, &every));
+        assert!(!allowed("https://epd.example.org", &[], &[]));
     }
 
     #[test]

@@ -231,7 +231,7 @@ fn is_busy(e: &StoreError) -> bool {
     let (StoreError::Database(e) | StoreError::Unavailable(e)) = e else {
         return false;
     };
-    match e.as_ref() {
+    match e.driver() {
         sqlx::Error::Database(db) => db
             .code()
             .and_then(|c| c.parse::<i32>().ok())

@@ -1,19 +1,23 @@
 //! The store's error type. Database details stay here and in logs; the HTTP
 //! layer only learns whether the database could not be reached
 //! ([`StoreError::Unavailable`]) or something internal failed. The driver's
-//! errors are sorted into those two here, and nowhere else.
+//! errors are sorted into those two here, and nowhere else: their cause
+//! travels as a [`Cause`], which shows the driver's message in logs but
+//! which nothing outside the store can match on.
 
+use std::fmt;
 use std::sync::Arc;
 
 /// A failure of the store.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
+    /// A statement failed: a bug, or data this version does not expect.
     #[error("database: {0}")]
-    Database(Arc<sqlx::Error>),
+    Database(Cause),
     /// The database does not answer: no free connection in time, the
     /// connection refused or broken. Worth retrying later.
     #[error("database unavailable: {0}")]
-    Unavailable(Arc<sqlx::Error>),
+    Unavailable(Cause),
     #[error("migrations: {0}")]
     Migrate(String),
     #[error("configuration: {0}")]
@@ -33,12 +37,36 @@ pub enum StoreError {
     Conflict(String),
 }
 
+/// What the database driver said went wrong: its message (and the causes
+/// behind it) for logs. Only the store looks inside.
+#[derive(Debug, Clone)]
+pub struct Cause(Arc<sqlx::Error>);
+
+impl Cause {
+    /// The driver's error, for the store's own decisions.
+    pub(super) fn driver(&self) -> &sqlx::Error {
+        &self.0
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
         if unavailable(&e) {
-            StoreError::Unavailable(Arc::new(e))
+            StoreError::Unavailable(Cause(Arc::new(e)))
         } else {
-            StoreError::Database(Arc::new(e))
+            StoreError::Database(Cause(Arc::new(e)))
         }
     }
 }
@@ -76,7 +104,7 @@ impl StoreError {
     /// what it is.
     pub fn violated_constraint(&self) -> Option<String> {
         match self {
-            StoreError::Database(e) => match e.as_ref() {
+            StoreError::Database(e) => match e.driver() {
                 sqlx::Error::Database(db) if db.is_unique_violation() => {
                     // PostgreSQL names the constraint; SQLite names the columns.
                     Some(

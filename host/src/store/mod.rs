@@ -37,7 +37,7 @@ pub use access_log::{AccessEntry, Verification, link_hash};
 pub use candidates::{NewCandidate, ShadowDifference, ShadowTally, StoredCandidate};
 pub use catalog::DefinitionSource;
 pub use create::{CreateResult, NewResponse};
-pub use error::StoreError;
+pub use error::{Cause, StoreError};
 pub use fill_out_requests::{ClaimedCallback, FillOutRequestResult, NewFillOutRequest};
 pub use fill_out_sessions::{
     LoginResult, NewFillOutSession, OpenResult, PageAnswers, SessionTargets, StartSessionResult,

@@ -298,11 +298,26 @@ db_test!(async fn a_stats_read_of_ten_thousand_dossiers_logs_each_in_one_write(a
          INSERT INTO dossiers (epd_id, created_at) SELECT 'p' || CAST(i AS TEXT), 0 FROM n",
     )
     .await;
+    // The writer's batches so far: how many, and how many writes in all.
+    let batches = |text: &str| {
+        let count = metric(text, "outcomes_writer_batch_size_count").unwrap_or(0.0);
+        let writes = metric(text, "outcomes_writer_batch_size_sum").unwrap_or(0.0);
+        (count, writes)
+    };
+    let (count_before, writes_before) = batches(&metrics_text(&app).await);
     let started = Instant::now();
     let all = app.get("/api/v1/stats").await;
     let took = started.elapsed();
     assert_eq!(all.status, 200);
     assert_eq!(all.body.as_object().map(|o| o.len()), Some(10_000));
+    // One write of the writer, committed in one batch, holds every row:
+    // not a write per dossier.
+    let (count_after, writes_after) = batches(&metrics_text(&app).await);
+    assert_eq!(
+        (count_after - count_before, writes_after - writes_before),
+        (1.0, 1.0),
+        "the read's rows went to the writer as one write, in one batch"
+    );
     let log = app.state.store().access_log(None, None).await.expect("log");
     assert_eq!(log.len(), 10_000);
     assert!(log.iter().all(|e| e.action == STATS && e.status == 200));

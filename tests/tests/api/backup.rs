@@ -8,38 +8,20 @@
 //! pg_dump and pg_restore (into a database the test makes and drops), and
 //! says what to run when they are missing.
 //!
-//! The binary is the one cargo builds beside this test's (`target/<profile>/outcomes`):
-//! `cargo test --workspace` (so `cargo xtask test`) builds it; alone, run
-//! `cargo build -p host --bin outcomes` first.
+//! The binary is this build's, built once per test run as every test of
+//! processes builds it ([`tests::processes::outcomes_binary`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use sqlx::{Connection, Executor, PgConnection};
-use tests::{Db, TestApp, db_test};
+use sqlx::{Connection, PgConnection};
+use tests::processes::outcomes_binary;
+use tests::{Db, ScratchDatabase, TestApp, db_test};
 use tokio::sync::{oneshot, watch};
 
 use crate::support::*;
-
-/// The `outcomes` binary built with this test.
-fn outcomes_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    // target/<profile>/deps/api-HASH → target/<profile>/outcomes
-    let bin = exe
-        .parent()
-        .and_then(Path::parent)
-        .map(|profile| profile.join("outcomes"))
-        .expect("a target folder");
-    assert!(
-        bin.is_file(),
-        "{} is missing: `cargo build -p host --bin outcomes` first (`cargo test --workspace` \
-         and `cargo xtask test` build it)",
-        bin.display()
-    );
-    bin
-}
 
 /// What a run of the binary did.
 #[derive(Debug)]
@@ -75,69 +57,13 @@ async fn outcomes(args: &[&str], url: &str, dir: &Path, path: Option<&Path>) -> 
     }
 }
 
-/// A new, empty PostgreSQL database, dropped with this value.
-struct ScratchDb {
-    name: String,
-    url: String,
-}
-
-impl ScratchDb {
-    async fn create() -> ScratchDb {
-        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let name = format!(
-            "outcomes_restore_{}_{}",
-            std::process::id(),
-            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        );
-        let mut admin = PgConnection::connect(&tests::postgres_url())
-            .await
-            .expect("PostgreSQL");
-        admin
-            .execute(format!("CREATE DATABASE \"{name}\"").as_str())
-            .await
-            .expect("creates the database");
-        let admin_url = tests::postgres_url();
-        let (base, query) = admin_url
-            .split_once('?')
-            .map_or((admin_url.as_str(), None), |(b, q)| (b, Some(q)));
-        let cut = base.rfind('/').unwrap_or(base.len());
-        let mut url = format!("{}/{name}", &base[..cut]);
-        if let Some(q) = query {
-            url = format!("{url}?{q}");
-        }
-        ScratchDb { name, url }
-    }
-}
-
-impl Drop for ScratchDb {
-    fn drop(&mut self) {
-        let name = self.name.clone();
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async {
-                if let Ok(mut conn) = PgConnection::connect(&tests::postgres_url()).await {
-                    let _ = conn
-                        .execute(
-                            format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)").as_str(),
-                        )
-                        .await;
-                }
-            });
-        })
-        .join();
-    }
-}
-
 /// Where a restore goes: a fresh data folder, and a fresh database in it
 /// (SQLite) or beside it (PostgreSQL). The secrets key of `app`'s folder
 /// is copied in, as docs/operations.md#backup-and-restore says.
 struct Fresh {
-    dir: tempfile::TempDir,
     url: String,
-    _db: Option<ScratchDb>,
+    _db: ScratchDatabase,
+    dir: tempfile::TempDir,
 }
 
 impl Fresh {
@@ -148,20 +74,11 @@ impl Fresh {
             dir.path().join("secrets.key"),
         )
         .expect("copies the secrets key");
-        match app.db {
-            Db::Sqlite => Fresh {
-                url: format!("sqlite://{}", dir.path().join("outcomes.db").display()),
-                dir,
-                _db: None,
-            },
-            Db::Postgres => {
-                let db = ScratchDb::create().await;
-                Fresh {
-                    url: db.url.clone(),
-                    dir,
-                    _db: Some(db),
-                }
-            }
+        let db = ScratchDatabase::create(app.db, dir.path()).await;
+        Fresh {
+            url: db.url.clone(),
+            _db: db,
+            dir,
         }
     }
 }

@@ -41,12 +41,14 @@
 //!   import what is not offered: responses stored with the failure, clear
 //!   report errors, other questionnaires unaffected.
 //! - `hot_reload`: plugin and definition changes while serving: atomic swap
-//!   under load, a broken version leaves the old one serving.
+//!   under load (a request in flight across it, both versions scoring),
+//!   a broken version leaves the old one serving.
 //! - `catalog`: questionnaires (wrapped, legacy keys or not), protocols,
 //!   measurements and respondents, and their 404s.
 //! - `hostile`: malformed, oversized, deeply nested, non-UTF-8 and mistyped
 //!   bodies, absurd ids and query strings: clean JSON 4xx, never a 500.
-//! - `openapi`: the OpenAPI 3.1 document covers every route served, its
+//! - `openapi`: the OpenAPI 3.1 document covers exactly the routes of the
+//!   host's route table, their methods as the router answers them, their
 //!   parameters, bodies and error answers.
 //! - `paths`: `dossier` and `dossiers`, `.json`, trailing slashes, blank
 //!   dossier ids, unknown paths (404) and methods (405), answer headers.
@@ -58,6 +60,9 @@
 //! - `database_restart`: PostgreSQL (a server of the test's own) stopped
 //!   and started under load: 503 `unavailable` while down, never 500,
 //!   served again within 5 s without restarting the host.
+//! - `readme`: every command of README.md's "Try it" section, read from
+//!   the README, run with bash against the built binary serving: each
+//!   exits 0 and prints what the README says it prints.
 //! - `smoke`: the host starts, answers /health and the OpenAPI document.
 //! - `support`: shared helpers (request bodies, preparing responses through
 //!   the store, times on the wire); no tests.
@@ -184,6 +189,7 @@ mod plugin_fuel;
 mod plugins;
 mod plugins_hostile;
 mod rate_limits;
+mod readme;
 mod reports;
 mod rescore;
 mod respondent_links;

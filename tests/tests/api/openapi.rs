@@ -1,7 +1,9 @@
 //! GET /api/v1/openapi.json: an OpenAPI 3.1 document that describes every
 //! route the router serves, with its parameters and its error answers.
+//! Which routes are served comes from the host's route table
+//! ([`host::api::route_table`]), which the router is built from.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use reqwest::Method;
 use serde_json::Value;
@@ -9,9 +11,11 @@ use tests::{TestApp, db_test};
 
 use crate::support::*;
 
-/// Every route the router serves (method, documented path) and the statuses
-/// its handler can answer. The tests of this suite exercise each of them.
-const ROUTES: &[(&str, &str, &[u16])] = &[
+/// The statuses each route's handler can answer, by method and documented
+/// path; the tests of this suite exercise each of them. A route the router
+/// serves and this does not name fails
+/// `every_operation_documents_its_error_answers`.
+const ANSWERS: &[(&str, &str, &[u16])] = &[
     (
         "get",
         "/api/v1/dossiers/{dossier_id}/responses",
@@ -165,8 +169,8 @@ db_test!(async fn the_document_is_openapi_3_1(app) {
     assert!(doc["components"]["schemas"]["ResponseView"].is_object(), "the Response object has a schema");
 });
 
-db_test!(async fn the_document_covers_exactly_the_routes_served(app) {
-    let doc = document(&app).await;
+/// The operations the document describes: method (lower case) and path.
+fn documented(doc: &Value) -> BTreeSet<(String, String)> {
     let mut documented = BTreeSet::new();
     for (path, item) in doc["paths"].as_object().into_iter().flatten() {
         for method in METHODS {
@@ -175,8 +179,58 @@ db_test!(async fn the_document_covers_exactly_the_routes_served(app) {
             }
         }
     }
-    let served: BTreeSet<(String, String)> = ROUTES.iter().map(|(m, p, _)| ((*m).to_owned(), (*p).to_owned())).collect();
-    assert_eq!(documented, served);
+    documented
+}
+
+/// The routes the router serves, from the host's route table: method (lower
+/// case) and path as documented, that is as clients call it (a GET path
+/// the router matches without `.json` is documented with it when the
+/// document names it so: `/api/v1/openapi.json`).
+fn served(doc: &Value) -> BTreeSet<(String, String)> {
+    host::api::route_table()
+        .into_iter()
+        .map(|(method, path)| {
+            let with_json = format!("{path}.json");
+            let path = if method == Method::GET && doc["paths"].get(&with_json).is_some() {
+                with_json
+            } else {
+                path
+            };
+            (method.as_str().to_lowercase(), path)
+        })
+        .collect()
+}
+
+db_test!(async fn the_document_covers_exactly_the_routes_served(app) {
+    let doc = document(&app).await;
+    let served = served(&doc);
+    assert!(served.len() > 20, "the route table lists the API: {served:?}");
+    assert_eq!(documented(&doc), served);
+});
+
+db_test!(async fn every_served_path_answers_exactly_its_routes_methods(app) {
+    // The router's own word on each path's methods: 405 with `Allow` for a
+    // method it does not serve there (HEAD comes with GET).
+    let mut methods: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (method, path) in host::api::route_table() {
+        let entry = methods.entry(path).or_default();
+        if method == Method::GET {
+            entry.insert("HEAD".to_owned());
+        }
+        entry.insert(method.to_string());
+    }
+    for (path, expected) in methods {
+        let path = concrete(&app, &path);
+        let answer = app.send(Method::PATCH, &path, None).await;
+        assert_eq!(answer.status, 405, "PATCH {path}: {}", answer.text);
+        let allow: BTreeSet<String> = answer.headers["allow"]
+            .to_str()
+            .unwrap_or_default()
+            .split(',')
+            .map(|m| m.trim().to_owned())
+            .collect();
+        assert_eq!(allow, expected, "{path}");
+    }
 });
 
 /// A concrete path for a documented route.
@@ -201,8 +255,9 @@ fn method(name: &str) -> Method {
 }
 
 db_test!(async fn every_documented_route_is_served(app) {
-    for (name, path, _) in ROUTES {
-        let (method, path) = (method(name), concrete(&app, path));
+    let doc = document(&app).await;
+    for (name, path) in documented(&doc) {
+        let (method, path) = (method(&name), concrete(&app, &path));
         let body = (method == Method::POST || method == Method::PUT).then(|| (b"{}".to_vec(), "application/json"));
         let answer = app.send(method.clone(), &path, body).await;
         // Served: neither the router's 404 nor its 405.
@@ -220,12 +275,12 @@ db_test!(async fn authentication_is_documented_as_it_is_enforced(app) {
     assert_eq!(schemes["bearer"]["type"], "http");
     assert_eq!(schemes["bearer"]["scheme"], "bearer");
     assert_eq!(schemes["bearer"]["bearerFormat"], "JWT");
-    for (name, template, _) in ROUTES {
-        let operation = &doc["paths"][*template][*name];
-        let (method, path) = (method(name), concrete(&app, template));
+    for (name, template) in served(&doc) {
+        let operation = &doc["paths"][&template][&name];
+        let (method, path) = (method(&name), concrete(&app, &template));
         let body = (method == Method::POST || method == Method::PUT).then(|| (b"{}".to_vec(), "application/json"));
         let anonymous = app.send_as(method.clone(), &path, body, None).await;
-        if OPEN.contains(template) {
+        if OPEN.contains(&template.as_str()) {
             assert!(operation.get("security").is_none(), "{method} {template} needs no credentials");
             assert_ne!(anonymous.status, 401, "{method} {path}");
         } else {
@@ -240,8 +295,18 @@ db_test!(async fn authentication_is_documented_as_it_is_enforced(app) {
 db_test!(async fn every_operation_documents_its_error_answers(app) {
     let doc = document(&app).await;
     let mut missing = Vec::new();
-    for (method, path, statuses) in ROUTES {
-        let operation = &doc["paths"][*path][*method];
+    let served = served(&doc);
+    for (method, path, _) in ANSWERS {
+        if !served.contains(&((*method).to_owned(), (*path).to_owned())) {
+            missing.push(format!("{method} {path}: listed in ANSWERS, not served"));
+        }
+    }
+    for (method, path) in &served {
+        let Some((_, _, statuses)) = ANSWERS.iter().find(|(m, p, _)| m == method && p == path) else {
+            missing.push(format!("{method} {path}: served; say in ANSWERS what it answers"));
+            continue;
+        };
+        let operation = &doc["paths"][path][method];
         let responses = operation["responses"].as_object().cloned().unwrap_or_default();
         let documented: BTreeSet<u16> = responses.keys().filter_map(|k| k.parse().ok()).collect();
         for status in statuses.iter().filter(|s| !documented.contains(s)) {
@@ -262,8 +327,8 @@ db_test!(async fn every_operation_documents_its_error_answers(app) {
 
 db_test!(async fn every_path_parameter_is_documented(app) {
     let doc = document(&app).await;
-    for (method, path, _) in ROUTES {
-        let parameters = doc["paths"][*path][*method]["parameters"].as_array().cloned().unwrap_or_default();
+    for (method, path) in served(&doc) {
+        let parameters = doc["paths"][&path][&method]["parameters"].as_array().cloned().unwrap_or_default();
         let in_path: BTreeSet<String> = parameters
             .iter()
             .filter(|p| p["in"] == "path")

@@ -85,13 +85,54 @@ async fn plain_http_to_the_tls_port_gets_no_answer(db: Db) {
     );
 }
 
+/// The TLS error somewhere in `error`'s chain of causes, if any. An I/O
+/// error's `source` skips the error it wraps, so that one is opened
+/// instead.
+fn tls_error<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        next = match e
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+        {
+            Some(wrapped) => Some(wrapped as &(dyn std::error::Error + 'static)),
+            None => e.source(),
+        };
+    }
+    None
+}
+
 async fn a_client_that_does_not_trust_the_certificate_is_refused(db: Db) {
-    let (app, _client, _dir) = tls_app(db).await;
+    let (app, trusting, _dir) = tls_app(db).await;
+    // The host answers a client that trusts its certificate: what follows
+    // is about the certificate, not a closed port.
+    let answer = trusting
+        .get(app.url("/health"))
+        .send()
+        .await
+        .expect("TLS request");
+    assert_eq!(answer.status(), 200);
     let stranger = reqwest::Client::builder()
         .https_only(true)
         .build()
         .expect("client");
-    assert!(stranger.get(app.url("/health")).send().await.is_err());
+    let error = stranger
+        .get(app.url("/health"))
+        .send()
+        .await
+        .expect_err("a client without the certificate's issuer refuses it");
+    assert!(
+        matches!(
+            tls_error(&error),
+            Some(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::UnknownIssuer
+            ))
+        ),
+        "refused for another reason than the certificate: {error:?}"
+    );
 }
 
 macro_rules! both {

@@ -4,15 +4,18 @@
 //! archived module and definition versions that computed them. Fresh
 //! outcomes verify; a changed byte of an archived module is named as a
 //! hash mismatch; a changed stored outcome is named with the field that
-//! differs; a definition changed after scoring does not stop a
-//! verification; the endpoint's right and other dossiers' ids.
+//! differs; a definition changed after scoring in what its outcomes hold
+//! does not stop a verification, and its archived version changed behind
+//! the service's back is named; the endpoint's right and other dossiers'
+//! ids.
 
 use host::commands::verify::{Tally, VerifyArgs, verify};
 use host::store::{Store, StoreOptions};
 use reqwest::Method;
 use serde_json::Value;
 use sqlx::Connection;
-use tests::{TestApp, basic, create_token, db_test, json};
+use tests::plugins::copy_definition;
+use tests::{Db, TestApp, basic, create_token, db_test, json};
 
 use crate::support::*;
 
@@ -161,30 +164,99 @@ db_test!(async fn a_changed_stored_outcome_is_named_with_the_field_that_differs(
     assert_eq!(run_verify(&app, Some("gad7")).await, Tally::default());
 });
 
-db_test!(async fn outcomes_verify_after_their_definition_changed(app) {
-    let a = id_of(&posted(&app, "d1", "a").await);
-    let recorded = app
-        .sql_strings(&format!("SELECT outcome_definition_sha256 FROM responses WHERE id = {a}"))
-        .await
-        .remove(0);
-    // The definition file is edited after scoring (a label, say): the
-    // version the outcome was scored with is still archived by its hash.
-    app.sql(
-        "UPDATE questionnaires SET definition = replace(definition, 'Total score', 'Sum'), sha256 = 'changed' \
-         WHERE key = 'phq9' RETURNING id",
-    )
-    .await;
-    let answer = app.get(&verification("d1", a)).await;
-    assert_eq!(answer.body["identical"], true, "{}", answer.text);
-    assert_eq!(answer.body["definition_sha256"], recorded.as_str());
+/// The PHQ-9's norm population for t-scores as its definition gives it,
+/// and moved.
+const NORM: &str = "norm = { mean = 2.91, sd = 3.52 }";
+const MOVED_NORM: &str = "norm = { mean = 4.91, sd = 3.52 }";
 
-    app.sql_strings(&format!(
-        "DELETE FROM questionnaire_versions WHERE sha256 = '{recorded}' RETURNING sha256"
-    ))
-    .await;
-    let answer = app.get(&verification("d1", a)).await;
-    assert_eq!(answer.body["reasons"], json!(["definition_missing"]), "{}", answer.text);
-});
+/// The host on a questionnaire folder of its own holding the PHQ-9, which
+/// a test may edit (and protocols that name only the PHQ-9).
+async fn spawn_with_own_phq9(db: Db) -> TestApp {
+    TestApp::spawn_with(db, |config| {
+        let questionnaires = config.data_dir.join("questionnaires");
+        copy_definition(&questionnaires, "phq9");
+        config.questionnaires_dir = questionnaires;
+        config.protocols_dir = test_protocols();
+    })
+    .await
+}
+
+db_test!(
+    async fn outcomes_verify_after_their_definition_changed(app: spawn_with_own_phq9) {
+        let first = posted(&app, "d1", "a").await;
+        let a = id_of(&first);
+        let recorded = app
+            .sql_strings(&format!(
+                "SELECT outcome_definition_sha256 FROM responses WHERE id = {a}"
+            ))
+            .await
+            .remove(0);
+        // The definition is edited after scoring, in what its outcomes hold:
+        // the mean of the norm population moves from 2.91 to 4.91, so the
+        // same total of 9 gets another t-score. A host started on the
+        // edited folder imports it.
+        let file = app
+            .state
+            .config()
+            .questionnaires_dir
+            .join("phq9")
+            .join("questionnaire.toml");
+        let text = std::fs::read_to_string(&file).expect("the definition");
+        assert!(text.contains(NORM), "{text}");
+        std::fs::write(&file, text.replace(NORM, MOVED_NORM)).expect("edit");
+        let edited = app.another_host().await;
+        let second = posted(&edited, "d1", "b").await;
+        let (before, after) = (
+            &first["outcome"]["scores"]["total"],
+            &second["outcome"]["scores"]["total"],
+        );
+        assert_eq!(
+            (&before["value"], &after["value"]),
+            (&json!(9.0), &json!(9.0))
+        );
+        assert_ne!(
+            before["tscore"], after["tscore"],
+            "the edit changes the outcome of the same answers"
+        );
+
+        // Recomputed with the edited definition, `a` would differ: it verifies
+        // because the version it was scored with is archived by its hash.
+        let answer = edited.get(&verification("d1", a)).await;
+        assert_eq!(answer.body["identical"], true, "{}", answer.text);
+        assert_eq!(answer.body["definition_sha256"], recorded.as_str());
+        let b = edited.get(&verification("d1", id_of(&second))).await;
+        assert_eq!(b.body["identical"], true, "{}", b.text);
+        assert_ne!(b.body["definition_sha256"], recorded.as_str());
+
+        // The archived version changed the same way behind the service's back:
+        // its text no longer gives the recorded hash, and that is named.
+        app.sql_strings(&format!(
+            "UPDATE questionnaire_versions SET definition = replace(definition, '{NORM}', '{MOVED_NORM}') \
+             WHERE sha256 = '{recorded}' RETURNING sha256"
+        ))
+        .await;
+        let answer = edited.get(&verification("d1", a)).await;
+        assert_eq!(answer.body["identical"], false, "{}", answer.text);
+        assert_eq!(
+            answer.body["reasons"],
+            json!(["definition_hash_mismatch"]),
+            "{}",
+            answer.text
+        );
+
+        app.sql_strings(&format!(
+            "DELETE FROM questionnaire_versions WHERE sha256 = '{recorded}' RETURNING sha256"
+        ))
+        .await;
+        let answer = edited.get(&verification("d1", a)).await;
+        assert_eq!(
+            answer.body["reasons"],
+            json!(["definition_missing"]),
+            "{}",
+            answer.text
+        );
+    }
+);
 
 db_test!(async fn a_response_that_is_not_completed_has_nothing_to_verify(app) {
     let id = prepare(&app, "d1", "phq9", None, None).await;

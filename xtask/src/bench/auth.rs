@@ -14,9 +14,9 @@ use anyhow::Context;
 use hyper::Method;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 
+use super::args::BenchArgs;
 use super::load::{self, LoadReport, MakeRequest, Target};
-use super::server::{CONSUMER_KEY, Fresh, Server};
-use super::{Backend, BenchArgs};
+use super::server::{Backend, CONSUMER_KEY, Fresh, Server};
 
 /// The dossier the JWT is for (`sub`) and whose list is read.
 const DOSSIER: &str = "bench-auth";

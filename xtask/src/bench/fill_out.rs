@@ -16,9 +16,9 @@ use hyper::Method;
 use hyper::body::Bytes;
 use hyper::header::{CONTENT_TYPE, COOKIE, HeaderMap, HeaderValue, LOCATION, SET_COOKIE};
 
+use super::args::BenchArgs;
 use super::load::{self, Latency};
-use super::server::{Fresh, RETURN_ORIGIN, Server};
-use super::{Backend, BenchArgs};
+use super::server::{Backend, Fresh, RETURN_ORIGIN, Server};
 
 /// Questionnaires per session (the most one session may hold).
 const PER_SESSION: usize = 50;
@@ -63,7 +63,7 @@ pub async fn fill_out_phase(
         let mut location = browser.log_in(session).await?;
         for _ in 0..PER_SESSION.min(total - done) {
             if done == args.fill_out_warmup {
-                cpu_from = super::server::CpuSample::take(server.pid());
+                cpu_from = super::cpu::CpuSample::take(server.pid());
             }
             let timed = done >= args.fill_out_warmup;
             let started = Instant::now();

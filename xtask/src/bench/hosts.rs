@@ -20,9 +20,8 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use clap::Args;
 
-use super::load::{self, Target};
-use super::server::Fresh;
-use super::{Backend, binary, median};
+use super::load::{self, Target, median};
+use super::server::{Backend, Fresh, binary};
 use crate::prerequisites;
 
 #[derive(Debug, Clone, Args)]

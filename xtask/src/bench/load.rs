@@ -17,7 +17,7 @@ use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
-use super::server::{CpuSample, CpuUse};
+use super::cpu::{CpuSample, CpuUse};
 
 pub(super) type Sender = SendRequest<Full<Bytes>>;
 
@@ -561,4 +561,16 @@ pub async fn list_latency(
         bytes,
         cpu: cpu_from.and_then(|s| s.since()),
     })
+}
+
+/// The median of some figures (the mean of the middle two for an even
+/// count); NaN for none.
+pub fn median(figures: &[f64]) -> f64 {
+    let mut sorted = figures.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    match sorted.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
 }

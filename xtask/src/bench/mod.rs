@@ -39,12 +39,21 @@
 //! The POST, auth, list and fill-out phases each get their own server and database; servers
 //! are killed and PostgreSQL databases dropped at the end, also on error or
 //! Ctrl-C.
+//!
+//! Order of use (each module imports only those before it): `args` (the
+//! command line) and `cpu` (what a round cost in CPU time) → `load` (the
+//! load generator and its reports) → `server` (the binary, a fresh
+//! database, the `outcomes serve` process) → `seed`, `preload` (databases
+//! filled with SQL) → the phases `auth`, `candidate`, `fill_out`, `peer`,
+//! `startup`, `hosts` → this file, which runs them and prints the summary.
 
 // The report is the task's output.
 #![allow(clippy::print_stdout)]
 
+mod args;
 mod auth;
 mod candidate;
+mod cpu;
 mod fill_out;
 pub mod hosts;
 mod load;
@@ -54,180 +63,17 @@ mod seed;
 mod server;
 mod startup;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
-use clap::{Args, ValueEnum};
 use hdrhistogram::Histogram;
 
+pub use args::BenchArgs;
+use args::Database;
+use load::median;
+use server::{Backend, Fresh, Scoring, Server, binary};
+
 use crate::prerequisites;
-use server::{Fresh, Scoring, Server};
-
-#[derive(Debug, Clone, Args)]
-pub struct BenchArgs {
-    /// Which database(s) to benchmark
-    #[arg(long, value_enum, default_value_t = Database::Both)]
-    database: Database,
-
-    /// Measured seconds of POST load (after the warm-up)
-    #[arg(long, default_value_t = 10)]
-    seconds: u64,
-
-    /// Warm-up seconds before the POST load is measured
-    #[arg(long, default_value_t = 2)]
-    warmup: u64,
-
-    /// Concurrent keep-alive connections posting responses
-    #[arg(long, default_value_t = 64)]
-    clients: usize,
-
-    /// Dossiers the posted responses are spread over
-    #[arg(long, default_value_t = 1000)]
-    dossiers: usize,
-
-    /// Timed sequential GETs of the list, per database size
-    #[arg(long, default_value_t = 2000)]
-    list_requests: usize,
-
-    /// Untimed GETs before the timed ones, per database size
-    #[arg(long, default_value_t = 200)]
-    list_warmup: usize,
-
-    /// Rows in the database for the first list measurement
-    #[arg(long, default_value_t = 1_000)]
-    small: u64,
-
-    /// Rows in the database for the second list measurement
-    #[arg(long, default_value_t = 1_000_000)]
-    large: u64,
-
-    /// Skip the POST load
-    #[arg(long)]
-    no_post: bool,
-
-    /// Also measure POST with no scorer loaded (the same binary, an empty
-    /// plugin folder), alternating with the scored runs, and report what
-    /// scoring costs
-    #[arg(long)]
-    scoring_baseline: bool,
-
-    /// Install a candidate of the PHQ-9 scorer (`outcomes plugin
-    /// candidate`; the built module under another hash) before the POST
-    /// load, so every scored POST is also scored in the shadow
-    #[arg(long)]
-    shadow_candidate: bool,
-
-    /// POST measurements per configuration (the median run is reported;
-    /// with --scoring-baseline, scored and unscored runs alternate)
-    #[arg(long, default_value_t = 1)]
-    rounds: usize,
-
-    /// Skip the list latency
-    #[arg(long)]
-    no_list: bool,
-
-    /// Skip the authenticated GETs (Basic vs RS256 JWT, --seconds each)
-    #[arg(long)]
-    no_auth: bool,
-
-    /// Skip the fill-out pages (render and submit latency)
-    #[arg(long)]
-    no_fill_out: bool,
-
-    /// Timed fill-out pages, each rendered and then submitted
-    #[arg(long, default_value_t = 2000)]
-    fill_out_pages: usize,
-
-    /// Untimed fill-out pages before the timed ones
-    #[arg(long, default_value_t = 200)]
-    fill_out_warmup: usize,
-
-    /// Threads of the load generator's runtime (it shares the machine with
-    /// the server)
-    #[arg(long, default_value_t = 1)]
-    client_threads: usize,
-
-    /// PostgreSQL server to create the benchmark databases on (the user
-    /// must be allowed to create databases)
-    #[arg(
-        long,
-        env = "OUTCOMES_TEST_POSTGRES_URL",
-        default_value = "postgres://postgres@127.0.0.1:5432/test"
-    )]
-    postgres_url: String,
-
-    /// Use target/release/outcomes as it is instead of building it first
-    #[arg(long)]
-    no_build: bool,
-
-    /// Benchmark this `outcomes` binary instead of building one (e.g. to
-    /// compare two versions)
-    #[arg(long, value_name = "FILE", conflicts_with = "no_build")]
-    binary: Option<PathBuf>,
-
-    /// Also measure POST on a database holding this many responses already
-    /// (with their dossiers, outcomes and access-log rows), alternating
-    /// with the empty database each round; the list is then read at this
-    /// size. The preloaded database is built with SQL once and kept under
-    /// <target>/bench-preload (PostgreSQL: a database on the server) for
-    /// later runs
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    preload: u64,
-
-    /// Build the preloaded database again even if one is kept
-    #[arg(long)]
-    rebuild_preload: bool,
-
-    /// With --preload, skip the POST runs on the empty database
-    #[arg(long)]
-    no_empty: bool,
-
-    /// Open-loop load: requests are due at this many per second in all,
-    /// and latency counts from the due time (without it, closed-loop: each
-    /// connection waits for its answer before sending again)
-    #[arg(long, value_name = "PER_SECOND")]
-    rate: Option<f64>,
-
-    /// Measure the start with 20 plugin folders (spawn to /health, with
-    /// the compiled-module cache filled) and the idle resident memory
-    #[arg(long)]
-    startup: bool,
-
-    /// Starts timed with --startup (after the one that fills the cache)
-    #[arg(long, default_value_t = 5)]
-    startup_runs: usize,
-
-    /// Also run the POST load against the peer (Medplum's FHIR router in
-    /// memory, installed with npm), alternating with ours, and report the
-    /// ratio
-    #[arg(long)]
-    peer: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Database {
-    Sqlite,
-    Postgres,
-    Both,
-}
-
-/// Which engine one run uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    Sqlite,
-    Postgres,
-}
-
-impl Backend {
-    fn name(self) -> &'static str {
-        match self {
-            Backend::Sqlite => "SQLite",
-            Backend::Postgres => "PostgreSQL",
-        }
-    }
-}
 
 /// Responses per measured dossier.
 const LIST_SIZE: u64 = 100;
@@ -241,18 +87,6 @@ const GOAL_SCORING_COST_PERCENT: f64 = 10.0;
 const GOAL_SQLITE_KEPT: f64 = 0.9;
 const GOAL_POSTGRES_KEPT: f64 = 0.8;
 const GOAL_PEER_RATIO: f64 = 1.5;
-
-/// The median of some figures (the mean of the middle two for an even
-/// count); NaN for none.
-fn median(figures: &[f64]) -> f64 {
-    let mut sorted = figures.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    match sorted.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => sorted[n / 2],
-        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
-    }
-}
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
@@ -316,52 +150,6 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     print_summary(&args, &reports);
     Ok(())
-}
-
-/// The binary to measure: `given`, else the release build.
-fn binary(root: &Path, given: Option<&Path>, no_build: bool) -> anyhow::Result<PathBuf> {
-    match given {
-        Some(path) => {
-            anyhow::ensure!(path.exists(), "{} does not exist", path.display());
-            Ok(path.to_owned())
-        }
-        None => build(root, no_build),
-    }
-}
-
-/// Builds the release binary; its path.
-fn build(root: &Path, skip: bool) -> anyhow::Result<PathBuf> {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
-    let binary = target
-        .join("release")
-        .join(format!("outcomes{}", std::env::consts::EXE_SUFFIX));
-    if !skip {
-        eprintln!(
-            "xtask: building the release binary (cargo build --release -p host --bin outcomes)"
-        );
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-        let status = Command::new(cargo)
-            .current_dir(root)
-            .args([
-                "build",
-                "--release",
-                "--package",
-                "host",
-                "--bin",
-                "outcomes",
-            ])
-            .status()
-            .context("running cargo build")?;
-        anyhow::ensure!(status.success(), "cargo build --release failed ({status})");
-    }
-    anyhow::ensure!(
-        binary.exists(),
-        "{} does not exist; build it or drop --no-build",
-        binary.display()
-    );
-    Ok(binary)
 }
 
 #[derive(Debug, Default)]
@@ -590,7 +378,7 @@ async fn phase_on<T>(
     body: impl AsyncFnOnce(&Fresh) -> anyhow::Result<T>,
 ) -> anyhow::Result<T> {
     let fresh = match cached {
-        Some(cached) => Fresh::from_cache(cached, &args.postgres_url).await?,
+        Some(cached) => cached.copy(&args.postgres_url).await?,
         None => Fresh::create(backend, &args.postgres_url).await?,
     };
     let result = tokio::select! {

@@ -44,8 +44,8 @@ use sha2::{Digest, Sha256};
 use sqlx::any::AnyArguments;
 use sqlx::{AnyConnection, Arguments, Connection, Executor, Row};
 
-use super::server::{Fresh, Server};
-use super::{Backend, load};
+use super::load;
+use super::server::{Backend, Fresh, Server};
 use host::domain::time::from_millis;
 use host::store::{AccessEntry, link_hash};
 
@@ -150,7 +150,9 @@ pub async fn ensure(
             return Err(e);
         }
     };
-    fresh.persist(&cached, postgres_url).await?;
+    fresh
+        .keep(&cached.data, cached.postgres.as_deref(), postgres_url)
+        .await?;
     println!("Preload: built in {:.0} s", started.elapsed().as_secs_f64());
     Ok(Cached {
         responses,
@@ -159,6 +161,11 @@ pub async fn ensure(
 }
 
 impl Cached {
+    /// A copy of this database for one run.
+    pub async fn copy(&self, postgres_url: &str) -> anyhow::Result<Fresh> {
+        Fresh::copy_of(&self.data, self.postgres.as_deref(), postgres_url).await
+    }
+
     fn describe(&self) -> String {
         match (&self.sqlite, &self.postgres) {
             (Some(file), _) => file.display().to_string(),

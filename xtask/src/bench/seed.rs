@@ -12,7 +12,8 @@
 use anyhow::Context;
 use sqlx::{AnyConnection, Connection, Executor, Row};
 
-use super::{Backend, load};
+use super::load;
+use super::server::Backend;
 
 #[derive(Debug)]
 pub struct Seeder {

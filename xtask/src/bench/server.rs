@@ -1,5 +1,5 @@
-//! The server under test: a fresh database for it, the `outcomes serve`
-//! child process, and the CPU time both sides use.
+//! The server under test: a fresh database for it and the `outcomes serve`
+//! child process.
 
 use std::fs::File;
 use std::net::{SocketAddr, TcpListener};
@@ -13,8 +13,23 @@ use base64::engine::general_purpose::STANDARD;
 use sqlx::{AnyConnection, Connection, Executor};
 use tempfile::TempDir;
 
-use super::Backend;
 use super::load::{self, Target};
+
+/// Which engine one run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "SQLite",
+            Backend::Postgres => "PostgreSQL",
+        }
+    }
+}
 
 /// A database nobody else uses: a temporary folder for SQLite, a new
 /// database on the PostgreSQL server. [`Fresh::remove`] deletes it.
@@ -55,10 +70,13 @@ impl Fresh {
         })
     }
 
-    /// A copy of a preloaded database (`super::preload`): the SQLite file
-    /// copied, or a PostgreSQL database made from it as a template.
-    pub async fn from_cache(
-        cached: &super::preload::Cached,
+    /// A copy of a database kept by [`Fresh::keep`] (a preloaded one):
+    /// its data folder `kept_data` copied (on SQLite, the database in it),
+    /// and on PostgreSQL a database made with `kept_database` as its
+    /// template.
+    pub async fn copy_of(
+        kept_data: &Path,
+        kept_database: Option<&str>,
         postgres_url: &str,
     ) -> anyhow::Result<Fresh> {
         let mut fresh = Fresh::create(Backend::Sqlite, postgres_url).await?;
@@ -66,36 +84,33 @@ impl Fresh {
         fresh.copied = true;
         let data = fresh.dir.path().join("data");
         std::fs::create_dir_all(&data)?;
-        for entry in std::fs::read_dir(&cached.data)?.flatten() {
+        for entry in std::fs::read_dir(kept_data)?.flatten() {
             let path = entry.path();
             if path.is_file() {
                 std::fs::copy(&path, data.join(entry.file_name()))
                     .with_context(|| format!("copying {}", path.display()))?;
             }
         }
-        match (&cached.sqlite, &cached.postgres) {
-            (Some(_), _) => {}
-            (_, Some(template)) => {
-                fresh.postgres =
-                    Some(PostgresDatabase::create_from(postgres_url, Some(template)).await?);
-            }
-            _ => anyhow::bail!("an empty cache entry"),
+        if let Some(template) = kept_database {
+            fresh.postgres =
+                Some(PostgresDatabase::create_from(postgres_url, Some(template)).await?);
         }
         Ok(fresh)
     }
 
-    /// Keeps this database as the cache entry `cached` names (the server
-    /// using it stopped): the SQLite file moved there, the PostgreSQL
-    /// database renamed.
-    pub async fn persist(
+    /// Keeps this database for later runs (the server using it stopped):
+    /// the data folder (on SQLite with the database) moved to `data_dir`,
+    /// and on PostgreSQL the database renamed to `database`.
+    pub async fn keep(
         mut self,
-        cached: &super::preload::Cached,
+        data_dir: &Path,
+        database: Option<&str>,
         postgres_url: &str,
     ) -> anyhow::Result<()> {
         let data = self.dir.path().join("data");
-        let dir = &cached.data;
-        match (&cached.sqlite, &cached.postgres, self.postgres.take()) {
-            (Some(_), _, None) => {
+        let dir = data_dir;
+        match (database, self.postgres.take()) {
+            (None, None) => {
                 if dir.exists() {
                     std::fs::remove_dir_all(dir)?;
                 }
@@ -110,7 +125,7 @@ impl Fresh {
                     }
                 }
             }
-            (_, Some(name), Some(db)) => {
+            (Some(name), Some(db)) => {
                 let mut conn = AnyConnection::connect(postgres_url).await?;
                 let renamed = async {
                     conn.execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str())
@@ -136,7 +151,7 @@ impl Fresh {
                     }
                 }
             }
-            (_, _, db) => {
+            (_, db) => {
                 self.postgres = db;
                 self.remove().await;
                 anyhow::bail!("the cache entry is for another database");
@@ -527,130 +542,50 @@ pub(super) fn stop(child: &mut Child) {
     let _ = child.wait();
 }
 
-/// CPU time of the server and of this process (the load generator), and of
-/// the whole machine, from /proc. None off Linux.
-#[derive(Debug, Clone, Copy)]
-pub struct CpuSample {
-    server: u32,
-    at: Instant,
-    server_ticks: u64,
-    client_ticks: u64,
-    machine_busy: u64,
-    machine_total: u64,
-    /// The server's /proc/<pid>/io counters, where readable.
-    io: Option<Io>,
-}
-
-/// I/O counters of a process (/proc/<pid>/io): bytes through read and
-/// write calls, the calls, and bytes that reached the storage layer.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Io {
-    pub read_calls: u64,
-    pub write_calls: u64,
-    pub read_bytes: u64,
-    pub written_bytes: u64,
-    pub storage_written: u64,
-}
-
-impl Io {
-    fn of(pid: u32) -> Option<Io> {
-        let text = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
-        let mut io = Io::default();
-        for line in text.lines() {
-            let (key, value) = line.split_once(':')?;
-            let value: u64 = value.trim().parse().ok()?;
-            match key {
-                "rchar" => io.read_bytes = value,
-                "wchar" => io.written_bytes = value,
-                "syscr" => io.read_calls = value,
-                "syscw" => io.write_calls = value,
-                "write_bytes" => io.storage_written = value,
-                _ => {}
-            }
+/// The binary to measure: `given`, else the release build.
+pub fn binary(root: &Path, given: Option<&Path>, no_build: bool) -> anyhow::Result<PathBuf> {
+    match given {
+        Some(path) => {
+            anyhow::ensure!(path.exists(), "{} does not exist", path.display());
+            Ok(path.to_owned())
         }
-        Some(io)
-    }
-
-    fn since(self, before: Io) -> Io {
-        Io {
-            read_calls: self.read_calls.saturating_sub(before.read_calls),
-            write_calls: self.write_calls.saturating_sub(before.write_calls),
-            read_bytes: self.read_bytes.saturating_sub(before.read_bytes),
-            written_bytes: self.written_bytes.saturating_sub(before.written_bytes),
-            storage_written: self.storage_written.saturating_sub(before.storage_written),
-        }
+        None => build(root, no_build),
     }
 }
 
-/// CPU use over an interval.
-#[derive(Debug, Clone, Copy)]
-pub struct CpuUse {
-    /// Server process, in cores (1.0 = one core busy all the time).
-    pub server: f64,
-    /// Load generator, in cores.
-    pub client: f64,
-    /// Busy share of all the machine's cores (0..1), other tenants included.
-    pub machine: f64,
-    /// The server's I/O over the interval (socket traffic included).
-    pub io: Option<Io>,
-}
-
-impl CpuSample {
-    pub fn take(server: u32) -> Option<CpuSample> {
-        let (machine_busy, machine_total) = machine_ticks()?;
-        Some(CpuSample {
-            server,
-            at: Instant::now(),
-            server_ticks: process_ticks(&format!("/proc/{server}/stat"))?,
-            client_ticks: process_ticks("/proc/self/stat")?,
-            machine_busy,
-            machine_total,
-            io: Io::of(server),
-        })
+/// Builds the release binary; its path.
+fn build(root: &Path, skip: bool) -> anyhow::Result<PathBuf> {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let binary = target
+        .join("release")
+        .join(format!("outcomes{}", std::env::consts::EXE_SUFFIX));
+    if !skip {
+        eprintln!(
+            "xtask: building the release binary (cargo build --release -p host --bin outcomes)"
+        );
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let status = Command::new(cargo)
+            .current_dir(root)
+            .args([
+                "build",
+                "--release",
+                "--package",
+                "host",
+                "--bin",
+                "outcomes",
+            ])
+            .status()
+            .context("running cargo build")?;
+        anyhow::ensure!(status.success(), "cargo build --release failed ({status})");
     }
-
-    /// The use since this sample.
-    pub fn since(&self) -> Option<CpuUse> {
-        let now = CpuSample::take(self.server)?;
-        let ticks = TICKS_PER_SECOND * now.at.duration_since(self.at).as_secs_f64();
-        let total = now.machine_total.saturating_sub(self.machine_total) as f64;
-        Some(CpuUse {
-            server: now.server_ticks.saturating_sub(self.server_ticks) as f64 / ticks,
-            client: now.client_ticks.saturating_sub(self.client_ticks) as f64 / ticks,
-            machine: if total > 0.0 {
-                now.machine_busy.saturating_sub(self.machine_busy) as f64 / total
-            } else {
-                0.0
-            },
-            io: now.io.zip(self.io).map(|(n, b)| n.since(b)),
-        })
-    }
-}
-
-/// USER_HZ: 100 on every Linux architecture we run on.
-const TICKS_PER_SECOND: f64 = 100.0;
-
-/// utime + stime of a /proc/<pid>/stat file.
-fn process_ticks(path: &str) -> Option<u64> {
-    let text = std::fs::read_to_string(path).ok()?;
-    // The command name may hold spaces: fields count from after its ')'.
-    let rest = &text[text.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
-}
-
-/// Busy and total ticks of all cores from /proc/stat.
-fn machine_ticks() -> Option<(u64, u64)> {
-    let text = std::fs::read_to_string("/proc/stat").ok()?;
-    let line = text.lines().next()?.strip_prefix("cpu ")?;
-    let values: Vec<u64> = line
-        .split_whitespace()
-        .filter_map(|v| v.parse().ok())
-        .collect();
-    // user nice system idle iowait irq softirq steal (guest time is in user)
-    let total: u64 = values.iter().take(8).sum();
-    let idle = values.get(3)? + values.get(4)?;
-    Some((total - idle, total))
+    anyhow::ensure!(
+        binary.exists(),
+        "{} does not exist; build it or drop --no-build",
+        binary.display()
+    );
+    Ok(binary)
 }
 
 #[cfg(test)]

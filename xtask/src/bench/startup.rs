@@ -29,8 +29,9 @@ use anyhow::Context;
 
 use host::plugins::sections::{DATA, sections, with_custom_section};
 
-use super::server::{Fresh, Server};
-use super::{Backend, BenchArgs, median};
+use super::args::BenchArgs;
+use super::load::median;
+use super::server::{Backend, Fresh, Server};
 
 /// Plugin folders the goal names.
 const FOLDERS: usize = 20;
