@@ -25,6 +25,7 @@ pub mod shadow;
 pub mod store;
 pub mod telemetry;
 pub mod tls;
+pub mod trials;
 pub mod verify;
 
 use std::future::Future;
@@ -69,6 +70,8 @@ struct Inner {
     /// Whether requests arrive over TLS terminated by this process.
     secure: bool,
     plugins: Arc<Plugins>,
+    /// Which version of a scorer serves, and which is on trial.
+    trials: Arc<trials::Trials>,
     metrics: Arc<Metrics>,
     /// Where `/metrics` is served apart from the API (`metrics_listen`),
     /// as bound.
@@ -91,8 +94,8 @@ struct Inner {
     refusals: Refusals,
     /// When the scheduler last finished a pass (`/readyz`).
     heartbeat: scheduler::heartbeat::Heartbeat,
-    // (#21 verify)
-    /// The queue to the shadow-scoring worker (`shadow.rs`).
+    /// Shadow scoring (`shadow.rs`): its queue, which the store hands
+    /// every stored completion to.
     shadow: shadow::Shadow,
 }
 
@@ -221,7 +224,12 @@ impl AppState {
         self.0.metrics_addr
     }
 
-    /// The queue to the shadow-scoring worker.
+    /// Which version of a scorer serves, and which is on trial.
+    pub fn trials(&self) -> &Arc<trials::Trials> {
+        &self.0.trials
+    }
+
+    /// Shadow scoring.
     pub fn shadow(&self) -> &shadow::Shadow {
         &self.0.shadow
     }
@@ -365,11 +373,19 @@ impl App {
         private_data_dir(&config.data_dir)?;
         let definitions = definitions::load(&config.questionnaires_dir, &config.protocols_dir)?;
         let metrics = Arc::new(Metrics::new());
+        let plugins = Arc::new(
+            Plugins::new(config.plugins.clone(), metrics.clone())
+                .context("starting the plugin runtime")?,
+        );
+        let trials = Arc::new(trials::Trials::new(plugins.clone()));
+        // Every completion the store stores goes to the shadow's queue.
+        let queue = shadow::Queue::new(trials.clone(), metrics.clone());
         let options = StoreOptions {
             max_connections: config.max_connections,
             write_queue_timeout: config.write_queue_timeout,
             metrics: metrics.store(),
             acquire_timeout: config.database_acquire_timeout,
+            completions: store::Completions::to(Arc::new(queue.clone())),
         };
         let store = Store::connect(&config.database_url, &options)
             .await
@@ -396,10 +412,6 @@ impl App {
             questionnaires = counts.0,
             protocols = counts.1,
             "definitions loaded"
-        );
-        let plugins = Arc::new(
-            Plugins::new(config.plugins.clone(), metrics.clone())
-                .context("starting the plugin runtime")?,
         );
         let tls = match &config.tls {
             Some(files) => Some(tls::server_config(&files.cert, &files.key)?),
@@ -459,6 +471,7 @@ impl App {
         }
         let limits = RateLimits::new(config.anonymous_limit, config.token_limit);
         let heartbeat = scheduler::heartbeat::Heartbeat::new(clock.now());
+        let shadow = shadow::Shadow::new(queue, store.clone(), clock.clone());
         let state = AppState(Arc::new(Inner {
             config,
             store,
@@ -469,6 +482,7 @@ impl App {
             clock,
             secure: tls.is_some(),
             plugins,
+            trials,
             metrics,
             metrics_addr,
             links,
@@ -478,7 +492,7 @@ impl App {
             limits,
             refusals: Refusals::default(),
             heartbeat,
-            shadow: shadow::Shadow::default(),
+            shadow,
         }));
         let report = state.reload_plugins().await;
         tracing::info!(
@@ -487,7 +501,7 @@ impl App {
             refused = report.failed.len(),
             "plugins loaded"
         );
-        if let Err(e) = shadow::refresh(&state).await {
+        if let Err(e) = shadow::refresh(state.shadow()).await {
             tracing::warn!(error = %e, "candidate scorer versions not read; tried again while serving");
         }
         Ok(App {
@@ -523,7 +537,7 @@ impl App {
             self.state.clone(),
             std::time::Duration::from_secs(2),
         ));
-        let shadow_worker = tokio::spawn(shadow::run(self.state.clone()));
+        let shadow_worker = tokio::spawn(shadow::run(self.state.shadow().clone()));
         let trials = tokio::spawn(refresh_trials_every(
             self.state.clone(),
             std::time::Duration::from_secs(2),
@@ -766,7 +780,7 @@ async fn refresh_trials_every(state: AppState, every: std::time::Duration) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        if let Err(e) = shadow::refresh(&state).await {
+        if let Err(e) = shadow::refresh(state.shadow()).await {
             tracing::warn!(error = %e, "reading candidate scorer versions failed; keeping the previous ones");
         }
     }

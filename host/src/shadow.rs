@@ -3,28 +3,44 @@
 //! each is compared with the stored outcome; differences are recorded per
 //! response with both outcomes (docs/operations.md#verifying-outcomes-and-trying-a-new-scorer).
 //!
-//! Candidates live in the database (`store/candidates.rs`), so every host
-//! sharing it shadows with the same one; each host reads them every few
-//! seconds ([`refresh`]). Off the request's path: a handler hands the job
-//! to a bounded queue ([`Shadow::submit`], never waiting; a full queue
-//! drops the job and counts it) and one worker per host drains it in
-//! batches ([`run`]), scoring them on a thread that gets only idle CPU
-//! and writing the counts at most every half second, differences at
-//! once. Stored outcomes are never touched.
+//! A consequence of storing, not a call to remember: the store hands every
+//! completion it stored, whatever path stored it, to the shadow's
+//! [`Queue`] (a `store::CompletionSink`, given to the store at start), and
+//! the queue keeps it only while a candidate of its scorer is on trial
+//! (`crate::trials`). Candidates live in the database
+//! (`store/candidates.rs`), so every host sharing it shadows with the same
+//! one; each host reads them every few seconds ([`refresh`]) and sets the
+//! trials. Off the request's path: the queue is bounded and never waits
+//! (a full queue drops the job and counts it), and one worker per host
+//! drains it in batches ([`run`]), building each candidate's input with
+//! the function that builds the serving input (`scoring::scorer_input_for`)
+//! on a thread that gets only idle CPU, and writing the counts at most
+//! every half second, differences at once.
+//!
+//! Must not: touch stored outcomes, make a request wait, or decide which
+//! version serves (that is `trials.rs`; this file only sets it from the
+//! database).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::Mutex;
 
+use chrono::{DateTime, Utc};
 use plugin_sdk::{PluginKind, ScorerOutput};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::AppState;
-use crate::domain::questionnaire::sha256_hex;
+use crate::clock::Clock;
+use crate::domain::answers::Answers;
+use crate::domain::outcome::Outcome;
+use crate::domain::questionnaire::{Questionnaire, sha256_hex};
+use crate::domain::variant::Variant;
 use crate::metrics::Metrics;
-use crate::plugins::{Background, Plugin, Plugins, Trials};
-use crate::scoring::{ShadowInput, finish};
-use crate::store::{ShadowDifference, ShadowTally, StoreError};
+use crate::plugins::{Background, Plugin, Plugins};
+use crate::scoring::{ScoringContext, finish, scorer_input_for};
+use crate::store::{
+    CompletionSink, ShadowDifference, ShadowTally, Store, StoreError, StoredCompletion,
+};
+use crate::trials::{OnTrial, Trials};
 
 /// Jobs a host keeps waiting for its worker; more are dropped (counted).
 pub const QUEUE: usize = 4096;
@@ -32,59 +48,73 @@ pub const QUEUE: usize = 4096;
 /// Jobs the worker takes at once, written in one write.
 const BATCH: usize = 256;
 
-/// One response for a candidate to score.
+/// One stored response for a candidate to score: what rebuilds the input
+/// the serving version read, and what it made of it.
 #[derive(Debug)]
 pub struct Job {
     pub response_id: i64,
-    pub input: ShadowInput,
+    pub candidate: Arc<Plugin>,
+    /// The definition the response was scored with.
+    pub questionnaire: Arc<Questionnaire>,
+    pub answers: Answers,
+    pub variant: Variant,
+    pub completed_at: DateTime<Utc>,
+    pub professional: bool,
+    /// What the serving version made of it, as stored.
+    pub live: Outcome,
+    pub live_sha256: Option<String>,
 }
 
-/// A host's end of the shadow queue.
+/// The shadow's queue: the store's completion sink. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Queue(Arc<QueueInner>);
+
 #[derive(Debug)]
-pub struct Shadow {
+struct QueueInner {
     sender: mpsc::Sender<Job>,
     /// Taken by the worker when it starts.
     receiver: Mutex<Option<mpsc::Receiver<Job>>>,
     /// Jobs dropped since last written, by plugin name and candidate hash.
     dropped: Mutex<HashMap<(String, String), i64>>,
-    /// The candidate rows the trials were last built from.
-    seen: tokio::sync::Mutex<Vec<(String, String, String, bool)>>,
     /// Jobs the worker finished (their counts and differences written),
     /// for whoever waits on one (tests).
     done: tokio::sync::watch::Sender<u64>,
+    /// Which candidate, if any, a stored completion goes to.
+    trials: Arc<Trials>,
+    metrics: Arc<Metrics>,
 }
 
-impl Default for Shadow {
-    fn default() -> Self {
-        Shadow::with_capacity(QUEUE)
+impl Queue {
+    pub fn new(trials: Arc<Trials>, metrics: Arc<Metrics>) -> Queue {
+        Queue::with_capacity(QUEUE, trials, metrics)
     }
-}
 
-impl Shadow {
-    pub fn with_capacity(capacity: usize) -> Shadow {
+    pub fn with_capacity(capacity: usize, trials: Arc<Trials>, metrics: Arc<Metrics>) -> Queue {
         let (sender, receiver) = mpsc::channel(capacity.max(1));
-        Shadow {
+        Queue(Arc::new(QueueInner {
             sender,
             receiver: Mutex::new(Some(receiver)),
             dropped: Mutex::new(HashMap::new()),
-            seen: tokio::sync::Mutex::new(Vec::new()),
             done: tokio::sync::watch::Sender::new(0),
-        }
+            trials,
+            metrics,
+        }))
     }
 
-    /// Hands a stored response's job to the worker without waiting: when
-    /// the queue is full it is dropped and counted.
-    pub fn submit(&self, job: Job, metrics: &Metrics) {
+    /// Hands a job to the worker without waiting: when the queue is full
+    /// it is dropped and counted.
+    fn submit(&self, job: Job) {
         let key = (
-            job.input.candidate.name().to_owned(),
-            job.input.candidate.sha256.clone(),
+            job.candidate.name().to_owned(),
+            job.candidate.sha256.clone(),
         );
-        if self.sender.try_send(job).is_err() {
-            metrics.inc(
+        if self.0.sender.try_send(job).is_err() {
+            self.0.metrics.inc(
                 crate::metrics::families::SHADOW_DROPPED,
                 &[("plugin", key.0.as_str())],
             );
             *self
+                .0
                 .dropped
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -95,12 +125,13 @@ impl Shadow {
 
     /// Tells of every batch the worker finished: the jobs done so far.
     pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.done.subscribe()
+        self.0.done.subscribe()
     }
 
     fn take_dropped(&self) -> Vec<ShadowTally> {
         std::mem::take(
             &mut *self
+                .0
                 .dropped
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
@@ -116,28 +147,87 @@ impl Shadow {
     }
 }
 
-/// Hands `input` (from scoring the response `response_id`) to the shadow
-/// worker, if there is one.
-pub fn submit(app: &AppState, response_id: i64, input: Option<ShadowInput>) {
-    if let Some(input) = input {
-        app.shadow()
-            .submit(Job { response_id, input }, app.metrics());
+impl CompletionSink for Queue {
+    /// A job for the candidate of the scorer that scored `stored`, if one
+    /// is on trial and a serving version scored it (not one that was not
+    /// loaded); nothing is copied otherwise.
+    fn stored(&self, stored: StoredCompletion<'_>) {
+        let completion = stored.completion;
+        if completion.provenance.sha256.is_none() {
+            return;
+        }
+        let Some(candidate) = self.0.trials.candidate(&stored.definition.scorer) else {
+            return;
+        };
+        self.submit(Job {
+            response_id: stored.response_id.0,
+            candidate,
+            questionnaire: stored.definition.clone(),
+            answers: completion.answers.clone(),
+            variant: completion.variant.clone(),
+            completed_at: completion.completed_at,
+            professional: stored.professional,
+            live: completion.outcome.clone(),
+            live_sha256: completion.provenance.sha256.clone(),
+        });
+    }
+}
+
+/// A host's shadow scoring: its queue, and what its worker and
+/// [`refresh`] read and write.
+#[derive(Debug, Clone)]
+pub struct Shadow {
+    queue: Queue,
+    store: Store,
+    clock: Arc<dyn Clock>,
+    /// The candidate rows the trials were last built from.
+    seen: Arc<tokio::sync::Mutex<Vec<CandidateRow>>>,
+}
+
+/// A candidate row as [`refresh`] compares them: name, hash, the hash of
+/// the folder version it is tried against, promoted or not.
+type CandidateRow = (String, String, String, bool);
+
+impl Shadow {
+    /// The shadow of `queue` (the sink `store` was given), writing to
+    /// `store` at times read from `clock`.
+    pub fn new(queue: Queue, store: Store, clock: Arc<dyn Clock>) -> Shadow {
+        Shadow {
+            queue,
+            store,
+            clock,
+            seen: Arc::default(),
+        }
+    }
+
+    /// Tells of every batch the worker finished: the jobs done so far.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.queue.subscribe()
+    }
+
+    fn trials(&self) -> &Arc<Trials> {
+        &self.queue.0.trials
+    }
+
+    fn metrics(&self) -> &Metrics {
+        &self.queue.0.metrics
     }
 }
 
 /// Reads the candidates from the database and loads any new one from the
 /// module archive (its bytes checked against its hash); the trials change
 /// only when the rows did. Writes the counts of dropped jobs first.
-pub async fn refresh(app: &AppState) -> Result<(), StoreError> {
-    let dropped = app.shadow().take_dropped();
+pub async fn refresh(shadow: &Shadow) -> Result<(), StoreError> {
+    let dropped = shadow.queue.take_dropped();
     if !dropped.is_empty() {
-        app.store()
-            .record_shadow(dropped, Vec::new(), app.now())
+        shadow
+            .store
+            .record_shadow(dropped, Vec::new(), shadow.clock.now())
             .await?;
     }
-    let mut seen = app.shadow().seen.lock().await;
-    let rows = app.store().candidates().await?;
-    let now: Vec<(String, String, String, bool)> = rows
+    let mut seen = shadow.seen.lock().await;
+    let rows = shadow.store.candidates().await?;
+    let now: Vec<CandidateRow> = rows
         .iter()
         .map(|c| {
             (
@@ -151,10 +241,10 @@ pub async fn refresh(app: &AppState) -> Result<(), StoreError> {
     if *seen == now {
         return Ok(());
     }
-    let current = app.plugins().trials();
-    let mut trials = Trials::default();
+    let current = shadow.trials().on_trial();
+    let mut trials = OnTrial::default();
     for (name, sha, live_sha, promoted) in &now {
-        let Some(plugin) = candidate_plugin(app, &current, sha).await? else {
+        let Some(plugin) = candidate_plugin(shadow, &current, sha).await? else {
             continue;
         };
         if plugin.name() != name || plugin.kind() != PluginKind::Scorer {
@@ -177,7 +267,7 @@ pub async fn refresh(app: &AppState) -> Result<(), StoreError> {
         promoted = trials.promoted.len(),
         "scorer versions on trial changed"
     );
-    app.plugins().set_trials(trials);
+    shadow.trials().set(trials);
     *seen = now;
     Ok(())
 }
@@ -185,8 +275,8 @@ pub async fn refresh(app: &AppState) -> Result<(), StoreError> {
 /// The candidate module with hash `sha`: as loaded before, else from the
 /// archive. None (logged) when it is missing, altered or refused.
 async fn candidate_plugin(
-    app: &AppState,
-    current: &Trials,
+    shadow: &Shadow,
+    current: &OnTrial,
     sha: &str,
 ) -> Result<Option<Arc<Plugin>>, StoreError> {
     if let Some(p) = current
@@ -197,7 +287,7 @@ async fn candidate_plugin(
     {
         return Ok(Some(p.clone()));
     }
-    let Some(bytes) = app.store().archived_module(sha).await? else {
+    let Some(bytes) = shadow.store.archived_module(sha).await? else {
         tracing::error!(sha256 = sha, "the candidate module is not in the archive");
         return Ok(None);
     };
@@ -208,7 +298,7 @@ async fn candidate_plugin(
         );
         return Ok(None);
     }
-    let plugins = app.plugins().clone();
+    let plugins = shadow.trials().plugins().clone();
     let loaded = tokio::task::spawn_blocking(move || plugins.load_module(&bytes)).await;
     match loaded {
         Ok(Ok(plugin)) => Ok(Some(Arc::new(plugin))),
@@ -237,9 +327,10 @@ async fn candidate_plugin(
 /// for, so counts are written at most every [`WRITE_EVERY`] (a difference
 /// at once): a busy host would otherwise add a write for every few
 /// responses (docs/benchmarks.md has the cost).
-pub async fn run(app: AppState) {
-    let taken = app
-        .shadow()
+pub async fn run(shadow: Shadow) {
+    let taken = shadow
+        .queue
+        .0
         .receiver
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -247,7 +338,7 @@ pub async fn run(app: AppState) {
     let Some(mut receiver) = taken else {
         return;
     };
-    let Some(scorer) = ShadowThread::start(app.plugins().clone()) else {
+    let Some(scorer) = ShadowThread::start(shadow.trials().plugins().clone()) else {
         return;
     };
     let mut batch = Vec::with_capacity(BATCH);
@@ -273,7 +364,7 @@ pub async fn run(app: AppState) {
         let closed = received == 0 && receiver.is_closed() && receiver.is_empty();
         let due = received == 0 || written.elapsed() >= WRITE_EVERY;
         if !unwritten.tallies.is_empty() && (due || !unwritten.differences.is_empty() || closed) {
-            write(&app, std::mem::take(&mut unwritten)).await;
+            write(&shadow, std::mem::take(&mut unwritten)).await;
             written = tokio::time::Instant::now();
         }
         if closed {
@@ -295,11 +386,11 @@ const DUTY: f64 = 0.25;
 const WRITE_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Writes what the candidates made of some jobs, and tells of them.
-async fn write(app: &AppState, scored: Scored) {
+async fn write(shadow: &Shadow, scored: Scored) {
     // Every job is one call in the tallies.
     let jobs = scored.tallies.values().sum::<i64>().unsigned_abs();
     for difference in &scored.differences {
-        app.metrics().inc(
+        shadow.metrics().inc(
             crate::metrics::families::SHADOW_DIFFERENCES,
             &[("plugin", difference.plugin.as_str())],
         );
@@ -314,14 +405,14 @@ async fn write(app: &AppState, scored: Scored) {
             dropped: 0,
         })
         .collect();
-    if let Err(e) = app
-        .store()
-        .record_shadow(tallies, scored.differences, app.now())
+    if let Err(e) = shadow
+        .store
+        .record_shadow(tallies, scored.differences, shadow.clock.now())
         .await
     {
         tracing::warn!(error = %e, "shadow scoring counts and differences were not written");
     }
-    app.shadow().done.send_modify(|n| *n += jobs);
+    shadow.queue.0.done.send_modify(|n| *n += jobs);
 }
 
 /// What the candidates made of some jobs.
@@ -389,13 +480,25 @@ async fn score(plugins: &Plugins, jobs: Vec<Job>) -> Scored {
     let quiet = Metrics::default();
     let mut scored = Scored::default();
     for job in jobs {
-        let ShadowInput {
+        let Job {
+            response_id,
             candidate,
             questionnaire,
-            input,
+            answers,
+            variant,
+            completed_at,
+            professional,
             live,
             live_sha256,
-        } = job.input;
+        } = job;
+        // The input the serving version read, as the candidate's manifest
+        // asks for it.
+        let ctx = ScoringContext {
+            completed_at,
+            professional,
+            variant: &variant,
+        };
+        let input = scorer_input_for(&candidate, &questionnaire, &answers, ctx);
         let call = plugins
             .shadow_call::<ScorerOutput>(candidate.clone(), input)
             .await;
@@ -415,7 +518,7 @@ async fn score(plugins: &Plugins, jobs: Vec<Job>) -> Scored {
                 plugin: candidate.name().to_owned(),
                 candidate_sha256: candidate.sha256.clone(),
                 live_sha256,
-                response_id: job.response_id,
+                response_id,
                 live_outcome: live_text,
                 candidate_outcome: candidate_text,
             });

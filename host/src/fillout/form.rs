@@ -26,7 +26,7 @@ use crate::domain::outcome::{Outcome, Provenance};
 use crate::domain::questionnaire::Questionnaire;
 use crate::domain::response::{Completion, Response as StoredResponse};
 use crate::domain::variant::Variant;
-use crate::store::PageAnswers;
+use crate::store::{PageAnswers, Scored};
 
 /// Largest form accepted: far more than the longest questionnaire sends.
 const FORM_LIMIT: usize = 64 * 1024;
@@ -165,21 +165,19 @@ pub async fn submit(
         outcome: Outcome::empty(),
         provenance: Provenance::default(),
     };
-    let shadow = crate::scoring::score_completion(
-        app.plugins(),
-        app.metrics(),
-        &q.def,
-        &mut completion,
-        false,
-    )
-    .await;
+    crate::scoring::score_completion(app.trials(), app.metrics(), &q.def, &mut completion, false)
+        .await;
+    let scored = Scored {
+        completion,
+        definition: q.def.clone(),
+        professional: false,
+    };
     match app
         .store()
-        .complete_in_session(&live.session, response.id, completion, now, entry)
+        .complete_in_session(&live.session, response.id, scored, now, entry)
         .await
     {
         Ok(true) => {
-            crate::shadow::submit(&app, response.id.0, shadow);
             app.metrics()
                 .inc("outcomes_fill_out_total", &[("event", "completed")]);
             redirect("/fill_out/session")

@@ -10,6 +10,7 @@ mod access_log;
 pub mod backup;
 mod candidates;
 mod catalog;
+mod completions;
 mod create;
 mod dossiers;
 mod error;
@@ -36,6 +37,7 @@ use sqlx::{AnyConnection, ConnectOptions, Connection, Executor};
 pub use access_log::{AccessEntry, Verification, link_hash};
 pub use candidates::{NewCandidate, ShadowDifference, ShadowTally, StoredCandidate};
 pub use catalog::DefinitionSource;
+pub use completions::{CompletionSink, Completions, Scored, StoredCompletion};
 pub use create::{CreateResult, NewResponse};
 pub use error::StoreError;
 pub use fill_out_requests::{ClaimedCallback, FillOutRequestResult, NewFillOutRequest};
@@ -100,6 +102,8 @@ pub struct StoreOptions {
     pub write_queue_timeout: Duration,
     /// Where pool waits and write batches are recorded (default: nowhere).
     pub metrics: StoreMetrics,
+    /// Where every completion is handed once stored (default: nowhere).
+    pub completions: Completions,
 }
 
 impl Default for StoreOptions {
@@ -109,6 +113,7 @@ impl Default for StoreOptions {
             acquire_timeout: Duration::from_secs(5),
             write_queue_timeout: Duration::from_secs(5),
             metrics: StoreMetrics::default(),
+            completions: Completions::default(),
         }
     }
 }
@@ -119,6 +124,8 @@ pub struct Store {
     pool: Pool,
     backend: Backend,
     writer: Writer,
+    /// Told of every completion stored (`completions.rs`).
+    completions: Completions,
 }
 
 impl Store {
@@ -168,6 +175,7 @@ impl Store {
             backend,
             options.write_queue_timeout,
             options.metrics.clone(),
+            options.completions.clone(),
             move || {
                 let options = connect_options.clone();
                 Box::pin(async move {
@@ -196,6 +204,7 @@ impl Store {
             pool,
             backend,
             writer,
+            completions: options.completions.clone(),
         })
     }
 

@@ -63,7 +63,9 @@ async fn install(app: &TestApp, file: PathBuf) {
     )
     .await;
     assert!(installed.expect("installs"), "the candidate is accepted");
-    shadow::refresh(&app.state).await.expect("candidates read");
+    shadow::refresh(app.state.shadow())
+        .await
+        .expect("candidates read");
 }
 
 async fn promote(app: &TestApp, accept_differences: bool) -> bool {
@@ -146,7 +148,7 @@ db_test!(async fn an_identical_candidate_records_no_difference_and_promotes(app)
     assert_eq!(computed_by(&app, id_of(&bodies[0])).await, live);
 
     assert!(promote(&app, false).await, "no difference: promoted");
-    shadow::refresh(&app.state).await.expect("candidates read");
+    shadow::refresh(app.state.shadow()).await.expect("candidates read");
     assert_eq!(candidate(&app).await["state"], "promoted");
     let after = posted(&app, "d1", "after").await;
     assert_eq!(after["outcome"], bodies[0]["outcome"]);
@@ -159,7 +161,7 @@ db_test!(async fn an_identical_candidate_records_no_difference_and_promotes(app)
 
     // Discarding withdraws the promotion: the folder's version serves again.
     assert!(discard(&app).await.expect("discards"));
-    shadow::refresh(&app.state).await.expect("candidates read");
+    shadow::refresh(app.state.shadow()).await.expect("candidates read");
     assert_eq!(candidate(&app).await, Value::Null);
     let back = posted(&app, "d1", "back").await;
     assert_eq!(computed_by(&app, id_of(&back)).await, live);
@@ -197,16 +199,16 @@ db_test!(async fn a_differing_candidate_records_both_outcomes_and_waits_for_acce
     assert!(listed.as_array().is_some_and(|all| all.iter().all(|r| r["outcome"]["scores"]["total"]["value"] == 9.0)), "{listed}");
 
     assert!(!promote(&app, false).await, "refused while differences are unexplained");
-    shadow::refresh(&app.state).await.expect("candidates read");
+    shadow::refresh(app.state.shadow()).await.expect("candidates read");
     assert_eq!(candidate(&app).await["state"], "shadowing");
     assert_eq!(posted(&app, "d1", "still").await["outcome"]["scores"]["total"]["value"], 9.0);
 
     assert!(promote(&app, true).await, "promoted once the differences are accepted");
-    shadow::refresh(&app.state).await.expect("candidates read");
+    shadow::refresh(app.state.shadow()).await.expect("candidates read");
     assert_eq!(posted(&app, "d1", "promoted").await["outcome"]["scores"]["total"]["value"], 99.0);
 
     assert!(discard(&app).await.expect("discards"));
-    shadow::refresh(&app.state).await.expect("candidates read");
+    shadow::refresh(app.state.shadow()).await.expect("candidates read");
     assert_eq!(posted(&app, "d1", "discarded").await["outcome"]["scores"]["total"]["value"], 9.0);
     assert!(discard(&app).await.is_err(), "nothing left to discard");
 });
@@ -221,9 +223,9 @@ db_test!(async fn a_discarded_candidate_scores_nothing_more(app) {
     post_shadowed(&app, "d1", 1).await;
     assert_eq!(candidate(&app).await["differences"], 1);
     assert!(discard(&app).await.expect("discards"));
-    shadow::refresh(&app.state).await.expect("candidates read");
+    shadow::refresh(app.state.shadow()).await.expect("candidates read");
     assert_eq!(candidate(&app).await, Value::Null);
-    assert!(app.state.plugins().candidate("phq9").is_none(), "no candidate left to call");
+    assert!(app.state.trials().candidate("phq9").is_none(), "no candidate left to call");
     posted(&app, "d1", "later").await;
     assert_eq!(app.sql("SELECT COUNT(*) FROM shadow_differences").await, Some(0));
     assert!(!promote_missing(&app).await);
@@ -251,7 +253,7 @@ db_test!(async fn a_candidate_refuses_a_module_that_is_not_that_scorer(app) {
     let broken = candidate_file(&app, "broken", b"not wasm", false);
     let refused = run_plugin(&app, PluginCommand::Candidate { name: "phq9".into(), module: broken }).await;
     assert!(!refused.expect("reported"), "a module that does not load is refused");
-    shadow::refresh(&app.state).await.expect("candidates read");
+    shadow::refresh(app.state.shadow()).await.expect("candidates read");
     assert_eq!(candidate(&app).await, Value::Null);
 });
 
@@ -263,13 +265,13 @@ db_test!(async fn hosts_sharing_a_database_shadow_with_one_candidate(app) {
         Behaviour::Reply(r#"{"ok":{"scores":{"total":{"value":2.0}}}}"#),
     );
     install(&app, candidate_file(&app, "next", &bytes, false)).await;
-    shadow::refresh(&second.state).await.expect("candidates read");
+    shadow::refresh(second.state.shadow()).await.expect("candidates read");
     post_shadowed(&app, "d1", 2).await;
     post_shadowed(&second, "d2", 1).await;
     let seen = candidate(&second).await;
     assert_eq!((seen["calls"].as_i64(), seen["differences"].as_i64()), (Some(3), Some(3)), "{seen}");
     assert!(promote(&app, true).await);
-    shadow::refresh(&second.state).await.expect("candidates read");
+    shadow::refresh(second.state.shadow()).await.expect("candidates read");
     assert_eq!(posted(&second, "d2", "promoted").await["outcome"]["scores"]["total"]["value"], 2.0);
     second.stop().await;
 });

@@ -13,8 +13,8 @@ use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject};
 use crate::auth::guard::{AccessLogged, PendingAccess};
 use crate::error::{ApiError, ErrorBody, Errors, json};
+use crate::scoring;
 use crate::store::{CreateResult, NewResponse};
-use crate::{scoring, shadow};
 
 /// Store a response
 ///
@@ -58,6 +58,7 @@ pub async fn create_response(
         professional: body.professional,
         entered_by: body.entered_by,
         completion: body.completion,
+        definition: body.questionnaire.clone(),
         now,
         // The request's access-log row is stored with the response, in one
         // commit, with the status the result is answered with.
@@ -66,8 +67,8 @@ pub async fn create_response(
     // A retry or a taken external id is scored too: the writer decides,
     // and a read to know it before scoring would cost every POST more than
     // the rare retry's scoring saves.
-    let shadow = scoring::score_completion(
-        app.plugins(),
+    scoring::score_completion(
+        app.trials(),
         app.metrics(),
         &body.questionnaire,
         &mut new.completion,
@@ -76,10 +77,6 @@ pub async fn create_response(
     .await;
     let logged = new.access.is_some();
     let result = app.store().create_response(new).await?;
-    // A candidate scorer repeats only what was stored now, not a retry.
-    if let CreateResult::Created(r) = &result {
-        shadow::submit(&app, r.id.0, shadow);
-    }
     let mut response = answer(&app, result, now);
     if logged {
         response.extensions_mut().insert(AccessLogged);
