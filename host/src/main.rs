@@ -17,8 +17,9 @@ use host::config::{
     AccessLogSettings, Config, FileSettings, PluginToolSettings, RescoreSettings, Settings,
     StoreSettings, TokenSettings,
 };
+use host::startup::App;
 use host::store::{Store, StoreOptions};
-use host::{App, telemetry};
+use host::telemetry;
 
 /// mimalloc, not the system allocator: a request allocates and frees many
 /// small JSON values, often on another thread than the one that made them.

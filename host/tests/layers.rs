@@ -38,6 +38,7 @@ const RULES: &[Rule] = &[
             "error.rs",
             "lib.rs",
             "server.rs",
+            "startup.rs",
             "telemetry.rs",
             "tls.rs",
         ],

@@ -41,7 +41,7 @@ pub async fn health(State(app): State<AppState>) -> Response {
         crate::store::Backend::Sqlite => "sqlite",
         crate::store::Backend::Postgres => "postgres",
     };
-    let tokens = app.token_freshness();
+    let tokens = app.auth().token_freshness();
     let database = match app.store().ping().await {
         Ok(()) => "ok",
         Err(e) => {

@@ -168,7 +168,7 @@ pub async fn start_subscription(
     new.first_due = new.draft().first_due(protocol, zone);
     let started = app
         .store()
-        .start_subscription(new, scheduler::planner(&app, now))
+        .start_subscription(new, scheduler::planner(catalog.clone(), zone, now))
         .await?;
     let (subscription, responses) = match started {
         StartResult::Started(s, responses) => (s, responses),

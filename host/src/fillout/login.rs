@@ -208,8 +208,8 @@ async fn refused_link(
             Msg::LinkExpiredText,
         ),
     };
-    let client = client_of(app, &parts.extensions, &parts.headers).rate_key();
-    let over = app.limits().admit_anonymous(client).err();
+    let client = client_of(app.auth(), &parts.extensions, &parts.headers).rate_key();
+    let over = app.auth().limits().admit_anonymous(client).err();
     let (status, title, text) = match over {
         Some(_) => (
             StatusCode::TOO_MANY_REQUESTS,
@@ -218,7 +218,8 @@ async fn refused_link(
         ),
         None => (status, title, text),
     };
-    app.count_refusal(access(app, parts, action, status.as_u16()), client)
+    app.auth()
+        .count_refusal(access(app, parts, action, status.as_u16()), client)
         .await;
     let mut response = page(status, lang, title, text, None);
     if let Some(over) = over {

@@ -280,7 +280,7 @@ pub fn redirect_clearing_cookie(location: &str) -> Response {
 /// The access-log row of a respondent's request: no token, the route, the
 /// client address.
 pub fn access(app: &AppState, parts: &Parts, action: &str, status: u16) -> AccessEntry {
-    let remote = client_of(app, &parts.extensions, &parts.headers);
+    let remote = client_of(app.auth(), &parts.extensions, &parts.headers);
     AccessEntry {
         at: app.now(),
         action: action.to_owned(),

@@ -124,7 +124,7 @@ db_test!(
                 .status,
             200
         );
-        host::scheduler::tick(&app.state, tests::start_time())
+        host::scheduler::tick(app.state.scheduler(), tests::start_time())
             .await
             .expect("a scheduler pass");
         assert!(app.state.reload_definitions().await);
