@@ -1,5 +1,6 @@
 //! `outcomes`: the service binary. Parses the command line, reads the
-//! configuration, starts logging and runs the chosen command.
+//! configuration, starts logging and runs the chosen command. Holds no
+//! service logic: start-up is `host::startup`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

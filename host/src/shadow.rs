@@ -150,8 +150,8 @@ impl Queue {
 impl CompletionSink for Queue {
     /// A job for the candidate of the scorer that scored `stored`, if one
     /// is on trial and a serving version scored it (not one that was not
-    /// loaded); nothing is copied otherwise.
-    fn stored(&self, stored: StoredCompletion<'_>) {
+    /// loaded); dropped otherwise.
+    fn stored(&self, stored: StoredCompletion) {
         let completion = stored.completion;
         if completion.provenance.sha256.is_none() {
             return;
@@ -162,13 +162,13 @@ impl CompletionSink for Queue {
         self.submit(Job {
             response_id: stored.response_id.0,
             candidate,
-            questionnaire: stored.definition.clone(),
-            answers: completion.answers.clone(),
-            variant: completion.variant.clone(),
+            questionnaire: stored.definition,
+            answers: completion.answers,
+            variant: completion.variant,
             completed_at: completion.completed_at,
             professional: stored.professional,
-            live: completion.outcome.clone(),
-            live_sha256: completion.provenance.sha256.clone(),
+            live: completion.outcome,
+            live_sha256: completion.provenance.sha256,
         });
     }
 }

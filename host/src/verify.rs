@@ -7,7 +7,8 @@
 //! rebuilt input is itself checked against the hash recorded when the
 //! outcome was computed, so a verification never compares against a guess.
 //! `outcomes verify` and `GET .../responses/:id/verification` share it.
-//! Reads only; writes nothing.
+//! Reads only; writes nothing. A module version on trial or serving
+//! (`trials.rs`) is used as loaded rather than compiled again.
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1,6 +1,8 @@
 //! `/api/v1/dossiers/:dossier_id/protocol_subscriptions`: subscribing a
 //! dossier to an automatic protocol, listing and stopping subscriptions
-//! (docs/api/protocols-and-subscriptions.md).
+//! (docs/api/protocols-and-subscriptions.md). A start prepares what is due
+//! with the scheduler's planner over the request's one catalog snapshot;
+//! the handlers never prepare occurrences themselves.
 
 use axum::extract::State;
 use axum::http::StatusCode;

@@ -3,7 +3,9 @@
 //! before anything else, then start a browser session with a new random
 //! cookie. The one-time link is spent by a POST only: its GET shows a page
 //! with a button, so a mail scanner or link preview that fetches it spends
-//! nothing and the respondent's click still works.
+//! nothing and the respondent's click still works. A refused link counts
+//! against the client's rate limit and in the access log through the auth
+//! service, never written one by one.
 
 use axum::body::to_bytes;
 use axum::extract::rejection::PathRejection;

@@ -1,6 +1,8 @@
 //! The browser side of a fill-out session: its cookie, the extractor that
 //! finds the live session a request belongs to, the security headers of
 //! every page, and the small answers (pages, redirects) the handlers share.
+//! Who the client is comes from the auth service's trusted proxies, never
+//! from a header it does not believe.
 
 use axum::extract::{FromRequestParts, Request};
 use axum::http::request::Parts;

@@ -3,7 +3,8 @@
 //! calls) and says whether the batch was full; [`Pass::run`] repeats it
 //! until one is not, then moves to the next step. A new rule is a step
 //! function and one line in [`STEPS`]. What a pass works with is the
-//! [`Scheduler`], handed over at start-up.
+//! [`Scheduler`], handed over at start-up; a step must not reach for the
+//! application state.
 
 use std::ops::AddAssign;
 use std::sync::Arc;

@@ -9,9 +9,11 @@
 //! storing, so no caller has to remember it.
 //!
 //! A sink is called on the task that stored (the writer's own thread for
-//! POSTed responses) and must return at once: it takes what it wants or
-//! drops it, and never waits, writes or fails. A completion whose commit
-//! failed, a retry and a refused write are never handed on.
+//! POSTed responses, after the caller was answered) and must return at
+//! once: it keeps what it wants or drops it, and never waits, writes or
+//! fails. It is handed the completion itself, which the store no longer
+//! needs, so keeping it copies nothing. A completion whose commit failed,
+//! a retry and a refused write are never handed on.
 
 use std::sync::Arc;
 
@@ -19,15 +21,15 @@ use crate::domain::ids::ResponseId;
 use crate::domain::questionnaire::Questionnaire;
 use crate::domain::response::Completion;
 
-/// A completion just stored, borrowed for the sink to take what it needs.
-#[derive(Debug, Clone, Copy)]
-pub struct StoredCompletion<'a> {
+/// A completion just stored, handed over whole.
+#[derive(Debug)]
+pub struct StoredCompletion {
     pub response_id: ResponseId,
     /// The definition its answers were checked against and scored with.
-    pub definition: &'a Arc<Questionnaire>,
+    pub definition: Arc<Questionnaire>,
     /// Answers, variant, completion time, the stored outcome and its
     /// provenance.
-    pub completion: &'a Completion,
+    pub completion: Completion,
     /// Scored as the professional's (the scorer input's respondent type).
     pub professional: bool,
 }
@@ -36,12 +38,12 @@ pub struct StoredCompletion<'a> {
 pub trait CompletionSink: Send + Sync + std::fmt::Debug {
     /// Called once per stored completion, after its commit. Returns at
     /// once.
-    fn stored(&self, completion: StoredCompletion<'_>);
+    fn stored(&self, completion: StoredCompletion);
 }
 
 /// A completion scored and about to complete a pending response (PUT, a
 /// fill-out page), with what the sink is told besides the completion.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Scored {
     pub completion: Completion,
     /// The definition its answers were checked against and scored with.
@@ -51,12 +53,20 @@ pub struct Scored {
 }
 
 impl Scored {
-    pub(super) fn stored(&self, response_id: ResponseId) -> StoredCompletion<'_> {
+    /// What the sink is told once this completed response `response_id`.
+    /// `shared` was handed to the write, which has dropped its copy by the
+    /// time it answered: nothing is copied then.
+    pub(super) fn stored(shared: Arc<Scored>, response_id: ResponseId) -> StoredCompletion {
+        let Scored {
+            completion,
+            definition,
+            professional,
+        } = Arc::try_unwrap(shared).unwrap_or_else(|shared| (*shared).clone());
         StoredCompletion {
             response_id,
-            definition: &self.definition,
-            completion: &self.completion,
-            professional: self.professional,
+            definition,
+            completion,
+            professional,
         }
     }
 }
@@ -72,7 +82,7 @@ impl Completions {
     }
 
     /// Tells the sink of a completion its commit stored.
-    pub(super) fn stored(&self, completion: StoredCompletion<'_>) {
+    pub(super) fn stored(&self, completion: StoredCompletion) {
         if let Some(sink) = &self.0 {
             sink.stored(completion);
         }

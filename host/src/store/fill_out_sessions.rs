@@ -546,7 +546,7 @@ impl Store {
             })
             .await?;
         if completed {
-            self.completions.stored(scored.stored(id));
+            self.completions.stored(Scored::stored(scored, id));
         }
         Ok(completed)
     }

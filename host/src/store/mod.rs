@@ -5,6 +5,9 @@
 //! Writes go through [`writer::Writer`], which commits concurrent writes
 //! together (group commit): a caller gets its answer only after the
 //! transaction holding its write is durable. Reads use the pool directly.
+//! Every completion stored, by whatever path, is handed to the sink given
+//! at start (`completions.rs`; shadow scoring): callers need not remember
+//! it.
 
 mod access_log;
 pub mod backup;

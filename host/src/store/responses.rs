@@ -402,7 +402,7 @@ impl Store {
             })
             .await?;
         if let Ok(response) = &result {
-            self.completions.stored(scored.stored(response.id));
+            self.completions.stored(Scored::stored(scored, response.id));
         }
         Ok(result)
     }

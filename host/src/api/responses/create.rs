@@ -1,5 +1,8 @@
 //! POST a completed response. Idempotent: a retry with the same external id,
-//! questionnaire and answers answers 200 with what was stored.
+//! questionnaire and answers answers 200 with what was stored. Checked and
+//! scored against one catalog snapshot, then stored with its access row;
+//! the store hands a created response on to shadow scoring, so this
+//! handler must not.
 
 use axum::Extension;
 use axum::extract::State;

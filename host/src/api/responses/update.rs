@@ -1,5 +1,7 @@
 //! PUT answers on a pending response, found by external id or by the id of
-//! a response the service prepared.
+//! a response the service prepared. Checked and scored against one catalog
+//! snapshot; the store hands the completed response on to shadow scoring,
+//! so this handler must not.
 
 use axum::extract::State;
 use axum::http::StatusCode;

@@ -1,6 +1,6 @@
 //! GET whether a response's stored outcome verifies: recomputed with the
 //! module and definition versions that computed it, on the same input,
-//! and compared byte for byte (`crate::verify`).
+//! and compared byte for byte (`crate::verify`). Reads only.
 
 use axum::extract::State;
 use axum::http::StatusCode;

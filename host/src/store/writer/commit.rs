@@ -117,8 +117,9 @@ impl Batch {
         self.writes.len() + self.creates.len() + self.accesses.len()
     }
 
-    /// Answers every caller, after handing each response the commit
-    /// created to `completions`; empties the batch.
+    /// Answers every caller, then hands each response the commit created to
+    /// `completions` (the item, no longer needed, goes whole); empties the
+    /// batch.
     fn finish(
         &mut self,
         results: Results,
@@ -129,17 +130,27 @@ impl Batch {
             .drain(..)
             .for_each(|job| job.finish(commit.clone()));
         let mut created = results.created.into_iter();
-        for p in self.creates.drain(..) {
+        for Pending { item, reply } in self.creates.drain(..) {
             let result = created.next();
-            if let (Ok(()), Some(Ok(CreateResult::Created(r)))) = (commit, &result) {
+            let stored = match (commit, &result) {
+                (Ok(()), Some(Ok(CreateResult::Created(r)))) => Some(r.id),
+                _ => None,
+            };
+            Pending { item: (), reply }.finish(result, commit);
+            if let Some(response_id) = stored {
+                let NewResponse {
+                    completion,
+                    definition,
+                    professional,
+                    ..
+                } = *item;
                 completions.stored(StoredCompletion {
-                    response_id: r.id,
-                    definition: &p.item.definition,
-                    completion: &p.item.completion,
-                    professional: p.item.professional,
+                    response_id,
+                    definition,
+                    completion,
+                    professional,
                 });
             }
-            p.finish(result, commit);
         }
         let mut accessed = results.accessed.into_iter();
         self.accesses

@@ -17,6 +17,9 @@
 //! nothing else takes three round trips in all, however many writes it
 //! holds.
 //!
+//! A response the writer created is handed to the store's completion sink
+//! after its commit, once its caller is answered (`commit.rs`).
+//!
 //! Order of use: `items` (the writes given as data, stored together or one
 //! by one) → `commit` (the loop: batches, savepoints, the commit) → this
 //! file (the handle, [`Writer`]).
