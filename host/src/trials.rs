@@ -5,7 +5,7 @@
 //!
 //! Owns the promote policy, between the plugin runtime (which only loads
 //! and calls modules) and scoring (which asks here which version to call).
-//! The versions are set by the shadow (`shadow.rs`), which reads them from
+//! The versions are set by the shadow (`shadow/`), which reads them from
 //! the database; this file reads no database, calls no plugin and knows
 //! nothing of requests.
 
@@ -87,7 +87,7 @@ impl Trials {
         self.current.load_full()
     }
 
-    /// Replaces the versions on trial (`shadow.rs` reads them from the
+    /// Replaces the versions on trial (`shadow/` reads them from the
     /// database).
     pub fn set(&self, on_trial: OnTrial) {
         self.current.store(Arc::new(on_trial));

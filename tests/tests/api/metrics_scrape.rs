@@ -87,7 +87,7 @@ const EVENT_ONLY: &[&str] = &[
     "outcomes_fill_out_logins_total",
     "outcomes_fill_out_total",
     "outcomes_fill_out_refusals_total",
-    // Shadow scoring, with a candidate on trial (shadow.rs).
+    // Shadow scoring, with a candidate on trial (shadow/).
     "outcomes_shadow_calls_total",
     "outcomes_shadow_differences_total",
     "outcomes_shadow_dropped_total",
