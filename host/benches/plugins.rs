@@ -587,7 +587,7 @@ async fn hot_reload(scale: Scale) {
     settings.server.watch = Some(true);
     settings.pool.max_connections = Some(4);
     let config = Config::resolve(settings, FileSettings::default()).expect("configuration");
-    let app = host::App::build(config, Arc::new(SystemClock))
+    let app = host::startup::App::build(config, Arc::new(SystemClock))
         .await
         .expect("the host starts");
     let state = app.state();

@@ -19,11 +19,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::{Duration, TimeZone, Utc};
-use host::App;
 use host::clock::ManualClock;
 use host::config::{Config, FileSettings, Settings};
 use host::domain::variant::Variant;
 use host::scheduler;
+use host::startup::App;
 use host::store::{NewSubscription, StartResult};
 use sqlx::Connection;
 
@@ -103,7 +103,7 @@ async fn run(name: &str, url: &str, dir: &Path, count: usize) {
     let zone = state.config().time_zone;
 
     let seeding = Instant::now();
-    let at_seeding = scheduler::planner(&state, made);
+    let at_seeding = scheduler::planner(catalog.clone(), zone, made);
     let workers = 64;
     let mut tasks = Vec::new();
     for w in 0..workers {
@@ -140,7 +140,9 @@ async fn run(name: &str, url: &str, dir: &Path, count: usize) {
 
     let at = start + Duration::hours(1);
     let ticking = Instant::now();
-    let counts = scheduler::tick(&state, at).await.expect("a tick");
+    let counts = scheduler::tick(state.scheduler(), at)
+        .await
+        .expect("a tick");
     let tick = ticking.elapsed().as_secs_f64();
     assert_eq!(counts.invitations, count, "{counts:?}");
     println!(
@@ -151,7 +153,9 @@ async fn run(name: &str, url: &str, dir: &Path, count: usize) {
         verdict(name, tick <= GOAL_TICK_SECONDS),
     );
     let again = Instant::now();
-    let idle = scheduler::tick(&state, at).await.expect("a tick");
+    let idle = scheduler::tick(state.scheduler(), at)
+        .await
+        .expect("a tick");
     assert_eq!(idle.invitations, 0);
     println!(
         "{name}: a tick with nothing due: {:.1} ms",

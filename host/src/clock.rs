@@ -1,5 +1,6 @@
-//! The clock, read through the app state so that tests set the time instead
-//! of sleeping.
+//! The clock, injected at start-up (the app state and every part handed to
+//! a lower layer hold the same one) so that tests set the time instead of
+//! sleeping. Nothing that serves reads the system time any other way.
 
 use std::sync::Mutex;
 

@@ -44,6 +44,8 @@ pub use groups::{
 };
 pub use list::List;
 
+pub use crate::auth::link_secret::SecretSource;
+
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -120,24 +122,6 @@ pub struct Config {
     pub database_acquire_timeout: Duration,
 }
 
-/// Where a configured secret comes from. None of it is read here (no I/O):
-/// start-up reads the file.
-#[derive(Clone)]
-pub enum SecretSource {
-    /// Given as text (flag, environment or config file).
-    Text(String),
-    /// A file that holds it (a secret store's mount).
-    File(PathBuf),
-}
-
-impl std::fmt::Debug for SecretSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SecretSource::Text(_) => f.write_str("Text(..)"),
-            SecretSource::File(path) => f.debug_tuple("File").field(path).finish(),
-        }
-    }
-}
 
 /// Where the TLS certificate chain and key are.
 #[derive(Debug, Clone)]

@@ -1,5 +1,6 @@
 //! `outcomes`: the service binary. Parses the command line, reads the
-//! configuration, starts logging and runs the chosen command.
+//! configuration, starts logging and runs the chosen command. Holds no
+//! service logic: start-up is `host::startup`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -17,8 +18,9 @@ use host::config::{
     AccessLogSettings, Config, FileSettings, PluginToolSettings, RescoreSettings, Settings,
     StoreSettings, TokenSettings,
 };
+use host::startup::App;
 use host::store::{Store, StoreOptions};
-use host::{App, telemetry};
+use host::telemetry;
 
 /// mimalloc, not the system allocator: a request allocates and frees many
 /// small JSON values, often on another thread than the one that made them.

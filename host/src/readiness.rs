@@ -5,17 +5,22 @@
 //! unauthenticated caller: names the operator chose (plugin folders,
 //! questionnaire keys), never paths, addresses or driver errors, which go
 //! to the log (docs/operations.md#health-and-version).
+//!
+//! Given the parts it reads ([`Parts`]), never the application state.
 
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use chrono::{DateTime, Utc};
 use plugin_sdk::PluginKind;
 
-use crate::AppState;
+use crate::auth::service::AuthService;
 use crate::auth::tokens::Freshness;
+use crate::clock::Clock;
 use crate::domain::catalog::Catalog;
-use crate::plugins::Registry;
-use crate::store::{MigrationName, MigrationStatus};
+use crate::plugins::{Plugins, Registry};
+use crate::scheduler::heartbeat::Heartbeat;
+use crate::store::{MigrationName, MigrationStatus, Store};
 
 /// How long the database may take to answer the readiness query. Below
 /// the one-second default of an orchestrator's probe would be too tight
@@ -63,10 +68,23 @@ impl Check {
     }
 }
 
+/// What the checks read: the host's parts, each read when its check runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Parts<'a> {
+    pub store: &'a Store,
+    pub catalog: &'a ArcSwap<Catalog>,
+    pub plugins: &'a Plugins,
+    /// Time between scheduler passes; None: no scheduler in this process.
+    pub scheduler_interval: Option<Duration>,
+    pub heartbeat: &'a Heartbeat,
+    pub auth: &'a AuthService,
+    pub clock: &'a dyn Clock,
+}
+
 /// Every check, in a fixed order: database, migrations, plugins,
 /// scheduler, tokens.
-pub async fn check(app: &AppState) -> Vec<Check> {
-    let level = tokio::time::timeout(DATABASE_TIMEOUT, app.store().migration_status()).await;
+pub async fn check(parts: Parts<'_>) -> Vec<Check> {
+    let level = tokio::time::timeout(DATABASE_TIMEOUT, parts.store.migration_status()).await;
     let (database, migrations) = match level {
         Ok(Ok(level)) => (Check::ok("database", "answers"), migrations(&level)),
         Ok(Err(e)) => {
@@ -98,17 +116,13 @@ pub async fn check(app: &AppState) -> Vec<Check> {
             )
         }
     };
-    let now = app.now();
+    let now = parts.clock.now();
     vec![
         database,
         migrations,
-        plugins(&app.catalog(), &app.plugins().registry()),
-        scheduler(
-            app.config().scheduler_interval,
-            app.scheduler_heartbeat().since(),
-            now,
-        ),
-        tokens(app.token_freshness()),
+        plugins(&parts.catalog.load(), &parts.plugins.registry()),
+        scheduler(parts.scheduler_interval, parts.heartbeat.since(), now),
+        tokens(parts.auth.token_freshness()),
     ]
 }
 

@@ -3,19 +3,119 @@
 //! (debounce), then reloads what changed. Plugins: `Plugins::reload`
 //! validates, compiles and self-tests, then swaps atomically. Definitions:
 //! re-read and re-imported, then the catalog is swapped; invalid files are
-//! logged and counted and the old catalog keeps serving.
+//! logged and counted and the old catalog keeps serving. Every module
+//! version loaded is archived by hash ([`archive_modules`]), so what it
+//! computes can be recomputed exactly later.
+//!
+//! Given what it reloads at start-up ([`Reloader`]); must not reach for
+//! the application state.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
+use chrono::{DateTime, Utc};
 use notify::{RecursiveMode, Watcher};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
-use crate::AppState;
+use crate::clock::Clock;
+use crate::definitions;
+use crate::domain::catalog::Catalog;
+use crate::metrics::Metrics;
+use crate::plugins::{Plugin, Plugins, ReloadReport};
+use crate::store::{self, Store};
 
 /// How long the folders must be quiet before a reload: an editor's save or
 /// a build writes several files in quick succession.
 pub const DEBOUNCE: Duration = Duration::from_millis(100);
+
+/// What reloads read and swap, handed over at start-up.
+#[derive(Debug)]
+pub struct Reloader {
+    pub plugins: Arc<Plugins>,
+    pub store: Store,
+    pub clock: Arc<dyn Clock>,
+    pub metrics: Arc<Metrics>,
+    /// The catalog in use, swapped whole by a definitions reload.
+    pub catalog: Arc<ArcSwap<Catalog>>,
+    pub questionnaires_dir: PathBuf,
+    pub protocols_dir: PathBuf,
+    /// Counts definition reloads, successful or not, for whoever waits on
+    /// one (tests; the watcher's callers).
+    pub definition_reloads: watch::Sender<u64>,
+}
+
+impl Reloader {
+    /// Reloads the plugin directory (blocking work on a blocking thread)
+    /// and archives every serving module version by hash, so outcomes it
+    /// computes can be recomputed exactly later.
+    pub async fn reload_plugins(&self) -> ReloadReport {
+        let plugins = self.plugins.clone();
+        let now = self.clock.now();
+        let report = tokio::task::spawn_blocking(move || plugins.reload(now))
+            .await
+            .unwrap_or_default();
+        archive_modules(&self.store, &report.loaded, now).await;
+        report
+    }
+
+    /// Tells of every definition reload attempt (the count so far).
+    pub fn subscribe_definition_reloads(&self) -> watch::Receiver<u64> {
+        self.definition_reloads.subscribe()
+    }
+
+    /// Re-reads and re-imports the questionnaire and protocol definitions
+    /// and swaps the catalog. Invalid definitions are logged and counted;
+    /// the catalog in use stays.
+    pub async fn reload_definitions(&self) -> bool {
+        let result = match definitions::load(&self.questionnaires_dir, &self.protocols_dir) {
+            Ok(defs) => self
+                .store
+                .import_definitions(defs.questionnaires, defs.protocols, self.clock.now())
+                .await
+                .map_err(anyhow::Error::from),
+            Err(e) => Err(anyhow::Error::from(e)),
+        };
+        let loaded = match result {
+            Ok(catalog) => {
+                self.catalog.store(Arc::new(catalog));
+                tracing::info!("definitions reloaded");
+                self.metrics
+                    .inc("outcomes_definition_reloads_total", &[("result", "loaded")]);
+                true
+            }
+            Err(e) => {
+                tracing::error!(error = %format!("{e:#}"), "definitions not reloaded; the previous ones stay in use");
+                self.metrics
+                    .inc("outcomes_definition_reloads_total", &[("result", "failed")]);
+                false
+            }
+        };
+        // After the swap, so a waiter sees the new catalog.
+        self.definition_reloads.send_modify(|n| *n += 1);
+        loaded
+    }
+}
+
+/// Archives module versions by hash (a no-op for versions already
+/// archived), so any outcome they compute can be recomputed exactly
+/// (`outcomes rescore --exact`). A failure is logged: it costs
+/// reproducibility later, never a response now.
+pub async fn archive_modules(store: &Store, plugins: &[Arc<Plugin>], now: DateTime<Utc>) {
+    for plugin in plugins {
+        let module = store::ArchivedModule {
+            sha256: plugin.sha256.clone(),
+            name: plugin.name().to_owned(),
+            kind: plugin.kind().to_string(),
+            version: plugin.version().to_owned(),
+            bytes: plugin.bytes.to_vec(),
+        };
+        if let Err(e) = store.archive_module(module, now).await {
+            tracing::warn!(plugin = plugin.name(), error = %e, "could not archive the plugin module");
+        }
+    }
+}
 
 /// A running watch; dropping it stops watching.
 pub struct Watch {
@@ -37,13 +137,12 @@ impl Drop for Watch {
 
 /// Starts watching. Folders that do not exist yet are created (the plugin
 /// folder) or skipped (protocols).
-pub fn start(state: AppState) -> notify::Result<Watch> {
-    let config = state.config();
-    let _ = std::fs::create_dir_all(&config.plugins.dir);
-    let plugins_dir = absolute(&config.plugins.dir);
+pub fn start(reloader: Arc<Reloader>) -> notify::Result<Watch> {
+    let _ = std::fs::create_dir_all(reloader.plugins.dir());
+    let plugins_dir = absolute(reloader.plugins.dir());
     let definition_dirs = [
-        absolute(&config.questionnaires_dir),
-        absolute(&config.protocols_dir),
+        absolute(&reloader.questionnaires_dir),
+        absolute(&reloader.protocols_dir),
     ];
     let (tx, rx) = mpsc::unbounded_channel::<PathBuf>();
     let mut watcher =
@@ -61,7 +160,7 @@ pub fn start(state: AppState) -> notify::Result<Watch> {
             watcher.watch(dir, RecursiveMode::Recursive)?;
         }
     }
-    let task = tokio::spawn(run(state, rx, plugins_dir, definition_dirs));
+    let task = tokio::spawn(run(reloader, rx, plugins_dir, definition_dirs));
     Ok(Watch {
         _watcher: watcher,
         task,
@@ -69,7 +168,7 @@ pub fn start(state: AppState) -> notify::Result<Watch> {
 }
 
 async fn run(
-    state: AppState,
+    reloader: Arc<Reloader>,
     mut rx: mpsc::UnboundedReceiver<PathBuf>,
     plugins_dir: PathBuf,
     definition_dirs: [PathBuf; 2],
@@ -85,7 +184,7 @@ async fn run(
         }
         let touches = |dir: &Path| paths.iter().any(|p| p.starts_with(dir));
         if touches(&plugins_dir) {
-            let report = state.reload_plugins().await;
+            let report = reloader.reload_plugins().await;
             if report.changed() {
                 let loaded: Vec<String> = report
                     .loaded
@@ -96,7 +195,7 @@ async fn run(
             }
         }
         if definition_dirs.iter().any(|d| touches(d)) {
-            state.reload_definitions().await;
+            reloader.reload_definitions().await;
         }
     }
 }

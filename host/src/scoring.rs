@@ -4,8 +4,11 @@
 //! fails in any way never costs the response: the outcome records the
 //! failure per score, the failure is logged and counted, and `outcomes
 //! rescore` can recompute it later (docs/api/outcomes.md#scorer-failure).
-
-use std::sync::Arc;
+//!
+//! The one builder of a scorer's input ([`scorer_input_for`]): serving
+//! calls, the shadow's candidates, `verify` and the fixture harness all
+//! read what it writes. Must not: store, decide which version serves
+//! (`trials.rs`), or hand work to the shadow (the store does).
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use plugin_sdk::{
@@ -20,7 +23,8 @@ use crate::domain::questionnaire::{Questionnaire, sha256_hex};
 use crate::domain::response::Completion;
 use crate::domain::variant::Variant;
 use crate::metrics::Metrics;
-use crate::plugins::{Plugin, PluginError, Plugins};
+use crate::plugins::{Plugin, PluginError};
+use crate::trials::Trials;
 
 /// What the pipeline needs to know of a response besides its answers.
 #[derive(Debug, Clone, Copy)]
@@ -256,96 +260,43 @@ where
     }
 }
 
-/// A scoring call for a candidate version to repeat in the background
-/// (shadow scoring, `crate::shadow`): made only while a candidate of the
-/// serving scorer is installed, so scoring without one pays nothing.
-#[derive(Debug)]
-pub struct ShadowInput {
-    pub candidate: Arc<Plugin>,
-    pub questionnaire: Arc<Questionnaire>,
-    /// The input as the candidate's manifest asks for it.
-    pub input: Vec<u8>,
-    /// What the serving version made of it.
-    pub live: Outcome,
-    pub live_sha256: Option<String>,
-}
-
 /// Fills in the outcome and provenance of `completion`, a response to `q`,
-/// with the serving scorer of `q` (a failure becomes the outcome). The
-/// caller passes the definition it checked the answers against, taken from
-/// the one catalog snapshot of its request: a reload in between cannot
-/// validate with one definition and score with another. While a candidate
-/// of that scorer is installed, what it needs to score the same response
-/// is handed back: the caller submits it once the response is stored.
+/// with the version of `q`'s scorer that serves (`trials`: the folder's,
+/// or a candidate promoted in its place; a failure becomes the outcome).
+/// The caller passes the definition it checked the answers against, taken
+/// from the one catalog snapshot of its request: a reload in between
+/// cannot validate with one definition and score with another. A candidate
+/// on trial is not this function's business: the store hands every stored
+/// completion to the shadow (`crate::shadow`).
 pub async fn score_completion(
-    plugins: &Plugins,
+    trials: &Trials,
     metrics: &Metrics,
-    q: &Arc<Questionnaire>,
+    q: &Questionnaire,
     completion: &mut Completion,
     professional: bool,
-) -> Option<ShadowInput> {
+) {
     let ctx = ScoringContext {
         completed_at: completion.completed_at,
         professional,
         variant: &completion.variant,
     };
-    let plugin = match plugins.get(PluginKind::Scorer, &q.scorer) {
+    let plugin = match trials.serving(PluginKind::Scorer, &q.scorer) {
         Ok(p) => p,
         Err(e) => {
             (completion.outcome, completion.provenance) = failure(metrics, q, None, &e);
-            return None;
+            return;
         }
     };
     let input = scorer_input_for(&plugin, q, &completion.answers, ctx);
-    // Built before the call takes the input; only while a candidate exists.
-    let shadow = plugins.candidate(plugin.name()).map(|candidate| {
-        let same = candidate.manifest.questions == plugin.manifest.questions
-            && candidate.manifest.answers == plugin.manifest.answers;
-        let input = if same {
-            input.clone()
-        } else {
-            scorer_input_for(&candidate, q, &completion.answers, ctx)
-        };
-        (candidate, input)
-    });
     let input_sha256 = input_sha256(q, plugin.manifest.questions, &input);
-    let call = plugins
+    let call = trials
+        .plugins()
         .call_json::<ScorerOutput>(plugin.clone(), input)
         .await;
     let (outcome, mut provenance) = finish(metrics, q, &plugin, call.result);
     provenance.input_sha256 = Some(input_sha256);
     completion.outcome = outcome;
     completion.provenance = provenance;
-    shadow.map(|(candidate, input)| ShadowInput {
-        candidate,
-        questionnaire: q.clone(),
-        input,
-        live: completion.outcome.clone(),
-        live_sha256: completion.provenance.sha256.clone(),
-    })
-}
-
-/// Scores one completed response with the serving scorer of `q`. Never
-/// fails: a failure is the outcome.
-pub async fn score(
-    plugins: &Plugins,
-    metrics: &Metrics,
-    q: &Questionnaire,
-    answers: &Answers,
-    ctx: ScoringContext<'_>,
-) -> (Outcome, Provenance) {
-    let plugin = match plugins.get(PluginKind::Scorer, &q.scorer) {
-        Ok(p) => p,
-        Err(e) => return failure(metrics, q, None, &e),
-    };
-    let input = scorer_input_for(&plugin, q, answers, ctx);
-    let input_sha256 = input_sha256(q, plugin.manifest.questions, &input);
-    let call = plugins
-        .call_json::<ScorerOutput>(plugin.clone(), input)
-        .await;
-    let (outcome, mut provenance) = finish(metrics, q, &plugin, call.result);
-    provenance.input_sha256 = Some(input_sha256);
-    (outcome, provenance)
 }
 
 /// Scores with a given plugin synchronously (rescoring, verifying, the

@@ -7,7 +7,8 @@
 //! rebuilt input is itself checked against the hash recorded when the
 //! outcome was computed, so a verification never compares against a guess.
 //! `outcomes verify` and `GET .../responses/:id/verification` share it.
-//! Reads only; writes nothing.
+//! Reads only; writes nothing. A module version on trial or serving
+//! (`trials.rs`) is used as loaded rather than compiled again.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,9 +22,10 @@ use crate::domain::questionnaire::{self, Questionnaire, sha256_hex};
 use crate::domain::response::Response;
 use crate::domain::variant::Variant;
 use crate::metrics::Metrics;
-use crate::plugins::{Plugin, Plugins};
+use crate::plugins::Plugin;
 use crate::scoring::{ScoringContext, score_with};
 use crate::store::{Store, StoreError};
+use crate::trials::Trials;
 
 /// Why an outcome did not verify. The codes are stable (the API sends
 /// them).
@@ -143,7 +145,9 @@ impl Verification {
 /// for the next.
 pub struct Verifier {
     store: Store,
-    plugins: Arc<Plugins>,
+    /// The runtime, and the versions on trial (a candidate's module is
+    /// used as it is loaded rather than compiled again).
+    trials: Arc<Trials>,
     /// Scoring failures met while recomputing are not the service's: they
     /// are counted here, apart from its metrics.
     metrics: Metrics,
@@ -160,10 +164,10 @@ impl std::fmt::Debug for Verifier {
 }
 
 impl Verifier {
-    pub fn new(store: Store, plugins: Arc<Plugins>) -> Verifier {
+    pub fn new(store: Store, trials: Arc<Trials>) -> Verifier {
         Verifier {
             store,
-            plugins,
+            trials,
             metrics: Metrics::default(),
             modules: HashMap::new(),
             definitions: HashMap::new(),
@@ -240,7 +244,7 @@ impl Verifier {
             Some(bytes) => match self.serving(sha) {
                 Some(plugin) => Ok(plugin),
                 None => {
-                    let plugins = self.plugins.clone();
+                    let plugins = self.trials.plugins().clone();
                     tokio::task::spawn_blocking(move || plugins.load_module(&bytes))
                         .await
                         .ok()
@@ -255,8 +259,8 @@ impl Verifier {
     }
 
     fn serving(&self, sha: &str) -> Option<Arc<Plugin>> {
-        let registry = self.plugins.registry();
-        let trials = self.plugins.trials();
+        let registry = self.trials.plugins().registry();
+        let trials = self.trials.on_trial();
         registry
             .plugins()
             .chain(trials.candidates.values())

@@ -1,5 +1,5 @@
 //! The black-box test harness: [`TestApp::spawn`] starts the real host (the
-//! same [`host::App::build`] the binary uses) on 127.0.0.1:0 with a fresh
+//! same [`host::startup::App::build`] the binary uses) on 127.0.0.1:0 with a fresh
 //! database, and talks HTTP to it as a client would. Time comes from a
 //! [`ManualClock`] the test sets; nothing sleeps.
 //!
@@ -19,9 +19,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use chrono::{DateTime, TimeZone, Utc};
+use host::AppState;
 use host::clock::ManualClock;
 use host::config::{Config, FileSettings, Settings};
-use host::{App, AppState};
+use host::startup::App;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use sqlx::{Connection, Executor, PgConnection};

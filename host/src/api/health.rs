@@ -1,6 +1,7 @@
 //! `/health`: liveness, database and token table status, for load balancers
 //! and operators. Not under `/api/v1` and never authenticated. (`/metrics`
-//! is `scrape.rs`.)
+//! is `scrape.rs`.) The token table's state comes from the auth service;
+//! nothing here writes.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -41,7 +42,7 @@ pub async fn health(State(app): State<AppState>) -> Response {
         crate::store::Backend::Sqlite => "sqlite",
         crate::store::Backend::Postgres => "postgres",
     };
-    let tokens = app.token_freshness();
+    let tokens = app.auth().token_freshness();
     let database = match app.store().ping().await {
         Ok(()) => "ok",
         Err(e) => {

@@ -46,9 +46,9 @@ use crate::error::ApiError;
 /// Every route, with state.
 pub fn router(state: AppState) -> Router {
     let guarded = |group: OpenApiRouter<AppState>, right: Right| {
-        let state = state.clone();
+        let auth = state.auth().clone();
         group.route_layer(middleware::from_fn(move |req: Request, next: Next| {
-            guard(state.clone(), right, req, next)
+            guard(auth.clone(), right, req, next)
         }))
     };
     served(guarded)

@@ -1,5 +1,5 @@
 //! The figures of every request, API and fill-out pages alike
-//! (`metrics/http.rs`): `lib.rs` lays this middleware over the whole
+//! (`metrics/http.rs`): `startup.rs` lays this middleware over the whole
 //! router with `Router::layer`, so it runs after routing and sees the
 //! matched route's template, never the path as sent.
 

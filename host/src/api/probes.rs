@@ -90,7 +90,7 @@ pub struct Readiness {
     (status = 503, body = Readiness, description = "Not ready: `errors` names each failed check"),
 ))]
 pub async fn readyz(State(app): State<AppState>) -> Response {
-    let checks = readiness::check(&app).await;
+    let checks = readiness::check(app.readiness()).await;
     let mut errors = BTreeMap::new();
     let mut views = BTreeMap::new();
     for check in checks {

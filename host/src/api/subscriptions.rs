@@ -1,6 +1,8 @@
 //! `/api/v1/dossiers/:dossier_id/protocol_subscriptions`: subscribing a
 //! dossier to an automatic protocol, listing and stopping subscriptions
-//! (docs/api/protocols-and-subscriptions.md).
+//! (docs/api/protocols-and-subscriptions.md). A start prepares what is due
+//! with the scheduler's planner over the request's one catalog snapshot;
+//! the handlers never prepare occurrences themselves.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -168,7 +170,7 @@ pub async fn start_subscription(
     new.first_due = new.draft().first_due(protocol, zone);
     let started = app
         .store()
-        .start_subscription(new, scheduler::planner(&app, now))
+        .start_subscription(new, scheduler::planner(catalog.clone(), zone, now))
         .await?;
     let (subscription, responses) = match started {
         StartResult::Started(s, responses) => (s, responses),

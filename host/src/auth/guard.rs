@@ -7,6 +7,10 @@
 //! credentials count against the client address's rate limit and are
 //! counted in the log, a row per client and minute, not written one by one
 //! (docs/operations.md#rate-limits).
+//!
+//! The guard is given the auth service (`service.rs`: tokens, limits,
+//! refusals, transport settings) and nothing else of the application: it
+//! must not reach for the app state.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,8 +27,8 @@ use super::forwarded::{ProxyHeaders, Remote};
 use super::ip;
 use super::jwt::VerifiedJwt;
 use super::rights::Right;
+use super::service::AuthService;
 use super::tokens::{Credentials, Token};
-use crate::AppState;
 use crate::error::ApiError;
 use crate::store::AccessEntry;
 
@@ -93,8 +97,8 @@ const BASIC_CHALLENGE: &str = "Basic realm=\"api\"";
 const BEARER_CHALLENGE: &str = "Bearer error=\"invalid_token\"";
 
 /// Runs the checks for an endpoint of group `right`, then the handler.
-pub async fn guard(app: AppState, right: Right, mut req: Request, next: Next) -> Response {
-    let remote = client_of(&app, req.extensions(), req.headers());
+pub async fn guard(auth: AuthService, right: Right, mut req: Request, next: Next) -> Response {
+    let remote = client_of(&auth, req.extensions(), req.headers());
     let dossier = right
         .is_dossier_group()
         .then(|| dossier_of(req.uri().path()))
@@ -113,7 +117,14 @@ pub async fn guard(app: AppState, right: Right, mut req: Request, next: Next) ->
         .map(truncate);
 
     let mut identity = Identity::default();
-    let checked = check(&app, right, &req, remote, dossier.as_deref(), &mut identity);
+    let checked = check(
+        &auth,
+        right,
+        &req,
+        remote,
+        dossier.as_deref(),
+        &mut identity,
+    );
     // The request's log lines name the token once its credentials are
     // verified: its key, never the secret, nor a key merely claimed.
     if let Some(key) = &identity.consumer_key {
@@ -123,7 +134,7 @@ pub async fn guard(app: AppState, right: Right, mut req: Request, next: Next) ->
     // token its own (in `check`), anything else the client address's.
     let anonymous = matches!(&checked, Err(refusal) if without_credentials(refusal));
     let checked = match checked {
-        Err(refusal) if anonymous => Err(match app.limits().admit_anonymous(remote.rate_key()) {
+        Err(refusal) if anonymous => Err(match auth.limits().admit_anonymous(remote.rate_key()) {
             Ok(()) => refusal,
             Err(over) => ApiError::TooManyRequests(over.0),
         }),
@@ -131,7 +142,7 @@ pub async fn guard(app: AppState, right: Right, mut req: Request, next: Next) ->
     };
     // The status is known only once the handler has answered.
     let entry = right.is_dossier_group().then(|| AccessEntry {
-        at: app.now(),
+        at: auth.now(),
         consumer_key: identity.consumer_key,
         jwt_issuer: identity.jwt_issuer,
         claimed_key: identity.claimed_key,
@@ -164,19 +175,19 @@ pub async fn guard(app: AppState, right: Right, mut req: Request, next: Next) ->
     entry.status = response.status().as_u16();
     if anonymous {
         // Nothing was handed out: counted, written within the minute.
-        app.count_refusal(entry, remote.rate_key()).await;
+        auth.count_refusal(entry, remote.rate_key()).await;
         return response;
     }
     // No access to dossier data goes unrecorded: if the row cannot be
     // written, the data is not handed out either.
-    match app.store().append_access(entry).await {
+    match auth.store().append_access(entry).await {
         Ok(()) => response,
         Err(e) => ApiError::from(e).into_response(),
     }
 }
 
 fn check(
-    app: &AppState,
+    auth: &AuthService,
     right: Right,
     req: &Request,
     remote: Remote,
@@ -194,7 +205,7 @@ fn check(
     if let Some(Credentials::Basic { key, .. }) = &credentials {
         identity.claimed_key = Some(truncate(key));
     }
-    if header.is_some() && !app.is_secure() && !remote.proxied_https {
+    if header.is_some() && !auth.is_secure() && !remote.proxied_https {
         if let Some(Credentials::Bearer(jwt)) = &credentials {
             identity.claim_jwt(jwt);
         }
@@ -214,10 +225,10 @@ fn check(
     };
     // Reloads have failed for too long: a revocation made since cannot be
     // seen, so no credential is trusted (docs/api/rights.md#order-of-checks).
-    if let Some(e) = app.tokens_expired() {
+    if let Some(e) = auth.tokens_expired() {
         return Err(ApiError::Unavailable(e));
     }
-    let tokens = app.tokens();
+    let tokens = auth.tokens();
     let (token, jwt) = match credentials {
         Credentials::Basic { key, secret } => {
             let token = tokens
@@ -227,7 +238,7 @@ fn check(
             (token, None)
         }
         Credentials::Bearer(jwt) => {
-            let (token, verified) = tokens.bearer(jwt, app.now().timestamp()).map_err(|e| {
+            let (token, verified) = tokens.bearer(jwt, auth.now().timestamp()).map_err(|e| {
                 identity.claim_jwt(jwt);
                 tracing::info!(reason = %e, "bearer token refused");
                 ApiError::Unauthorized(BEARER_CHALLENGE)
@@ -237,7 +248,7 @@ fn check(
             (token, Some(Arc::new(verified)))
         }
     };
-    app.limits()
+    auth.limits()
         .admit_token(&token.consumer_key)
         .map_err(|over| ApiError::TooManyRequests(over.0))?;
     if !ip::allowed(&token.ip_allow, remote.client) {
@@ -268,15 +279,11 @@ fn without_credentials(refusal: &ApiError) -> bool {
 /// Who sent the request, as far as the service can tell: the peer, and
 /// what trusted proxies say (docs/operations.md#behind-a-reverse-proxy). A
 /// request without connection info is trusted with nothing.
-pub fn client_of(app: &AppState, extensions: &Extensions, headers: &HeaderMap) -> Remote {
+pub fn client_of(auth: &AuthService, extensions: &Extensions, headers: &HeaderMap) -> Remote {
     let peer = extensions
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
-    Remote::of(
-        peer,
-        &ProxyHeaders::of(headers),
-        &app.config().trusted_proxies,
-    )
+    Remote::of(peer, &ProxyHeaders::of(headers), auth.trusted_proxies())
 }
 
 /// The client as the access log records it: the address, or `unknown`.

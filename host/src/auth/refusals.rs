@@ -5,7 +5,7 @@
 //! before the clinical ones. Nothing is handed out on such a refusal, so
 //! the row need not be on disk before the answer leaves.
 //!
-//! Pure bookkeeping: the caller (`AppState`) writes what this hands back.
+//! Pure bookkeeping: the caller (`service.rs`) writes what this hands back.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -85,7 +85,7 @@ pub async fn rescore(store: &Store, config: &Config, args: RescoreArgs) -> anyho
     }
     // Outcomes written below name these versions; keep them addressable.
     if !args.dry_run && !args.exact {
-        crate::archive_modules(store, &report.loaded, now).await;
+        crate::reload::archive_modules(store, &report.loaded, now).await;
     }
     let filter = RescoreFilter {
         questionnaire_key: args.questionnaire.clone(),

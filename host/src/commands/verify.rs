@@ -17,6 +17,7 @@ use crate::domain::time::parse_filter;
 use crate::metrics::Metrics;
 use crate::plugins::Plugins;
 use crate::store::{RescoreFilter, Store};
+use crate::trials::Trials;
 use crate::verify::{Reason, Verification, Verifier};
 
 /// `outcomes verify` options.
@@ -59,7 +60,7 @@ pub async fn verify(store: &Store, config: &Config, args: VerifyArgs) -> anyhow:
         Plugins::new(config.plugins.clone(), Arc::new(Metrics::default()))
             .context("starting the plugin runtime")?,
     );
-    let mut verifier = Verifier::new(store.clone(), plugins);
+    let mut verifier = Verifier::new(store.clone(), Arc::new(Trials::new(plugins)));
     let filter = RescoreFilter {
         questionnaire_key: args.questionnaire.clone(),
         since,

@@ -2,7 +2,9 @@
 //! scored through the questionnaire's plugin and stored before the
 //! respondent moves on; an incomplete one comes back with the answers
 //! given still chosen and what is missing marked; "stop and continue
-//! later" keeps the answers given and aborts what is left.
+//! later" keeps the answers given and aborts what is left. A submission
+//! reads the catalog once. Storing it hands it on to shadow scoring (the
+//! store does); this file must not call the shadow itself.
 
 use std::collections::BTreeMap;
 
@@ -20,13 +22,14 @@ use super::pages::{self, Form, QuestionError};
 use super::session::{Live, accept_language, failed, html, log_refusal, page, redirect};
 use crate::AppState;
 use crate::domain::answers::Answers;
+use crate::domain::catalog::Catalog;
 use crate::domain::fill_out::Progress;
 use crate::domain::ids::ResponseId;
 use crate::domain::outcome::{Outcome, Provenance};
 use crate::domain::questionnaire::Questionnaire;
 use crate::domain::response::{Completion, Response as StoredResponse};
 use crate::domain::variant::Variant;
-use crate::store::PageAnswers;
+use crate::store::{PageAnswers, Scored};
 
 /// Largest form accepted: far more than the longest questionnaire sends.
 const FORM_LIMIT: usize = 64 * 1024;
@@ -109,6 +112,10 @@ pub async fn submit(
         }
     };
     let form = Submitted::parse(&bytes);
+    // One catalog snapshot for the request: the definition the answers are
+    // checked against is the one that scores them, and the one a lost race
+    // compares them with.
+    let catalog = app.catalog();
     if !app.links().check_csrf(&live.cookie, &form.csrf) {
         let action = "POST /fill_out/session/responses/{id}";
         return refused(&app, &live, &parts, action, browser).await;
@@ -116,11 +123,11 @@ pub async fn submit(
     let (response, progress) = match find(&app, &live, id, browser).await {
         Ok(Found::Fillable(r, p)) => (r, p),
         Ok(Found::Done(done)) => {
-            return completed_already(&app, &live, &parts, &done, &form.answers, browser).await;
+            let answers = &form.answers;
+            return completed_already(&app, &live, &parts, &catalog, &done, answers, browser).await;
         }
         Err(answer) => return answer,
     };
-    let catalog = app.catalog();
     let Some(q) = catalog.questionnaire_by_id(response.questionnaire_id) else {
         return not_available(&live, browser);
     };
@@ -165,21 +172,19 @@ pub async fn submit(
         outcome: Outcome::empty(),
         provenance: Provenance::default(),
     };
-    let shadow = crate::scoring::score_completion(
-        app.plugins(),
-        app.metrics(),
-        &q.def,
-        &mut completion,
-        false,
-    )
-    .await;
+    crate::scoring::score_completion(app.trials(), app.metrics(), &q.def, &mut completion, false)
+        .await;
+    let scored = Scored {
+        completion,
+        definition: q.def.clone(),
+        professional: false,
+    };
     match app
         .store()
-        .complete_in_session(&live.session, response.id, completion, now, entry)
+        .complete_in_session(&live.session, response.id, scored, now, entry)
         .await
     {
         Ok(true) => {
-            crate::shadow::submit(&app, response.id.0, shadow);
             app.metrics()
                 .inc("outcomes_fill_out_total", &[("event", "completed")]);
             redirect("/fill_out/session")
@@ -194,7 +199,8 @@ pub async fn submit(
             };
             match now_stored {
                 Some(done) if done.times.completed_at.is_some() => {
-                    completed_already(&app, &live, &parts, &done, &form.answers, browser).await
+                    let answers = &form.answers;
+                    completed_already(&app, &live, &parts, &catalog, &done, answers, browser).await
                 }
                 _ => redirect("/fill_out/session"),
             }
@@ -207,16 +213,17 @@ pub async fn submit(
 /// very answers it holds, it is this page sent twice (a double click, the
 /// back button): the first one counted, on to what is next. Otherwise
 /// someone else completed it meanwhile and these answers were not stored:
-/// the respondent is told so (409), never moved on as if they were.
+/// the respondent is told so (409), never moved on as if they were. The
+/// answers are read against `catalog`, the request's one snapshot.
 async fn completed_already(
     app: &AppState,
     live: &Live,
     parts: &Parts,
+    catalog: &Catalog,
     done: &StoredResponse,
     given: &BTreeMap<String, String>,
     lang: Lang,
 ) -> Response {
-    let catalog = app.catalog();
     if let Some(q) = catalog.questionnaire_by_id(done.questionnaire_id) {
         let variant = Variant::from_stored(&done.flags, &done.textvars);
         let (valid, _) = check(&q.def, &variant, given);

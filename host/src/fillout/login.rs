@@ -3,7 +3,9 @@
 //! before anything else, then start a browser session with a new random
 //! cookie. The one-time link is spent by a POST only: its GET shows a page
 //! with a button, so a mail scanner or link preview that fetches it spends
-//! nothing and the respondent's click still works.
+//! nothing and the respondent's click still works. A refused link counts
+//! against the client's rate limit and in the access log through the auth
+//! service, never written one by one.
 
 use axum::body::to_bytes;
 use axum::extract::rejection::PathRejection;
@@ -208,8 +210,8 @@ async fn refused_link(
             Msg::LinkExpiredText,
         ),
     };
-    let client = client_of(app, &parts.extensions, &parts.headers).rate_key();
-    let over = app.limits().admit_anonymous(client).err();
+    let client = client_of(app.auth(), &parts.extensions, &parts.headers).rate_key();
+    let over = app.auth().limits().admit_anonymous(client).err();
     let (status, title, text) = match over {
         Some(_) => (
             StatusCode::TOO_MANY_REQUESTS,
@@ -218,7 +220,8 @@ async fn refused_link(
         ),
         None => (status, title, text),
     };
-    app.count_refusal(access(app, parts, action, status.as_u16()), client)
+    app.auth()
+        .count_refusal(access(app, parts, action, status.as_u16()), client)
         .await;
     let mut response = page(status, lang, title, text, None);
     if let Some(over) = over {

@@ -1,6 +1,8 @@
 //! The browser side of a fill-out session: its cookie, the extractor that
 //! finds the live session a request belongs to, the security headers of
 //! every page, and the small answers (pages, redirects) the handlers share.
+//! Who the client is comes from the auth service's trusted proxies, never
+//! from a header it does not believe.
 
 use axum::extract::{FromRequestParts, Request};
 use axum::http::request::Parts;
@@ -280,7 +282,7 @@ pub fn redirect_clearing_cookie(location: &str) -> Response {
 /// The access-log row of a respondent's request: no token, the route, the
 /// client address.
 pub fn access(app: &AppState, parts: &Parts, action: &str, status: u16) -> AccessEntry {
-    let remote = client_of(app, &parts.extensions, &parts.headers);
+    let remote = client_of(app.auth(), &parts.extensions, &parts.headers);
     AccessEntry {
         at: app.now(),
         action: action.to_owned(),

@@ -37,7 +37,7 @@ pub const WRITER_FAILED: &str = "outcomes_writer_failed_batches_total";
 pub const PLUGIN_CALLS: &str = "outcomes_plugin_calls_total";
 pub const PLUGIN_DURATION: &str = "outcomes_plugin_call_duration_seconds";
 pub const PLUGIN_FAILURES: &str = "outcomes_plugin_call_failures_total";
-// Shadow scoring (shadow.rs, plugins/mod.rs).
+// Shadow scoring (shadow/, plugins/mod.rs).
 pub const SHADOW_CALLS: &str = "outcomes_shadow_calls_total";
 pub const SHADOW_DIFFERENCES: &str = "outcomes_shadow_differences_total";
 pub const SHADOW_DROPPED: &str = "outcomes_shadow_dropped_total";

@@ -32,6 +32,10 @@
 //!     the next one.
 //! 11. this file: assembles the runtime ([`Plugins`]): reads the plugin
 //!     directory, reloads, and calls under the call slots.
+//!
+//! The runtime loads and calls modules; it holds no policy about which
+//! version of a scorer serves while a candidate is on trial
+//! (`crate::trials` does).
 
 mod abi;
 mod cache;
@@ -107,22 +111,6 @@ pub struct Plugins {
     reloading: Mutex<HashMap<String, Loaded>>,
     generation: tokio::sync::watch::Sender<u64>,
     metrics: Arc<Metrics>,
-    /// Candidate and promoted scorer versions, as the database last said
-    /// (`crate::shadow`); empty unless an operator installed one.
-    trials: ArcSwap<Trials>,
-}
-
-/// Scorer versions on trial: candidates that score in the shadow of the
-/// serving version, and promoted candidates that serve in its place
-/// (docs/operations.md#verifying-outcomes-and-trying-a-new-scorer).
-#[derive(Debug, Default)]
-pub struct Trials {
-    /// By plugin name.
-    pub candidates: HashMap<String, Arc<Plugin>>,
-    /// By plugin name: the promoted version and the SHA-256 of the folder
-    /// version it replaces. It serves only while that version is the one
-    /// the folder serves: a newer module put in the folder wins.
-    pub promoted: HashMap<String, (String, Arc<Plugin>)>,
 }
 
 impl std::fmt::Debug for Plugins {
@@ -162,7 +150,6 @@ impl Plugins {
             reloading: Mutex::new(HashMap::new()),
             generation: tokio::sync::watch::Sender::new(0),
             metrics,
-            trials: ArcSwap::from_pointee(Trials::default()),
         })
     }
 
@@ -176,44 +163,18 @@ impl Plugins {
         self.current.load_full()
     }
 
-    /// The serving plugin of `kind` named `name`: the plugin folder's
-    /// version, or a candidate promoted in its place.
+    /// The plugin of `kind` named `name` that the plugin folder serves.
+    /// Which version serves a scorer on trial is not the runtime's to say
+    /// (`crate::trials`).
     pub fn get(&self, kind: PluginKind, name: &str) -> Result<Arc<Plugin>, PluginError> {
-        let registry = self.current.load();
-        let live = registry
+        self.current
+            .load()
             .get(kind, name)
+            .cloned()
             .ok_or_else(|| PluginError::NotLoaded {
                 kind,
                 name: name.to_owned(),
-            })?;
-        let trials = self.trials.load();
-        if let Some((replaces, promoted)) = trials.promoted.get(name)
-            && *replaces == live.sha256
-            && promoted.kind() == kind
-        {
-            return Ok(promoted.clone());
-        }
-        Ok(live.clone())
-    }
-
-    /// The candidate version of the scorer `name`, if one is installed.
-    pub fn candidate(&self, name: &str) -> Option<Arc<Plugin>> {
-        let trials = self.trials.load();
-        if trials.candidates.is_empty() {
-            return None;
-        }
-        trials.candidates.get(name).cloned()
-    }
-
-    /// The versions on trial.
-    pub fn trials(&self) -> Arc<Trials> {
-        self.trials.load_full()
-    }
-
-    /// Replaces the versions on trial (`crate::shadow` reads them from the
-    /// database).
-    pub fn set_trials(&self, trials: Trials) {
-        self.trials.store(Arc::new(trials));
+            })
     }
 
     /// Tells of every reload that changed the serving set (its generation).

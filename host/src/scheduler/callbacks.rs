@@ -1,8 +1,9 @@
 //! The step that sends fill-out requests' callbacks: one batch claimed in
 //! the store, called at once over HTTP, each outcome recorded (delivered,
 //! or the next attempt after a backoff, or given up). The HTTP client is
-//! built once at start-up ([`client`]) and kept in the app state. Knows
-//! nothing of the other steps.
+//! built once at start-up ([`client`]) and kept, with what signs a
+//! callback, in the [`Sender`] the scheduler is handed. Knows nothing of
+//! the other steps.
 //!
 //! Each call is signed as Standard Webhooks has it ([`crate::auth::webhook`])
 //! and goes only to an allowed address ([`crate::auth::destination`]): an
@@ -15,11 +16,11 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 
 use super::resolve::{CheckedResolver, refusal};
-use crate::AppState;
 use crate::auth::at_rest::SecretsKey;
 use crate::auth::destination::Destinations;
 use crate::auth::links::Links;
 use crate::auth::webhook::WebhookKey;
+use crate::metrics::Metrics;
 use crate::store::{ClaimedCallback, Store, StoreError};
 
 /// Delays before the next attempt after a failed callback: after the first
@@ -56,6 +57,33 @@ pub fn client(destinations: Destinations) -> reqwest::Result<reqwest::Client> {
         .build()
 }
 
+/// What sending callbacks takes, made once at start-up: the client, the
+/// addresses it may reach, the key that opens the tokens' webhook
+/// secrets, and the links a callback carries.
+#[derive(Debug, Clone)]
+pub struct Sender {
+    client: reqwest::Client,
+    destinations: Destinations,
+    secrets: Arc<SecretsKey>,
+    links: Arc<Links>,
+}
+
+impl Sender {
+    /// A sender that reaches public addresses and `destinations`' networks.
+    pub fn new(
+        destinations: Destinations,
+        secrets: Arc<SecretsKey>,
+        links: Arc<Links>,
+    ) -> reqwest::Result<Sender> {
+        Ok(Sender {
+            client: client(destinations.clone())?,
+            destinations,
+            secrets,
+            links,
+        })
+    }
+}
+
 /// Why a callback call failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Failure {
@@ -77,31 +105,21 @@ pub struct Sent {
 /// Claims the callbacks due at `now` (one batch) in `store`, sends them at
 /// once and records each outcome.
 pub async fn send_batch(
-    app: &AppState,
+    sender: &Sender,
+    metrics: &Metrics,
     store: &Store,
     now: DateTime<Utc>,
 ) -> Result<Sent, StoreError> {
     let claimed = store
         .claim_callbacks(now, CALLBACK_LEASE, CALLBACK_BATCH)
         .await?;
-    let client = app.callback_client();
-    let destinations = Destinations::new(app.config().callback_allowed_networks.clone());
-    let outcomes = futures_util::future::join_all(claimed.iter().map(|c| {
-        send(
-            client,
-            &destinations,
-            app.secrets_key(),
-            c,
-            app.links(),
-            now,
-        )
-    }))
-    .await;
+    let outcomes =
+        futures_util::future::join_all(claimed.iter().map(|c| send(sender, c, now))).await;
     let mut delivered = 0;
     for (callback, outcome) in claimed.iter().zip(outcomes) {
         let outcome = outcome.map_err(|failure| match failure {
             Failure::Refused(why) => {
-                app.metrics().inc("outcomes_callbacks_refused_total", &[]);
+                metrics.inc("outcomes_callbacks_refused_total", &[]);
                 format!("refused: {why}")
             }
             Failure::Failed(why) => why,
@@ -109,15 +127,13 @@ pub async fn send_batch(
         let retry_at = match &outcome {
             Ok(()) => {
                 delivered += 1;
-                app.metrics()
-                    .inc("outcomes_callbacks_total", &[("result", "delivered")]);
+                metrics.inc("outcomes_callbacks_total", &[("result", "delivered")]);
                 None
             }
             Err(error) => {
                 let retry = retry_at(callback.attempts, now);
                 let result = if retry.is_some() { "retry" } else { "given_up" };
-                app.metrics()
-                    .inc("outcomes_callbacks_total", &[("result", result)]);
+                metrics.inc("outcomes_callbacks_total", &[("result", result)]);
                 tracing::warn!(
                     fill_out_request = callback.fill_out_request_id,
                     event = %callback.event,
@@ -153,13 +169,16 @@ fn retry_at(attempts: i64, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
 /// `completing_url` while there is something to fill out (null with
 /// `expired`); `event_id` is the `webhook-id`, the same on every attempt.
 async fn send(
-    client: &reqwest::Client,
-    destinations: &Destinations,
-    secrets: &SecretsKey,
+    sender: &Sender,
     callback: &ClaimedCallback,
-    links: &Links,
     now: DateTime<Utc>,
 ) -> Result<(), Failure> {
+    let Sender {
+        client,
+        destinations,
+        secrets,
+        links,
+    } = sender;
     // An address written in the URL is connected to without a lookup, so
     // the resolver never sees it: check it here, under today's settings.
     let url = url::Url::parse(&callback.url).map_err(|e| Failure::Failed(e.to_string()))?;

@@ -1,6 +1,6 @@
 //! When the scheduler last finished a pass, read from the injected clock
-//! (`AppState::now`), so the readiness probe can tell a scheduler that
-//! stopped ticking, and tests can move time instead of sleeping.
+//! (`clock.rs`), so the readiness probe can tell a scheduler that stopped
+//! ticking, and tests can move time instead of sleeping.
 
 use chrono::{DateTime, Utc};
 use tokio::sync::watch;

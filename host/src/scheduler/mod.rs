@@ -18,27 +18,33 @@
 //! tick: occurrences still open are prepared; those whose window closed
 //! while it was down are counted as missed and not prepared, since nobody
 //! was offered them.
+//!
+//! The scheduler is handed what it works with at start-up ([`Scheduler`]:
+//! store, catalog, time zone, clock, metrics, heartbeat, the callbacks'
+//! sender); it must not reach for the application state or the HTTP
+//! edge.
 
 pub mod callbacks;
 pub mod heartbeat;
 pub mod resolve;
 pub mod steps;
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 
-pub use callbacks::CALLBACK_RETRIES;
-pub use steps::{BATCH, NON_RESPONSE_DELAY, Pass, STEPS, TickCounts, planner};
+pub use callbacks::{CALLBACK_RETRIES, Sender};
+pub use steps::{BATCH, NON_RESPONSE_DELAY, Pass, STEPS, Scheduler, TickCounts, planner};
 
-use crate::AppState;
 use crate::metrics::families::SCHEDULER_LAST;
 use crate::store::StoreError;
 
 /// Everything due at `now`; what each step did.
-pub async fn tick(app: &AppState, now: DateTime<Utc>) -> Result<TickCounts, StoreError> {
-    let counts = Pass::new(app, now).run().await?;
+pub async fn tick(scheduler: &Scheduler, now: DateTime<Utc>) -> Result<TickCounts, StoreError> {
+    let counts = Pass::new(scheduler, now).run().await?;
     // Only a pass that finished counts for readiness (`/readyz`).
-    app.scheduler_heartbeat().beat(now);
-    let metrics = app.metrics();
+    scheduler.heartbeat.beat(now);
+    let metrics = &scheduler.metrics;
     metrics.inc("outcomes_scheduler_ticks_total", &[("result", "ok")]);
     metrics.set(SCHEDULER_LAST, &[], now.timestamp_millis() as f64 / 1000.0);
     for (what, n) in [
@@ -63,7 +69,7 @@ pub async fn tick(app: &AppState, now: DateTime<Utc>) -> Result<TickCounts, Stor
 /// Ticks every `every` until `shutdown` resolves; a tick in progress
 /// finishes first. A failed tick is logged and retried at the next one.
 pub async fn run(
-    app: AppState,
+    scheduler: Arc<Scheduler>,
     every: std::time::Duration,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
@@ -75,8 +81,9 @@ pub async fn run(
             () = &mut shutdown => return,
             _ = interval.tick() => {}
         }
-        if let Err(e) = tick(&app, app.now()).await {
-            app.metrics()
+        if let Err(e) = tick(&scheduler, scheduler.clock.now()).await {
+            scheduler
+                .metrics
                 .inc("outcomes_scheduler_ticks_total", &[("result", "failed")]);
             tracing::error!(error = %e, "scheduler tick failed; trying again at the next");
         }

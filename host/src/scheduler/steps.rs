@@ -2,17 +2,24 @@
 //! one batch of one kind of work (a store call, or a claim and its HTTP
 //! calls) and says whether the batch was full; [`Pass::run`] repeats it
 //! until one is not, then moves to the next step. A new rule is a step
-//! function and one line in [`STEPS`].
+//! function and one line in [`STEPS`]. What a pass works with is the
+//! [`Scheduler`], handed over at start-up; a step must not reach for the
+//! application state.
 
 use std::ops::AddAssign;
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use chrono::{DateTime, Duration, Utc};
+use chrono_tz::Tz;
 use futures_util::future::BoxFuture;
 
-use super::callbacks::{self, CALLBACK_BATCH};
-use crate::AppState;
+use super::callbacks::{self, CALLBACK_BATCH, Sender};
+use super::heartbeat::Heartbeat;
+use crate::clock::Clock;
+use crate::domain::catalog::Catalog;
 use crate::domain::subscription::Subscription;
+use crate::metrics::Metrics;
 use crate::metrics::families::{SCHEDULER_BATCHES, SCHEDULER_STEP};
 use crate::store::{Planner, Prepared, Settled, Store, StoreError};
 
@@ -64,7 +71,14 @@ fn settle_expired<'t>(pass: &'t Pass<'t>) -> BoxFuture<'t, Result<Batch, StoreEr
 /// Sends a batch of the fill-out requests' callbacks that are due.
 fn send_callbacks<'t>(pass: &'t Pass<'t>) -> BoxFuture<'t, Result<Batch, StoreError>> {
     Box::pin(async move {
-        let sent = callbacks::send_batch(pass.app, pass.store, pass.now).await?;
+        let scheduler = pass.scheduler;
+        let sent = callbacks::send_batch(
+            &scheduler.callbacks,
+            &scheduler.metrics,
+            pass.store,
+            pass.now,
+        )
+        .await?;
         Ok(Batch {
             full: sent.claimed >= CALLBACK_BATCH,
             counts: TickCounts {
@@ -164,18 +178,33 @@ impl std::fmt::Debug for Step {
     }
 }
 
-/// The scheduler's rule at `now`, over the current catalog.
-pub fn planner(app: &AppState, now: DateTime<Utc>) -> Planner {
-    let catalog = app.catalog();
-    let zone = app.config().time_zone;
+/// The scheduler's rule at `now`, over `catalog` in `zone`.
+pub fn planner(catalog: Arc<Catalog>, zone: Tz, now: DateTime<Utc>) -> Planner {
     Arc::new(move |s: &Subscription| s.plan(&catalog, zone, now))
+}
+
+/// What the scheduler works with, handed to it at start-up.
+#[derive(Debug)]
+pub struct Scheduler {
+    pub store: Store,
+    /// The catalog in use (a reload swaps it); each pass plans over the
+    /// one it finds at its start.
+    pub catalog: Arc<ArcSwap<Catalog>>,
+    /// Where days and months begin (`daily_start_time`, DST).
+    pub time_zone: Tz,
+    pub clock: Arc<dyn Clock>,
+    pub metrics: Arc<Metrics>,
+    /// When this process's scheduler last finished a pass (`/readyz`).
+    pub heartbeat: Heartbeat,
+    /// Sends the fill-out requests' callbacks.
+    pub callbacks: Sender,
 }
 
 /// One pass of the scheduler at a moment: what its steps work with.
 pub struct Pass<'a> {
-    pub app: &'a AppState,
-    /// The store written: the app's (a test of two hosts sharing a database
-    /// gives the second host's).
+    pub scheduler: &'a Scheduler,
+    /// The store written: the scheduler's (a test of two hosts sharing a
+    /// database gives the second host's).
     pub store: &'a Store,
     pub now: DateTime<Utc>,
     /// The scheduler's rule at `now`.
@@ -194,24 +223,24 @@ impl std::fmt::Debug for Pass<'_> {
 }
 
 impl<'a> Pass<'a> {
-    /// A pass of `app` at `now`, over its current catalog.
-    pub fn new(app: &'a AppState, now: DateTime<Utc>) -> Pass<'a> {
+    /// A pass of `scheduler` at `now`, over its current catalog.
+    pub fn new(scheduler: &'a Scheduler, now: DateTime<Utc>) -> Pass<'a> {
         Pass {
-            app,
-            store: app.store(),
+            scheduler,
+            store: &scheduler.store,
             now,
-            planner: planner(app, now),
+            planner: planner(scheduler.catalog.load_full(), scheduler.time_zone, now),
             batch: BATCH,
         }
     }
 
     /// Runs each step in turn until nothing it does is due; what they did.
-    /// Each step's time and batches are recorded in the app's metrics.
+    /// Each step's time and batches are recorded in the scheduler's metrics.
     pub async fn run(self) -> Result<TickCounts, StoreError> {
         let mut total = TickCounts::default();
         for step in &STEPS {
             let started = std::time::Instant::now();
-            let metrics = self.app.metrics();
+            let metrics = &self.scheduler.metrics;
             let batches = metrics.counter(SCHEDULER_BATCHES, &[("step", step.name)]);
             let mut counts = TickCounts::default();
             loop {

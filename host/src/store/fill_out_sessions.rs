@@ -3,11 +3,14 @@
 //! completes a response, and interrupting aborts what is left. Each step
 //! that changes responses is one transaction together with its access-log
 //! row, so what a respondent did is on disk, and logged, before they are
-//! told.
+//! told. A completed page is handed to the completion sink once stored
+//! (`completions.rs`).
 //!
 //! A browser is known by its session cookie, of which only the SHA-256 is
 //! kept. Every response query takes the session's dossier, so a session
 //! never reaches another dossier's response.
+
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -15,11 +18,11 @@ use sqlx::AnyConnection;
 
 use super::access_log::{self, AccessEntry};
 use super::responses::{COLUMNS, FROM, ResponseRow, outcome_json};
-use super::{Backend, Script, Store, StoreError, dossiers};
+use super::{Backend, Scored, Script, Store, StoreError, dossiers};
 use crate::domain::answers::Answers;
 use crate::domain::fill_out::FillOutSession;
 use crate::domain::ids::{DossierId, QuestionnaireId, RespondentId, ResponseId};
-use crate::domain::response::{COMPLETER_PATIENT, Completion, Response};
+use crate::domain::response::{COMPLETER_PATIENT, Response};
 use crate::domain::time::{from_millis, to_millis};
 
 /// A session to make (`POST .../fill_out_sessions`), its fields checked.
@@ -495,15 +498,19 @@ impl Store {
         &self,
         session: &FillOutSession,
         id: ResponseId,
-        completion: Completion,
+        scored: Scored,
         now: DateTime<Utc>,
         access: AccessEntry,
     ) -> Result<bool, StoreError> {
         let backend = self.backend;
         let (session_id, dossier) = (session.id, session.dossier_id);
-        self.writer
+        let scored = Arc::new(scored);
+        let writing = scored.clone();
+        let completed = self
+            .writer
             .write(move |conn| {
                 Box::pin(async move {
+                    let completion = &writing.completion;
                     let sql = format!(
                         "UPDATE responses SET answers = $2, started_at = COALESCE(started_at, $3), completed_at = $1, \
                          outcome = $4, outcome_plugin = $5, outcome_plugin_version = $6, outcome_plugin_sha256 = $7, \
@@ -537,7 +544,11 @@ impl Store {
                     Ok(completed)
                 })
             })
-            .await
+            .await?;
+        if completed {
+            self.completions.stored(Scored::stored(scored, id));
+        }
+        Ok(completed)
     }
 
     /// Interrupts a session: the page being filled out keeps the answers

@@ -5,11 +5,15 @@
 //! Writes go through [`writer::Writer`], which commits concurrent writes
 //! together (group commit): a caller gets its answer only after the
 //! transaction holding its write is durable. Reads use the pool directly.
+//! Every completion stored, by whatever path, is handed to the sink given
+//! at start (`completions.rs`; shadow scoring): callers need not remember
+//! it.
 
 mod access_log;
 pub mod backup;
 mod candidates;
 mod catalog;
+mod completions;
 mod create;
 mod dossiers;
 mod error;
@@ -36,6 +40,7 @@ use sqlx::{AnyConnection, ConnectOptions, Connection, Executor};
 pub use access_log::{AccessEntry, Verification, link_hash};
 pub use candidates::{NewCandidate, ShadowDifference, ShadowTally, StoredCandidate};
 pub use catalog::DefinitionSource;
+pub use completions::{CompletionSink, Completions, Scored, StoredCompletion};
 pub use create::{CreateResult, NewResponse};
 pub use error::{Cause, StoreError};
 pub use fill_out_requests::{ClaimedCallback, FillOutRequestResult, NewFillOutRequest};
@@ -100,6 +105,8 @@ pub struct StoreOptions {
     pub write_queue_timeout: Duration,
     /// Where pool waits and write batches are recorded (default: nowhere).
     pub metrics: StoreMetrics,
+    /// Where every completion is handed once stored (default: nowhere).
+    pub completions: Completions,
 }
 
 impl Default for StoreOptions {
@@ -109,6 +116,7 @@ impl Default for StoreOptions {
             acquire_timeout: Duration::from_secs(5),
             write_queue_timeout: Duration::from_secs(5),
             metrics: StoreMetrics::default(),
+            completions: Completions::default(),
         }
     }
 }
@@ -119,6 +127,8 @@ pub struct Store {
     pool: Pool,
     backend: Backend,
     writer: Writer,
+    /// Told of every completion stored (`completions.rs`).
+    completions: Completions,
 }
 
 impl Store {
@@ -168,6 +178,7 @@ impl Store {
             backend,
             options.write_queue_timeout,
             options.metrics.clone(),
+            options.completions.clone(),
             move || {
                 let options = connect_options.clone();
                 Box::pin(async move {
@@ -196,6 +207,7 @@ impl Store {
             pool,
             backend,
             writer,
+            completions: options.completions.clone(),
         })
     }
 

@@ -1,19 +1,22 @@
 //! Responses: listing with the API's filters, completing a pending one
-//! (PUT), preparing, aborting and deleting by external id. Storing a POSTed
-//! one is `create`'s; the row type and its reads are shared with it.
+//! (PUT, handed to the completion sink once stored: `completions.rs`),
+//! preparing, aborting and deleting by external id. Storing a POSTed one
+//! is `create`'s; the row type and its reads are shared with it.
+
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 use sqlx::AnyConnection;
 
-use super::{Store, StoreError, dossiers, placeholders};
+use super::{Scored, Store, StoreError, dossiers, placeholders};
 use crate::domain::answers::Answers;
 use crate::domain::ids::{
     DossierId, MeasurementId, NonResponseId, QuestionnaireId, RespondentId, ResponseId,
     SubscriptionId,
 };
 use crate::domain::outcome::{Outcome, Provenance};
-use crate::domain::response::{COMPLETER_PATIENT, Completion, Response, ResponseTimes, Status};
+use crate::domain::response::{COMPLETER_PATIENT, Response, ResponseTimes, Status};
 use crate::domain::time::{from_millis, to_millis};
 
 /// Filters of the response list; all optional, all combined with AND.
@@ -341,12 +344,16 @@ impl Store {
         &self,
         epd_id: String,
         segment: String,
-        completion: Completion,
+        scored: Scored,
         now: DateTime<Utc>,
     ) -> Result<Result<Response, CompleteError>, StoreError> {
-        self.writer
+        let scored = Arc::new(scored);
+        let writing = scored.clone();
+        let result = self
+            .writer
             .write(move |conn| {
                 Box::pin(async move {
+                    let completion = &writing.completion;
                     let Some(dossier) = dossiers::find(conn, &epd_id).await? else {
                         return Ok(Err(CompleteError::NotFound));
                     };
@@ -393,7 +400,11 @@ impl Store {
                     fetch(conn, response.id).await.map(Ok)
                 })
             })
-            .await
+            .await?;
+        if let Ok(response) = &result {
+            self.completions.stored(Scored::stored(scored, response.id));
+        }
+        Ok(result)
     }
 
     /// Prepares responses for the dossier's patient, making the dossier on

@@ -99,7 +99,7 @@ impl Restored {
         config.database_url = fresh.url.clone();
         config.data_dir = fresh.dir.path().to_owned();
         config.secrets_key_file = fresh.dir.path().join("secrets.key");
-        let built = host::App::build(config, app.clock.clone())
+        let built = host::startup::App::build(config, app.clock.clone())
             .await
             .expect("the host starts on the restored database");
         let base = format!("http://{}", built.local_addr().expect("bound"));

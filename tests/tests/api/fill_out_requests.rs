@@ -96,7 +96,7 @@ fn loopback() -> ipnet::IpNet {
 async fn tick_at(app: &TestApp, after: Duration) {
     let at = start_time() + after;
     app.clock.advance(at - app.state.now());
-    scheduler::tick(&app.state, at)
+    scheduler::tick(app.state.scheduler(), at)
         .await
         .expect("a scheduler pass");
 }

@@ -198,7 +198,7 @@ db_test!(
         );
 
         // A pass makes it ready again.
-        host::scheduler::tick(&app.state, app.state.now())
+        host::scheduler::tick(app.state.scheduler(), app.state.now())
             .await
             .expect("a pass");
         assert_eq!(probe(&app, "/readyz").await.status, 200);

@@ -155,7 +155,8 @@
 //!   the right and other dossiers' ids.
 //! - `shadow`: candidate scorer versions score in the background: no
 //!   difference, differences with both outcomes, promote (refused, then
-//!   accepted), discard, two hosts on one database.
+//!   accepted), discard, two hosts on one database; a response stored by
+//!   POST, PUT or a fill-out page is scored by the candidate, once.
 
 mod access_log;
 mod access_log_chain;

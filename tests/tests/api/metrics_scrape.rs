@@ -87,7 +87,7 @@ const EVENT_ONLY: &[&str] = &[
     "outcomes_fill_out_logins_total",
     "outcomes_fill_out_total",
     "outcomes_fill_out_refusals_total",
-    // Shadow scoring, with a candidate on trial (shadow.rs).
+    // Shadow scoring, with a candidate on trial (shadow/).
     "outcomes_shadow_calls_total",
     "outcomes_shadow_differences_total",
     "outcomes_shadow_dropped_total",
@@ -124,7 +124,7 @@ db_test!(
                 .status,
             200
         );
-        host::scheduler::tick(&app.state, tests::start_time())
+        host::scheduler::tick(app.state.scheduler(), tests::start_time())
             .await
             .expect("a scheduler pass");
         assert!(app.state.reload_definitions().await);

@@ -363,8 +363,8 @@ async fn the_due_work_of_subscriptions_is_prepared_once_by_two_hosts() {
             let at = local(&format!("{day} {time}"));
             app.clock.advance(at - app.state.now());
             let (x, y) = tokio::join!(
-                scheduler::tick(&app.state, at),
-                scheduler::tick(&other.state, at)
+                scheduler::tick(app.state.scheduler(), at),
+                scheduler::tick(other.state.scheduler(), at)
             );
             let (x, y) = (x.expect("a tick"), y.expect("a tick"));
             prepared += x.invitations + y.invitations;

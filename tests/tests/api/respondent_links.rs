@@ -413,7 +413,7 @@ db_test!(
         std::fs::write(&short, "short").expect("write");
         let mut config = app.config.clone();
         config.fill_out_secret = Some(SecretSource::File(short));
-        let failed = host::App::build(config, app.clock.clone())
+        let failed = host::startup::App::build(config, app.clock.clone())
             .await
             .expect_err("refused");
         assert!(

@@ -213,8 +213,9 @@ db_test!(async fn a_pending_response_is_completed_once_when_two_hosts_race(app) 
                 outcome: Outcome::empty(),
                 provenance: Provenance::default(),
             };
+            let scored = host::store::Scored { completion, definition: phq9.clone(), professional: false };
             other
-                .complete_response("d1".to_owned(), id.to_string(), completion, now)
+                .complete_response("d1".to_owned(), id.to_string(), scored, now)
                 .await
                 .expect("the store answers")
         }

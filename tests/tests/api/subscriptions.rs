@@ -42,7 +42,7 @@ async fn tick_at(app: &TestApp, at: DateTime<Utc>) -> TickCounts {
     let now = app.state.now();
     assert!(at >= now, "the clock only moves on");
     app.clock.advance(at - now);
-    scheduler::tick(&app.state, at)
+    scheduler::tick(app.state.scheduler(), at)
         .await
         .expect("a scheduler pass")
 }
@@ -370,13 +370,13 @@ db_test!(
         let (a, b) = tokio::join!(
             Pass {
                 batch: 16,
-                ..Pass::new(&app.state, at)
+                ..Pass::new(app.state.scheduler(), at)
             }
             .run(),
             Pass {
                 store: &other,
                 batch: 16,
-                ..Pass::new(&app.state, at)
+                ..Pass::new(app.state.scheduler(), at)
             }
             .run(),
         );

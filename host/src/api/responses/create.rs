@@ -1,5 +1,8 @@
 //! POST a completed response. Idempotent: a retry with the same external id,
-//! questionnaire and answers answers 200 with what was stored.
+//! questionnaire and answers answers 200 with what was stored. Checked and
+//! scored against one catalog snapshot, then stored with its access row;
+//! the store hands a created response on to shadow scoring, so this
+//! handler must not.
 
 use axum::Extension;
 use axum::extract::State;
@@ -13,8 +16,8 @@ use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject};
 use crate::auth::guard::{AccessLogged, PendingAccess};
 use crate::error::{ApiError, ErrorBody, Errors, json};
+use crate::scoring;
 use crate::store::{CreateResult, NewResponse};
-use crate::{scoring, shadow};
 
 /// Store a response
 ///
@@ -58,6 +61,7 @@ pub async fn create_response(
         professional: body.professional,
         entered_by: body.entered_by,
         completion: body.completion,
+        definition: body.questionnaire.clone(),
         now,
         // The request's access-log row is stored with the response, in one
         // commit, with the status the result is answered with.
@@ -66,8 +70,8 @@ pub async fn create_response(
     // A retry or a taken external id is scored too: the writer decides,
     // and a read to know it before scoring would cost every POST more than
     // the rare retry's scoring saves.
-    let shadow = scoring::score_completion(
-        app.plugins(),
+    scoring::score_completion(
+        app.trials(),
         app.metrics(),
         &body.questionnaire,
         &mut new.completion,
@@ -76,10 +80,6 @@ pub async fn create_response(
     .await;
     let logged = new.access.is_some();
     let result = app.store().create_response(new).await?;
-    // A candidate scorer repeats only what was stored now, not a retry.
-    if let CreateResult::Created(r) = &result {
-        shadow::submit(&app, r.id.0, shadow);
-    }
     let mut response = answer(&app, result, now);
     if logged {
         response.extensions_mut().insert(AccessLogged);

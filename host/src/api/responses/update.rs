@@ -1,5 +1,7 @@
 //! PUT answers on a pending response, found by external id or by the id of
-//! a response the service prepared.
+//! a response the service prepared. Checked and scored against one catalog
+//! snapshot; the store hands the completed response on to shadow scoring,
+//! so this handler must not.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -11,8 +13,8 @@ use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject, PathParams};
 use crate::domain::variant::Variant;
 use crate::error::{ApiError, ErrorBody, Errors, json};
-use crate::store::CompleteError;
-use crate::{scoring, shadow};
+use crate::scoring;
+use crate::store::{CompleteError, Scored};
 
 /// Complete a pending response
 ///
@@ -57,26 +59,28 @@ pub async fn update_response(
     if let Some(pending) = app.store().response_to_complete(&dossier, &segment).await? {
         completion.variant = Variant::from_stored(&pending.flags, &pending.textvars);
     }
-    let shadow = scoring::score_completion(
-        app.plugins(),
+    scoring::score_completion(
+        app.trials(),
         app.metrics(),
         &questionnaire,
         &mut completion,
         false,
     )
     .await;
+    let scored = Scored {
+        completion,
+        definition: questionnaire,
+        professional: false,
+    };
     match app
         .store()
-        .complete_response(dossier, segment, completion, now)
+        .complete_response(dossier, segment, scored, now)
         .await?
     {
-        Ok(r) => {
-            shadow::submit(&app, r.id.0, shadow);
-            Ok(json(
-                StatusCode::OK,
-                &ResponseView::new(&r, app.config().time_zone, now, app.links()),
-            ))
-        }
+        Ok(r) => Ok(json(
+            StatusCode::OK,
+            &ResponseView::new(&r, app.config().time_zone, now, app.links()),
+        )),
         Err(CompleteError::NotFound) => Err(ApiError::NotFound("external_id")),
         Err(CompleteError::AlreadyCompleted) => Err(ApiError::Forbidden("already_completed")),
         Err(CompleteError::OtherQuestionnaire) => Err(ApiError::Invalid(Errors::one(

@@ -1,6 +1,6 @@
 //! GET whether a response's stored outcome verifies: recomputed with the
 //! module and definition versions that computed it, on the same input,
-//! and compared byte for byte (`crate::verify`).
+//! and compared byte for byte (`crate::verify`). Reads only.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -49,7 +49,7 @@ pub async fn get_verification(
         .response_to_verify(&dossier, id)
         .await?
         .ok_or(ApiError::NotFound("response"))?;
-    let mut verifier = Verifier::new(app.store().clone(), app.plugins().clone());
+    let mut verifier = Verifier::new(app.store().clone(), app.trials().clone());
     let verification = verifier.verify(&response, stored.as_deref()).await?;
     Ok(json(StatusCode::OK, &verification))
 }

@@ -5,12 +5,17 @@
 //! would insert it (a retry, or taken), so two requests with one external
 //! id cannot both store theirs.
 //!
+//! A response created is handed to the store's completion sink once its
+//! batch is committed (`writer/commit.rs`, `completions.rs`).
+//!
 //! Order of use: `cache` (the writer's dossier ids) → `one` → `plan` → this
 //! file (the types and the [`Store`] entry points).
 
 mod cache;
 mod one;
 mod plan;
+
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
@@ -23,6 +28,7 @@ pub(super) use plan::Plan;
 use super::access_log::AccessEntry;
 use super::{Store, StoreError};
 use crate::domain::answers::Answers;
+use crate::domain::questionnaire::Questionnaire;
 use crate::domain::response::{Completion, Response};
 
 /// A completed response to store (POST), scored.
@@ -36,6 +42,10 @@ pub struct NewResponse {
     pub professional: bool,
     pub entered_by: Option<String>,
     pub completion: Completion,
+    /// The definition the answers were checked against and scored with:
+    /// handed with the completion to the store's sink once stored
+    /// (`completions.rs`).
+    pub definition: Arc<Questionnaire>,
     pub now: DateTime<Utc>,
     /// The request's access-log row, stored in the same transaction with the
     /// status the result is answered with ([`CreateResult::status`]); its

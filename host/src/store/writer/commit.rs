@@ -1,6 +1,8 @@
 //! The writer's loop: takes what waits, sorts it into a [`Batch`], runs it
 //! in one transaction (closures each in a savepoint, data items by
-//! `items`) and answers every caller once the commit's fate is known.
+//! `items`) and answers every caller once the commit's fate is known; a
+//! response the commit created is handed to the store's completion sink
+//! first (`completions.rs`).
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -12,6 +14,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::items::{self, Results};
 use super::{BoxFuture, Connect, MAX_BATCH};
 use crate::store::access_log::AccessEntry;
+use crate::store::completions::{Completions, StoredCompletion};
 use crate::store::create::{CreateResult, DossierCache, NewResponse};
 use crate::store::{Backend, StoreError, StoreMetrics};
 
@@ -114,15 +117,41 @@ impl Batch {
         self.writes.len() + self.creates.len() + self.accesses.len()
     }
 
-    /// Answers every caller; empties the batch.
-    fn finish(&mut self, results: Results, commit: &Result<(), StoreError>) {
+    /// Answers every caller, then hands each response the commit created to
+    /// `completions` (the item, no longer needed, goes whole); empties the
+    /// batch.
+    fn finish(
+        &mut self,
+        results: Results,
+        commit: &Result<(), StoreError>,
+        completions: &Completions,
+    ) {
         self.writes
             .drain(..)
             .for_each(|job| job.finish(commit.clone()));
         let mut created = results.created.into_iter();
-        self.creates
-            .drain(..)
-            .for_each(|p| p.finish(created.next(), commit));
+        for Pending { item, reply } in self.creates.drain(..) {
+            let result = created.next();
+            let stored = match (commit, &result) {
+                (Ok(()), Some(Ok(CreateResult::Created(r)))) => Some(r.id),
+                _ => None,
+            };
+            Pending { item: (), reply }.finish(result, commit);
+            if let Some(response_id) = stored {
+                let NewResponse {
+                    completion,
+                    definition,
+                    professional,
+                    ..
+                } = *item;
+                completions.stored(StoredCompletion {
+                    response_id,
+                    definition,
+                    completion,
+                    professional,
+                });
+            }
+        }
         let mut accessed = results.accessed.into_iter();
         self.accesses
             .drain(..)
@@ -135,6 +164,7 @@ pub(super) async fn run(
     connect: Connect,
     backend: Backend,
     metrics: StoreMetrics,
+    completions: Completions,
 ) {
     let mut conn: Option<AnyConnection> = None;
     let mut queue: Vec<Work> = Vec::with_capacity(MAX_BATCH);
@@ -154,7 +184,7 @@ pub(super) async fn run(
                 Ok(c) => conn.insert(c),
                 Err(e) => {
                     tracing::error!(error = %e, "database writer cannot connect");
-                    batch.finish(Results::default(), &Err(StoreError::from(e)));
+                    batch.finish(Results::default(), &Err(StoreError::from(e)), &completions);
                     continue;
                 }
             },
@@ -174,7 +204,7 @@ pub(super) async fn run(
         };
         metrics.commit.record(started.elapsed().as_secs_f64());
         metrics.batch_size.record(size as f64);
-        batch.finish(results, &commit);
+        batch.finish(results, &commit, &completions);
     }
     if let Some(c) = conn {
         let _ = c.close().await;

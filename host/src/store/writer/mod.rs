@@ -17,6 +17,9 @@
 //! nothing else takes three round trips in all, however many writes it
 //! holds.
 //!
+//! A response the writer created is handed to the store's completion sink
+//! after its commit, once its caller is answered (`commit.rs`).
+//!
 //! Order of use: `items` (the writes given as data, stored together or one
 //! by one) → `commit` (the loop: batches, savepoints, the commit) → this
 //! file (the handle, [`Writer`]).
@@ -34,6 +37,7 @@ use sqlx::AnyConnection;
 use tokio::sync::{mpsc, oneshot};
 
 use super::access_log::AccessEntry;
+use super::completions::Completions;
 use super::create::{CreateResult, NewResponse};
 use super::{Backend, StoreError, StoreMetrics};
 use commit::{Op, Pending, Work};
@@ -68,17 +72,19 @@ impl Writer {
     /// trip; on the server's runtime every wake-up after a round trip would
     /// queue behind request handlers, and the writer, which everyone waits
     /// for, would spend most of its time waiting to be polled.
-    /// Each batch's size and time are recorded in `metrics`.
+    /// Each batch's size and time are recorded in `metrics`; every response
+    /// created is handed to `completions` once committed.
     pub fn spawn(
         backend: Backend,
         deadline: Duration,
         metrics: StoreMetrics,
+        completions: Completions,
         connect: impl Fn() -> BoxFuture<'static, Result<AnyConnection, sqlx::Error>>
         + Send
         + Sync
         + 'static,
     ) -> Writer {
-        Writer::start(backend, QUEUE, deadline, metrics, connect)
+        Writer::start(backend, QUEUE, deadline, metrics, completions, connect)
     }
 
     /// [`Writer::spawn`] with a queue of `capacity` writes, recording
@@ -98,6 +104,7 @@ impl Writer {
             capacity,
             deadline,
             StoreMetrics::default(),
+            Completions::default(),
             connect,
         )
     }
@@ -107,13 +114,14 @@ impl Writer {
         capacity: usize,
         deadline: Duration,
         metrics: StoreMetrics,
+        completions: Completions,
         connect: impl Fn() -> BoxFuture<'static, Result<AnyConnection, sqlx::Error>>
         + Send
         + Sync
         + 'static,
     ) -> Writer {
         let (jobs, rx) = mpsc::channel(capacity);
-        let task = commit::run(rx, Box::new(connect), backend, metrics);
+        let task = commit::run(rx, Box::new(connect), backend, metrics, completions);
         let thread = std::thread::Builder::new()
             .name("db-writer".into())
             .spawn(move || {

@@ -46,6 +46,7 @@ fn item(epd_id: &str, external_id: &str, professional: bool, answer: &str) -> Ne
             outcome: Outcome::empty(),
             provenance: Provenance::default(),
         },
+        definition: std::sync::Arc::new(crate::domain::testing::questionnaire()),
         now: now(),
         access: None,
     }
