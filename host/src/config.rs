@@ -122,7 +122,6 @@ pub struct Config {
     pub database_acquire_timeout: Duration,
 }
 
-
 /// Where the TLS certificate chain and key are.
 #[derive(Debug, Clone)]
 pub struct TlsFiles {
