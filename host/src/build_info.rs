@@ -1,6 +1,7 @@
 //! What this binary is: its version, the commit it was built from
-//! (host/build.rs) and the plugin ABI it speaks. Public facts, shown by
-//! `outcomes --version`, over HTTP and in the metrics' `build_info`.
+//! (host/build.rs), the plugin ABI it speaks and the database migration
+//! level it carries. Public facts, shown by `outcomes --version`, over HTTP
+//! and in the metrics' `build_info`.
 
 /// The package version (Cargo.toml).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,6 +1,9 @@
 //! The clock, injected at start-up (the app state and every part handed to
 //! a lower layer hold the same one) so that tests set the time instead of
 //! sleeping. Nothing that serves reads the system time any other way.
+//!
+//! Durations (metrics, timeouts) are measured with the monotonic `Instant`,
+//! never with this clock.
 
 use std::sync::Mutex;
 

@@ -1,6 +1,9 @@
 //! `outcomes`: the service binary. Parses the command line, reads the
 //! configuration, starts logging and runs the chosen command. Holds no
 //! service logic: start-up is `host::startup`.
+//!
+//! Allocates with mimalloc, and turns transparent huge pages off for the
+//! process before the heap grows: with them its idle memory nearly doubled.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

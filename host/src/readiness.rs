@@ -7,6 +7,9 @@
 //! to the log (docs/operations.md#health-and-version).
 //!
 //! Given the parts it reads ([`Parts`]), never the application state.
+//!
+//! The database must answer within `DATABASE_TIMEOUT` (2 s); the
+//! scheduler must have finished a pass within two of its intervals.
 
 use std::time::Duration;
 

@@ -1,11 +1,12 @@
-//! Hot reload while serving (docs/design.md#hot-reload): watches the plugin,
-//! questionnaire and protocol folders (notify), waits until changes settle
-//! (debounce), then reloads what changed. Plugins: `Plugins::reload`
-//! validates, compiles and self-tests, then swaps atomically. Definitions:
-//! re-read and re-imported, then the catalog is swapped; invalid files are
-//! logged and counted and the old catalog keeps serving. Every module
-//! version loaded is archived by hash ([`archive_modules`]), so what it
-//! computes can be recomputed exactly later.
+//! Hot reload while serving (docs/design.md#hot-reload): watches the
+//! plugin, questionnaire and protocol folders (notify), waits until changes
+//! settle (debounce: `DEBOUNCE`, 100 ms of quiet), then reloads what
+//! changed. Plugins: `Plugins::reload` validates, compiles and self-tests,
+//! then swaps atomically. Definitions: re-read and re-imported, then the
+//! catalog is swapped; invalid files are logged and counted and the old
+//! catalog keeps serving. Every module version loaded is archived by hash
+//! ([`archive_modules`]), so what it computes can be recomputed exactly
+//! later.
 //!
 //! Given what it reloads at start-up ([`Reloader`]); must not reach for
 //! the application state.

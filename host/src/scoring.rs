@@ -9,6 +9,10 @@
 //! calls, the shadow's candidates, `verify` and the fixture harness all
 //! read what it writes. Must not: store, decide which version serves
 //! (`trials.rs`), or hand work to the shadow (the store does).
+//!
+//! Every outcome records its provenance: the module (name, version,
+//! SHA-256), the ABI version, and the SHA-256 of the definition and of the
+//! input, so `verify` can recompute it exactly.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use plugin_sdk::{

@@ -8,6 +8,9 @@
 //! Handlers see the peer as `ConnectInfo<SocketAddr>`, as with
 //! `axum::serve`. Shutdown stops accepting and lets open connections finish
 //! their requests (idle ones are closed at once).
+//!
+//! After a failed `accept` the loop pauses (`ACCEPT_PAUSE`) instead of
+//! spinning a core.
 
 use std::convert::Infallible;
 use std::future::Future;

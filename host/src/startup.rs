@@ -10,6 +10,13 @@
 //! service, the scheduler's, the reloader, the shadow) and the
 //! [`AppState`] the HTTP edge reads. Must not: hold request logic, or be
 //! imported by anything below the edge.
+//!
+//! The loops' intervals: token reloads and the trials every 2 s; upkeep
+//! every 5 s (the counted refusals of minutes that are over written, quiet
+//! clients' rate-limit buckets dropped, histograms folded). A refused
+//! plugin does not stop start-up; it is reported and the rest serve. After
+//! shutdown: requests in flight finish, the scheduler's pass finishes, the
+//! counted refusals are written, the pool is closed.
 
 use std::future::Future;
 use std::net::SocketAddr;

@@ -7,6 +7,9 @@
 //! (`/fill_out/respondents/{id}`), never the path or query as sent: those
 //! carry dossier ids and the signatures of fill-out links. Nothing here
 //! reads a header that holds a credential (docs/operations.md#logs).
+//!
+//! Colour codes only when stderr is a terminal and `NO_COLOR` is not set. A
+//! panic in a handler is caught and answered with the fixed 500 body.
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,7 +1,7 @@
-//! `/health`: liveness, database and token table status, for load balancers
-//! and operators. Not under `/api/v1` and never authenticated. (`/metrics`
-//! is `scrape.rs`.) The token table's state comes from the auth service;
-//! nothing here writes.
+//! `/health`: liveness, database and token table status (`ok`, `stale`,
+//! `expired`), for load balancers and operators. Not under `/api/v1` and
+//! never authenticated. (`/metrics` is `scrape.rs`.) The token table's
+//! state comes from the auth service; nothing here writes.
 
 use axum::extract::State;
 use axum::http::StatusCode;

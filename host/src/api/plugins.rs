@@ -1,6 +1,7 @@
 //! `GET /api/v1/plugins`: what every plugin folder serves, and why a module
-//! was refused (docs/design.md#hot-reload). Operators' view; it names plugin
-//! versions and hashes, never patient data.
+//! was refused (docs/design.md#hot-reload). Operators' view; it names
+//! plugin versions and hashes, never patient data or where the plugin
+//! directory is.
 
 use axum::extract::State;
 use axum::http::StatusCode;

@@ -3,6 +3,8 @@
 //! `/version` (what this binary is). Outside `/api/v1`, never
 //! authenticated, like `/health`; they name no patient data, path,
 //! address or setting (docs/operations.md#health-and-version).
+//!
+//! `/readyz` answers 503 with `errors` naming each failed check.
 
 use std::collections::BTreeMap;
 

@@ -2,6 +2,9 @@
 //! calculator plugin over a dossier's completed responses, chosen by
 //! `response_ids[]` or by `filters[...]` (docs/api/reports.md;
 //! docs/api/reports.md#errors for the error answers).
+//!
+//! A report's filters and the questionnaire descriptions come from one
+//! catalog snapshot.
 
 use std::collections::{BTreeMap, HashSet};
 

@@ -1,5 +1,7 @@
 //! `GET /api/v1/dossiers/:epd_ids/stats` and `GET /api/v1/stats`: counters
 //! per dossier (docs/api/stats.md), counted by the database.
+//!
+//! One access-log row per dossier answered, all written in one write.
 
 use std::collections::BTreeMap;
 

@@ -9,6 +9,10 @@
 //! never read. Where two statements could differ (two headers naming the
 //! client, or the protocol), both must agree, so a header the proxy passed
 //! through unread cannot outvote the one it wrote.
+//!
+//! Without connection info nothing is believed. `unsafe_settings` words
+//! the start-up warnings about proxy settings that would let a client
+//! choose its own address.
 
 use std::net::{IpAddr, SocketAddr};
 

@@ -11,6 +11,11 @@
 //! The guard is given the auth service (`service.rs`: tokens, limits,
 //! refusals, transport settings) and nothing else of the application: it
 //! must not reach for the app state.
+//!
+//! **Invariant:** no dossier data leaves unless its access row is on disk:
+//! when the row cannot be written, the answer is the error instead. A
+//! refused caller's claimed identity (key, issuer, subject) is logged apart
+//! from verified ones.
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -1,6 +1,8 @@
 //! IP allow-lists: their entries, and whether one admits a client
 //! (docs/api/rights.md#ip-allow-lists). Who the client is, is
 //! `forwarded.rs`'s to say.
+//!
+//! An unknown client passes only an empty list.
 
 use std::net::IpAddr;
 

@@ -6,6 +6,11 @@
 //! The buckets run on governor's own monotonic clock, not the app's
 //! settable one: a limit is about real time, and tests configure a burst
 //! that does not refill while they run instead of moving time.
+//!
+//! An IPv6 client counts by its /64. **Invariant:** memory stays bounded
+//! under ever new addresses: buckets full again are dropped every few
+//! seconds (`startup.rs`) and whenever more than `MAX_ADDRESSES` clients
+//! are tracked; if too many remain, the limiter starts over.
 
 use std::net::{IpAddr, Ipv6Addr};
 use std::time::Duration;

@@ -7,6 +7,9 @@
 //! passed in) and is used on every fill-out request; this one reads a
 //! file and the database, once, at start-up. Must not: sign or check a
 //! link (`links.rs` does), or be called while serving.
+//!
+//! A secret an older version kept in the database in plain text is sealed
+//! in place, so links handed out before keep working.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -9,6 +9,10 @@
 //! Must not: read a request (the guard does and passes what it found), or
 //! reach for the application state: it holds the store and clock it was
 //! given.
+//!
+//! Reload failures in a row: stale after 3 (`STALE_AFTER_FAILED_RELOADS`:
+//! remembered JWT verifications dropped, `/health` says `stale`), expired
+//! after `token_reload_failure_limit` (every credential refused with 503).
 
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

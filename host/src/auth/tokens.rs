@@ -4,6 +4,10 @@
 //! reloads it from the database every few seconds and after each change it
 //! makes itself; when reloads keep failing the table goes [`Freshness::Stale`]
 //! and then [`Freshness::Expired`] (docs/operations.md#jwt-keys-and-tokens).
+//!
+//! JWTs verified once are remembered per table, and forgotten once reloads
+//! keep failing. A JWT-only token refuses HTTP Basic. **Invariant:** an
+//! unknown key, or a JWT-only token's, costs as much as a wrong secret.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

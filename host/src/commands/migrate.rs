@@ -1,5 +1,8 @@
 //! `outcomes migrate --check`: which migrations this version would apply
 //! to the configured database, applying none (docs/operations.md#upgrades).
+//!
+//! Exits 1 when anything would be applied; applies nothing and creates no
+//! SQLite file.
 
 use crate::config::Config;
 use crate::store::{self, Backend, MigrationStatus, Store, StoreOptions};

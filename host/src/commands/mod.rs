@@ -1,6 +1,10 @@
 //! Operator commands of the `outcomes` binary that work on the database
-//! directly: API tokens, respondents' links and the access log. They print to standard output,
-//! which is their interface.
+//! directly: API tokens, respondents' links and the access log. They print
+//! to standard output, which is their interface.
+//!
+//! The commands: `token create`, `list`, `revoke`, `add-key`, `jwt-only`
+//! and `webhook-secret`; `respondent revoke-links`; `access-log` and
+//! `access-log verify` (the first broken link of the hash chain).
 #![allow(
     clippy::print_stdout,
     reason = "these commands answer on standard output"

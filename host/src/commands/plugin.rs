@@ -1,7 +1,8 @@
 //! `outcomes plugin ...`: the plugin author's and operator's tools. `test`
 //! runs a module under production limits against fixtures and reports what
 //! each call used; `list` loads the plugin directory as the service would
-//! and says what serves and what is refused; `new` scaffolds a crate.
+//! and says what serves and what is refused; `new` scaffolds a crate;
+//! `fixtures` fills in fixtures' inputs (`fixtures.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,6 +1,9 @@
 //! Fill-out sessions (docs/api/fill-out.md#start-a-fill-out-session): a
 //! respondent filling out a list of responses on the hosted pages, one
 //! after another, and the one rule of where they go next.
+//!
+//! A session idles out after `IDLE_LIMIT` (2 hours) and ends after
+//! `LIFETIME` (24 hours).
 
 use chrono::{DateTime, Duration, Utc};
 

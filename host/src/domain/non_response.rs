@@ -3,6 +3,8 @@
 //! (docs/api/non-responses.md#reason-codes). This module owns the reason
 //! table and the rules a registration must follow; it knows nothing of
 //! storage or the wire.
+//!
+//! Only code `10` needs the free text `reason_other`.
 
 use chrono::{DateTime, Utc};
 

@@ -2,6 +2,9 @@
 //! (docs/api/outcomes.md#outcome-object). Scores stay open JSON objects
 //! because scorers may add fields; the host only relies on the fields named
 //! here.
+//!
+//! `complete` adds what the host owns to the scorer's output: each score's
+//! `label`, `global` and `referenced_values` from the definition.
 
 use plugin_sdk::{Score, ScoreStatus, ScorerOutput};
 use serde::{Deserialize, Serialize};

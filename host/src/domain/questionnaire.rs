@@ -5,6 +5,10 @@
 //! A definition is data written by clinical teams, so every problem is
 //! reported with the path of the offending entry; nothing here panics on a
 //! bad file.
+//!
+//! Unknown fields are refused (`deny_unknown_fields`). Keys are lower-case
+//! letters, digits and `_`; question keys start with `v_` (`v_1`, `v_2a`);
+//! the bundled definitions name options `a0`, `a1`, ….
 
 use std::collections::{BTreeMap, HashSet};
 

@@ -8,6 +8,9 @@
 //! docs/api/protocols-and-subscriptions.md#flags-and-textvars) and keeps them;
 //! the same values decide what a respondent is shown and what the scorer
 //! sees: a hidden question is not required and its answer is ignored.
+//!
+//! **Invariant:** scoring sees a hidden question as unanswered; the answer
+//! itself is kept with the response.
 
 use std::collections::BTreeMap;
 

@@ -3,6 +3,10 @@
 //! every page, and the small answers (pages, redirects) the handlers share.
 //! Who the client is comes from the auth service's trusted proxies, never
 //! from a header it does not believe.
+//!
+//! The cookie is `__Host-` prefixed and only its SHA-256 is stored; every
+//! page carries a Content-Security-Policy of `default-src 'none'` plus what
+//! it needs.
 
 use axum::extract::{FromRequestParts, Request};
 use axum::http::request::Parts;

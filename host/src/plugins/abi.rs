@@ -4,6 +4,10 @@
 //! with the guest's message) and the linker that provides them, and the
 //! state a call keeps in its store. Checks a module's shape; never runs
 //! one (calls are `call`'s).
+//!
+//! **Invariant:** what a guest passes to an import is bounds-checked: a bad
+//! pointer drops a log line or an abort's text, never reads outside guest
+//! memory.
 
 use plugin_sdk::log::{Level, MAX_LINE_BYTES, MAX_LINES};
 use serde::Serialize;

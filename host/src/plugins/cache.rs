@@ -5,6 +5,10 @@
 //! can read, proves that a host holding that key wrote it under this very
 //! name (module hash and engine key). Knows nothing of wasmtime: it keeps
 //! and returns bytes (docs/operations.md#files-and-permissions).
+//!
+//! The folder is 0700 and refused when it is not ours or others may write
+//! into it; the key file is 0600. An artifact is read once, without
+//! following links; one is written to a new file, then renamed into place.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};

@@ -9,6 +9,9 @@
 //! so a restart does not recompile. One is used only once the cache has
 //! verified its MAC; an artifact refused or failing to load is counted,
 //! recompiled and replaced.
+//!
+//! Holds one of the crate's two `unsafe` blocks: `Module::deserialize`,
+//! only of bytes whose MAC the cache verified.
 
 use std::sync::Arc;
 use std::time::Duration;

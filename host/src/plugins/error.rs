@@ -1,5 +1,7 @@
 //! What can go wrong with a plugin, as one typed error. The host never
 //! panics or stops serving because of a plugin; every failure ends here.
+//!
+//! Each variant has a stable `code()`.
 
 use plugin_sdk::{ABI_VERSION, PluginKind};
 

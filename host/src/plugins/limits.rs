@@ -2,7 +2,7 @@
 //! the configuration file (`[plugin_limits.scorer]`,
 //! `[plugin_limits.calculator]`, `[plugin_limits.overrides.<name>]`). The
 //! defaults follow docs/plugin-abi.md#limits: about ten million fuel per scoring
-//! call, 32 MiB of memory.
+//! call (10 M plus 100 per input byte), 32 MiB of memory.
 //!
 //! Fuel grows with the input: a call gets `fuel + fuel_per_input_byte ×
 //! input bytes` ([`Limits::fuel_for`]). Reading its JSON is most of what a

@@ -36,6 +36,9 @@
 //! The runtime loads and calls modules; it holds no policy about which
 //! version of a scorer serves while a candidate is on trial
 //! (`crate::trials` does).
+//!
+//! A module whose SHA-256 is not in `plugin_allow` (when that is set) is
+//! refused before it is compiled.
 
 mod abi;
 mod cache;

@@ -18,6 +18,10 @@
 //!
 //! Knows a plugin version only by what a call needs of it (its pre-linked
 //! module and limits): `module` gives each `Plugin` its [`Spares`].
+//!
+//! Also here: `lower_priority`, how background threads are scheduled,
+//! with the crate's other `unsafe` block: nice 10 for the spare thread,
+//! `SCHED_IDLE` for shadow scoring.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};

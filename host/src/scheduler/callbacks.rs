@@ -9,7 +9,8 @@
 //! and goes only to an allowed address ([`crate::auth::destination`]): an
 //! address in the URL is checked here, a host name by the client's
 //! resolver ([`super::resolve`]), and the connection is made to the
-//! address that was checked. A redirect is never followed.
+//! address that was checked. A redirect is never followed, and no proxy
+//! is used.
 
 use std::sync::Arc;
 

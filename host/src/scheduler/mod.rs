@@ -23,6 +23,9 @@
 //! store, catalog, time zone, clock, metrics, heartbeat, the callbacks'
 //! sender); it must not reach for the application state or the HTTP
 //! edge.
+//!
+//! [`NON_RESPONSE_DELAY`] is 6 hours. On shutdown [`run`] lets a pass in
+//! progress finish.
 
 pub mod callbacks;
 pub mod heartbeat;

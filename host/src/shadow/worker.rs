@@ -7,6 +7,10 @@
 //! input.
 //!
 //! Must not: touch a stored outcome, or take CPU a request waits for.
+//!
+//! Jobs are taken up to `BATCH` (256) at a time; the thread runs under
+//! `SCHED_IDLE` (`plugins::lower_priority`), and after each batch rests
+//! three times as long as it scored (`DUTY`).
 
 use std::collections::HashMap;
 use std::sync::Arc;

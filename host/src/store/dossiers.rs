@@ -1,6 +1,10 @@
 //! Dossiers and their respondents. A dossier is made by the first write that
 //! names it, together with its patient respondent
 //! (docs/api/conventions.md#dossiers).
+//!
+//! Revoking a respondent's links adds one to their link generation (every
+//! `completing_url` handed out names an older one) and ends their fill-out
+//! sessions.
 
 use chrono::{DateTime, Utc};
 use sqlx::{AnyConnection, Row};

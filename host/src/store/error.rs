@@ -4,6 +4,10 @@
 //! errors are sorted into those two here, and nowhere else: their cause
 //! travels as a [`Cause`], which shows the driver's message in logs but
 //! which nothing outside the store can match on.
+//!
+//! Unavailable: no connection in time, I/O, and PostgreSQL's outage
+//! SQLSTATEs (class 08, class 53, 57P01..57P03). **Invariant:** a database
+//! that is down or restarting is a 503, never a 500.
 
 use std::fmt;
 use std::sync::Arc;

@@ -8,6 +8,13 @@
 //! Every completion stored, by whatever path, is handed to the sink given
 //! at start (`completions.rs`; shadow scoring): callers need not remember
 //! it.
+//!
+//! Every connection is set up alike (SQLite: WAL, `synchronous=FULL`);
+//! queries use `$1` placeholders. `migrate` applies pending migrations;
+//! ones only a newer version knows are a warning, not a stop (a rolling
+//! upgrade). The pool tests a connection before handing it out and the
+//! writer reconnects after a failed batch, so a restarted database needs no
+//! host restart.
 
 mod access_log;
 pub mod backup;

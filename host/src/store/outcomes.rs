@@ -1,6 +1,10 @@
 //! Stored outcomes and the plugin modules that computed them: what
 //! `outcomes rescore` reads and writes, and the archive of module versions
 //! by content hash.
+//!
+//! Also what `verify` reads (each outcome with its text as stored), and the
+//! definition versions by hash (`questionnaire_versions`, filled by
+//! `catalog.rs` on every import).
 
 use chrono::{DateTime, Utc};
 use sqlx::Row;

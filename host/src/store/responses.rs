@@ -2,6 +2,9 @@
 //! (PUT, handed to the completion sink once stored: `completions.rs`),
 //! preparing, aborting and deleting by external id. Storing a POSTed one
 //! is `create`'s; the row type and its reads are shared with it.
+//!
+//! A page is a keyset query (`id > after … LIMIT size + 1` on the
+//! `responses_dossier (dossier_id, id)` index), never an OFFSET.
 
 use std::sync::Arc;
 

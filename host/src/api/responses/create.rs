@@ -3,6 +3,8 @@
 //! scored against one catalog snapshot, then stored with its access row;
 //! the store hands a created response on to shadow scoring, so this
 //! handler must not.
+//!
+//! A 201 means the response is on disk.
 
 use axum::Extension;
 use axum::extract::State;

@@ -3,6 +3,10 @@
 //! and the `Link: <...>; rel="next"` header (RFC 8288) to the next page.
 //! Without either parameter the list is answered whole, as the original
 //! contract has it.
+//!
+//! `page[size]` is 1 to `MAX_SIZE` (1000); the cursor is the base64url
+//! (no padding) of the last id, opaque to clients; the last page carries no
+//! `Link`.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;

@@ -1,6 +1,8 @@
 //! GET whether a response's stored outcome verifies: recomputed with the
 //! module and definition versions that computed it, on the same input,
 //! and compared byte for byte (`crate::verify`). Reads only.
+//!
+//! Another dossier's response id is 404 `response`.
 
 use axum::extract::State;
 use axum::http::StatusCode;

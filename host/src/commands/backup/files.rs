@@ -3,6 +3,9 @@
 //! docs/operations.md#files-and-permissions), synced, then renamed into
 //! place, so a crash leaves either the old file or the whole new one,
 //! never half of one.
+//!
+//! Never over an existing file unless `--force`; a replaced database is
+//! kept as `<name>.replaced-<time>`.
 
 use std::fs::{File, OpenOptions};
 use std::io;

@@ -5,6 +5,11 @@
 //! SQLite is copied by the service's own SQLite (`sqlite.rs`); PostgreSQL
 //! by its own tools, `pg_dump` and `pg_restore`, when they are installed,
 //! else the command says what to run (`postgres.rs`).
+//!
+//! A copy's migrations are checked before it is restored: newer than this
+//! binary is refused, older is named (`store/migrations.rs`).
+//! `tests/tests/api/backup.rs` builds and runs the binary on both
+//! databases.
 
 mod files;
 mod postgres;

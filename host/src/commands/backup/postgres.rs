@@ -8,6 +8,9 @@
 //! The password never goes on a command line, which every user of the
 //! machine can read (`ps`): the tools get the URL without it and the
 //! password in `PGPASSWORD`, which only the same user can read.
+//!
+//! A restore goes only into an empty database; the dump's migrations are
+//! read first with `pg_restore --data-only`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

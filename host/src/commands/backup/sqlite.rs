@@ -1,6 +1,10 @@
 //! `outcomes backup` and `outcomes restore` on SQLite: a consistent copy
 //! of the live database (host/src/store/backup.rs), and putting a checked
 //! copy in its place, the replaced database kept aside.
+//!
+//! A restore checks a copy of the copy, holds the target (refusing one in
+//! use), moves it aside with its `-wal` and `-shm`, then puts the copy in
+//! place. **Invariant:** a refusal replaces nothing.
 
 use std::path::Path;
 

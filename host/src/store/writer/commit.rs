@@ -3,6 +3,8 @@
 //! `items`) and answers every caller once the commit's fate is known; a
 //! response the commit created is handed to the store's completion sink
 //! first (`completions.rs`).
+//!
+//! Each batch's size and commit time are recorded (`StoreMetrics`).
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;

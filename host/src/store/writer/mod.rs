@@ -23,6 +23,9 @@
 //! Order of use: `items` (the writes given as data, stored together or one
 //! by one) → `commit` (the loop: batches, savepoints, the commit) → this
 //! file (the handle, [`Writer`]).
+//!
+//! The queue is bounded: a write that finds no room within its deadline is
+//! `StoreError::Busy` (503), not a wait without end.
 
 mod commit;
 mod items;
