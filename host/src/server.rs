@@ -1,18 +1,23 @@
 //! The listener: one accept loop for plain HTTP and HTTPS, serving each
 //! connection with hyper's HTTP/1.1 server under the limits of
-//! docs/operations.md#connections: a cap on open connections, and timeouts
-//! on the TLS handshake, the request headers, the request body and an idle
-//! connection. A client that opens connections and then sends nothing, or
-//! sends one byte at a time, holds a slot for seconds, not forever.
+//! docs/operations.md#connections: a cap on open connections and a share
+//! of them per client (`admission.rs`: over its share a connection is
+//! closed at once; at the cap the oldest one serving no request makes
+//! room), and timeouts on the TLS handshake, the request headers, the
+//! request body and an idle connection. A client that opens connections
+//! and then sends nothing, or sends one byte at a time, holds its places
+//! for seconds, not forever, and never all of them.
 //!
 //! Handlers see the peer as `ConnectInfo<SocketAddr>`, as with
 //! `axum::serve`. Shutdown stops accepting and lets open connections finish
 //! their requests (idle ones are closed at once).
 
+mod admission;
+
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
@@ -28,14 +33,15 @@ use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use hyper_util::service::TowerToHyperService;
+use ipnet::IpNet;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 use tokio::time::Sleep;
 use tokio_rustls::TlsAcceptor;
 use tower::{Service, ServiceExt};
 
 use crate::config::ConnectionLimits;
+use admission::{Admission, Busy, Connections, Slot, Ticket};
 
 /// How long the loop waits after `accept` failed before it tries again.
 /// The usual cause is running out of file descriptors; trying again at
@@ -45,34 +51,27 @@ const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
 /// Serves `service` on `listener` (over TLS when `tls` is given) until
 /// `shutdown` completes, then stops accepting and lets open connections
-/// finish their requests.
+/// finish their requests. Connections from `trusted_proxies` have no
+/// share per client.
 pub async fn serve<S, B>(
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
     limits: ConnectionLimits,
+    trusted_proxies: &[IpNet],
     service: S,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()>
 where
     S: Service<Request<Body>, Response = Response<B>, Error = Infallible> + Clone + Send + 'static,
     S::Future: Send + 'static,
-    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B: http_body::Body<Data = Bytes> + Unpin + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let acceptor = tls.map(TlsAcceptor::from);
-    let open = Arc::new(Semaphore::new(limits.max_open));
+    let connections = Connections::new(limits.per_client, limits.max_open, trusted_proxies);
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
-        // At the cap, stop accepting: further clients wait in the
-        // operating system's queue until a connection closes.
-        let slot = tokio::select! {
-            slot = open.clone().acquire_owned() => match slot {
-                Ok(slot) => slot,
-                Err(_closed) => break,
-            },
-            () = &mut shutdown => break,
-        };
         let (tcp, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(conn) => conn,
@@ -84,24 +83,49 @@ where
             },
             () = &mut shutdown => break,
         };
+        // At the cap with every connection serving a request, stop
+        // accepting: further clients wait in the operating system's queue
+        // until one closes or its request ends.
+        let ticket = tokio::select! {
+            ticket = place(&connections, peer.ip()) => ticket,
+            () = &mut shutdown => break,
+        };
+        let Some(ticket) = ticket else {
+            tracing::debug!(%peer, "connection closed: its client holds its share of connections");
+            drop(tcp);
+            continue;
+        };
         let service = service.clone();
         let acceptor = acceptor.clone();
         // Taken now, so shutdown also waits for a handshake in progress.
         let watcher = graceful.watcher();
         tokio::spawn(async move {
-            let _slot = slot;
-            match acceptor {
-                None => serve_connection(tcp, peer, limits, service, watcher).await,
-                Some(acceptor) => {
-                    match tokio::time::timeout(limits.tls_handshake, acceptor.accept(tcp)).await {
-                        Ok(Ok(stream)) => {
-                            serve_connection(stream, peer, limits, service, watcher).await;
+            let slot = ticket.slot();
+            let serving = async move {
+                match acceptor {
+                    None => serve_connection(tcp, peer, limits, slot, service, watcher).await,
+                    Some(acceptor) => {
+                        match tokio::time::timeout(limits.tls_handshake, acceptor.accept(tcp)).await
+                        {
+                            Ok(Ok(stream)) => {
+                                serve_connection(stream, peer, limits, slot, service, watcher)
+                                    .await;
+                            }
+                            Ok(Err(e)) => {
+                                tracing::debug!(%peer, error = %e, "TLS handshake failed")
+                            }
+                            Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
                         }
-                        Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
-                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
                     }
                 }
+            };
+            tokio::select! {
+                () = serving => {}
+                () = ticket.closed() => {
+                    tracing::debug!(%peer, "idle connection closed to make room for another");
+                }
             }
+            drop(ticket);
         });
     }
     // New clients are refused rather than left waiting in the queue.
@@ -110,18 +134,32 @@ where
     Ok(())
 }
 
+/// A place for a connection from `peer`, waiting while every place is
+/// held by a connection serving a request; None when its client holds its
+/// share already.
+async fn place(connections: &Arc<Connections>, peer: IpAddr) -> Option<Ticket> {
+    loop {
+        match connections.admit(peer) {
+            Admission::Admitted(ticket) => return Some(ticket),
+            Admission::OverQuota => return None,
+            Admission::Full => connections.released().await,
+        }
+    }
+}
+
 /// Serves one connection's requests until it closes or a limit ends it.
 async fn serve_connection<IO, S, B>(
     io: IO,
     peer: SocketAddr,
     limits: ConnectionLimits,
+    slot: Arc<Slot>,
     service: S,
     watcher: Watcher,
 ) where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     S: Service<Request<Body>, Response = Response<B>, Error = Infallible> + Clone + Send + 'static,
     S::Future: Send + 'static,
-    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B: http_body::Body<Data = Bytes> + Unpin + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let service = service.map_request(move |req: Request<Incoming>| {
@@ -135,6 +173,15 @@ async fn serve_connection<IO, S, B>(
         req.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
         req
     });
+    // From a request's headers until its answer's last byte is written (or
+    // given up), the connection is busy: never closed to make room.
+    let service = service.map_future(move |answer| {
+        let busy = Busy::new(slot.clone());
+        async move {
+            let response = answer.await?;
+            Ok::<_, Infallible>(response.map(|body| Answering { body, _busy: busy }))
+        }
+    });
     let mut builder = http1::Builder::new();
     // Without a timer hyper silently ignores the header timeout. hyper
     // starts it when it waits for a request's headers: at the connection's
@@ -147,6 +194,33 @@ async fn serve_connection<IO, S, B>(
     let connection = builder.serve_connection(io, TowerToHyperService::new(service));
     if let Err(e) = watcher.watch(connection).await {
         tracing::debug!(%peer, error = %e, "connection ended with an error");
+    }
+}
+
+/// An answer's body, holding its connection busy until hyper drops it
+/// (written whole, or the connection failed).
+struct Answering<B> {
+    body: B,
+    _busy: Busy,
+}
+
+impl<B: http_body::Body + Unpin> http_body::Body for Answering<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
     }
 }
 
