@@ -43,6 +43,11 @@ use tower::{Service, ServiceExt};
 use crate::config::ConnectionLimits;
 use admission::{Admission, Busy, Connections, Slot, Ticket};
 
+/// How long a connection closed to make room has to write what hyper still
+/// holds for the client (the tail of its last answer) before it is
+/// dropped: its request was over, so this is a flush, not a request.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
 /// How long the loop waits after `accept` failed before it tries again.
 /// The usual cause is running out of file descriptors; trying again at
 /// once fails again at once and spins a core, while a pause lets open
@@ -100,32 +105,31 @@ where
         // Taken now, so shutdown also waits for a handshake in progress.
         let watcher = graceful.watcher();
         tokio::spawn(async move {
-            let slot = ticket.slot();
-            let serving = async move {
-                match acceptor {
-                    None => serve_connection(tcp, peer, limits, slot, service, watcher).await,
-                    Some(acceptor) => {
-                        match tokio::time::timeout(limits.tls_handshake, acceptor.accept(tcp)).await
-                        {
-                            Ok(Ok(stream)) => {
-                                serve_connection(stream, peer, limits, slot, service, watcher)
-                                    .await;
-                            }
+            match acceptor {
+                None => serve_connection(tcp, peer, limits, &ticket, service, watcher).await,
+                Some(acceptor) => {
+                    let handshake =
+                        tokio::time::timeout(limits.tls_handshake, acceptor.accept(tcp));
+                    let stream = tokio::select! {
+                        done = handshake => match done {
+                            Ok(Ok(stream)) => stream,
                             Ok(Err(e)) => {
-                                tracing::debug!(%peer, error = %e, "TLS handshake failed")
+                                tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                                return;
                             }
-                            Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                            Err(_) => {
+                                tracing::debug!(%peer, "TLS handshake timed out");
+                                return;
+                            }
+                        },
+                        () = ticket.closed() => {
+                            tracing::debug!(%peer, "connection in its TLS handshake closed to make room for another");
+                            return;
                         }
-                    }
-                }
-            };
-            tokio::select! {
-                () = serving => {}
-                () = ticket.closed() => {
-                    tracing::debug!(%peer, "idle connection closed to make room for another");
+                    };
+                    serve_connection(stream, peer, limits, &ticket, service, watcher).await;
                 }
             }
-            drop(ticket);
         });
     }
     // New clients are refused rather than left waiting in the queue.
@@ -152,7 +156,7 @@ async fn serve_connection<IO, S, B>(
     io: IO,
     peer: SocketAddr,
     limits: ConnectionLimits,
-    slot: Arc<Slot>,
+    ticket: &Ticket,
     service: S,
     watcher: Watcher,
 ) where
@@ -175,8 +179,10 @@ async fn serve_connection<IO, S, B>(
     });
     // From a request's headers until its answer's last byte is written (or
     // given up), the connection is busy: never closed to make room.
+    let slot = ticket.slot();
+    let busy_slot = slot.clone();
     let service = service.map_future(move |answer| {
-        let busy = Busy::new(slot.clone());
+        let busy = Busy::new(busy_slot.clone());
         async move {
             let response = answer.await?;
             Ok::<_, Infallible>(response.map(|body| Answering { body, _busy: busy }))
@@ -190,9 +196,27 @@ async fn serve_connection<IO, S, B>(
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read)
         .keep_alive(true);
-    let io = TokioIo::new(Idle::new(io, limits.keep_alive));
+    let io = TokioIo::new(Idle::new(io, limits.keep_alive, slot.clone()));
     let connection = builder.serve_connection(io, TowerToHyperService::new(service));
-    if let Err(e) = watcher.watch(connection).await {
+    let mut connection = std::pin::pin!(watcher.watch(connection));
+    let ended = tokio::select! {
+        ended = &mut connection => ended,
+        () = ticket.closed() => {
+            // It reads end-of-file from now on (`Idle`): hyper writes what
+            // it holds, then closes.
+            tracing::debug!(%peer, "idle connection closed to make room for another");
+            loop {
+                match tokio::time::timeout(CLOSE_GRACE, &mut connection).await {
+                    Ok(ended) => break ended,
+                    // A request whose bytes were read as it was closed is
+                    // served to its end; the request timeouts bound it.
+                    Err(_) if slot.serving() => continue,
+                    Err(_) => return,
+                }
+            }
+        }
+    };
+    if let Err(e) = ended {
         tracing::debug!(%peer, error = %e, "connection ended with an error");
     }
 }
@@ -282,20 +306,24 @@ impl http_body::Body for Deadline {
 /// While a handler works the client has sent the last byte, so no timer
 /// runs. hyper has no idle timeout of its own for HTTP/1
 /// (https://github.com/hyperium/hyper/issues/2355); its header timeout only
-/// limits the time to the end of the next request's headers.
+/// limits the time to the end of the next request's headers. Once the
+/// connection was closed to make room, reading gives end-of-file, so that
+/// hyper ends it cleanly, after writing what it still holds.
 struct Idle<IO> {
     io: IO,
     after: Duration,
     /// Running while the connection waits for the client.
     timer: Option<Pin<Box<Sleep>>>,
+    slot: Arc<Slot>,
 }
 
 impl<IO> Idle<IO> {
-    fn new(io: IO, after: Duration) -> Idle<IO> {
+    fn new(io: IO, after: Duration, slot: Arc<Slot>) -> Idle<IO> {
         Idle {
             io,
             after,
             timer: Some(Box::pin(tokio::time::sleep(after))),
+            slot,
         }
     }
 
@@ -315,6 +343,9 @@ impl<IO: AsyncRead + Unpin> AsyncRead for Idle<IO> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        if self.slot.is_closed() {
+            return Poll::Ready(Ok(()));
+        }
         let before = buf.filled().len();
         match Pin::new(&mut self.io).poll_read(cx, buf) {
             Poll::Ready(result) => {

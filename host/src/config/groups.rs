@@ -127,7 +127,7 @@ settings! {
         /// Connections one client address (IPv6: one /64) may hold at once;
         /// one more is closed as soon as it is accepted. Trusted proxies
         /// are exempt
-        connection_limit_per_client: usize [N] = "128";
+        connection_limit_per_client: usize [N] = "256";
         /// Whether to watch the plugin and questionnaire folders and reload
         /// what changes while serving
         watch: bool [BOOL] = "true";

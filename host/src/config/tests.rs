@@ -87,7 +87,7 @@ fn connection_limits_have_safe_defaults_and_refuse_zero() {
             keep_alive: secs(5),
             tls_handshake: secs(10),
             max_open: 512,
-            per_client: 128,
+            per_client: 256,
         }
     );
     let file: FileSettings = toml::from_str(

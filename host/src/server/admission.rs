@@ -192,6 +192,18 @@ impl Table {
     }
 }
 
+impl Slot {
+    /// Whether the connection was closed to make room.
+    pub fn is_closed(&self) -> bool {
+        self.state.load(Ordering::SeqCst) & CLOSED != 0
+    }
+
+    /// Whether it is serving a request.
+    pub fn serving(&self) -> bool {
+        self.state.load(Ordering::SeqCst) & !CLOSED != 0
+    }
+}
+
 impl Ticket {
     /// Returns once the connection was closed to make room.
     pub async fn closed(&self) {
