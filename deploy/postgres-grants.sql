@@ -17,8 +17,10 @@ GRANT USAGE ON SCHEMA public TO outcomes_service;
 GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO outcomes_service;
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO outcomes_service;
 
--- The access log: appended to and read, never changed.
+-- The access log: appended to and read, never changed. Its ids come from
+-- its own trigger, never from the service.
 REVOKE UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER ON access_log FROM outcomes_service;
+REVOKE ALL ON SEQUENCE access_log_ids FROM outcomes_service;
 -- Its chain head: read and moved on (the hash column only).
 REVOKE INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER ON access_log_head FROM outcomes_service;
 GRANT SELECT ON access_log_head TO outcomes_service;

@@ -32,6 +32,7 @@ use serde::Deserialize;
 
 use crate::plugins::PluginSettings;
 
+pub use crate::auth::forwarded::{ProxyHeader, TrustedProxies};
 pub use crate::auth::limits::RateLimit;
 pub use commands::{
     AccessLogSettings, PluginToolSettings, RescoreSettings, StoreSettings, TokenSettings,
@@ -87,8 +88,9 @@ pub struct Config {
     pub token_limit: Option<RateLimit>,
     pub log_format: LogFormat,
     pub log: String,
-    /// Proxies whose X-Forwarded-For is believed and that may terminate TLS.
-    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// Proxies whose forwarding header is believed and that may terminate
+    /// TLS, and which header that is.
+    pub trusted_proxies: TrustedProxies,
     /// Timeouts and the cap on open connections of the listener.
     pub connections: ConnectionLimits,
     /// Origins allowed for every token.
@@ -143,6 +145,9 @@ pub struct ConnectionLimits {
     pub tls_handshake: Duration,
     /// Connections open at once.
     pub max_open: usize,
+    /// Connections one client (IPv4 address, IPv6 /64) may hold at once;
+    /// trusted proxies are exempt.
+    pub per_client: usize,
 }
 
 /// A setting that cannot be used.
@@ -183,12 +188,14 @@ impl Config {
             tls_cert,
             tls_key,
             trusted_proxies,
+            proxy_header,
             body_limit,
             header_read_timeout,
             request_body_timeout,
             keep_alive_timeout,
             tls_handshake_timeout,
             connection_limit,
+            connection_limit_per_client,
             watch,
             metrics_listen,
             max_connections,
@@ -235,12 +242,17 @@ impl Config {
         }
         at_least_one("max_connections", max_connections.into())?;
         at_least_one("connection_limit", connection_limit as u64)?;
+        at_least_one(
+            "connection_limit_per_client",
+            connection_limit_per_client as u64,
+        )?;
         let connections = ConnectionLimits {
             header_read: seconds("header_read_timeout", header_read_timeout, 1..=3600)?,
             request_body: seconds("request_body_timeout", request_body_timeout, 1..=3600)?,
             keep_alive: seconds("keep_alive_timeout", keep_alive_timeout, 1..=3600)?,
             tls_handshake: seconds("tls_handshake_timeout", tls_handshake_timeout, 1..=3600)?,
             max_open: connection_limit,
+            per_client: connection_limit_per_client,
         };
         let tls = match (tls_cert, tls_key) {
             (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
@@ -312,7 +324,10 @@ impl Config {
                 .map_err(|problem| ConfigError::new("token_burst", problem))?,
             log_format,
             log,
-            trusted_proxies: ip_list("trusted_proxies", trusted_proxies)?,
+            trusted_proxies: TrustedProxies {
+                nets: ip_list("trusted_proxies", trusted_proxies)?,
+                header: proxy_header,
+            },
             connections,
             allowed_origins: crate::auth::origin::parse_list(&allowed_origins.joined())
                 .map_err(|problem| ConfigError::new("allowed_origins", problem))?,

@@ -123,7 +123,7 @@ pub enum ApiError {
     /// connection is closed after the answer.
     #[error("request body timed out")]
     RequestTimeout,
-    /// 415: the body is declared as something other than JSON.
+    /// 415: the body is not declared as JSON (no Content-Type, or another).
     #[error("unsupported media type")]
     UnsupportedMediaType,
     /// 405: the path exists, the method does not.

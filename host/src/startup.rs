@@ -297,11 +297,13 @@ impl App {
                 listener,
                 None,
                 limits,
+                &[],
                 service,
                 shutdown.clone(),
             ))
         });
-        server::serve(self.listener, self.tls, limits, service, shutdown).await?;
+        let trusted = self.state.config().trusted_proxies.clone();
+        server::serve(self.listener, self.tls, limits, &trusted, service, shutdown).await?;
         if let Some(metrics_server) = metrics_server {
             let _ = metrics_server.await;
         }

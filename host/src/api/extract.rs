@@ -18,8 +18,8 @@ use crate::error::{ApiError, Errors};
 pub const MAX_ID_LEN: usize = 255;
 
 /// A request body that is a JSON object (docs/api/conventions.md#request-bodies:
-/// 400 when it is not JSON or not an object, 413 beyond the configured size,
-/// 408 when it does not arrive in time).
+/// 415 unless declared JSON, 400 when it is not JSON or not an object, 413
+/// beyond the configured size, 408 when it does not arrive in time).
 #[derive(Debug)]
 pub struct JsonObject(pub Map<String, Value>);
 
@@ -62,11 +62,15 @@ impl FromRequest<AppState> for JsonObject {
     }
 }
 
-/// Accepts `application/json` with or without parameters, any `+json` type,
-/// and a missing Content-Type; refuses other declared types with 415.
+/// Accepts `application/json` with or without parameters and any
+/// `application/*+json` type; refuses other types and a missing
+/// Content-Type with 415. A browser sends a cross-site POST without asking
+/// first (a CORS preflight) only with no type or a form's or plain text's,
+/// so refusing those keeps a page on another site from making a browser
+/// that holds credentials for this service write with them.
 fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(value) = headers.get(header::CONTENT_TYPE) else {
-        return Ok(());
+        return Err(ApiError::UnsupportedMediaType);
     };
     let essence = value
         .to_str()
@@ -256,7 +260,7 @@ mod tests {
     #[test]
     fn json_content_types_are_recognised() {
         let mut h = HeaderMap::new();
-        assert!(check_content_type(&h).is_ok());
+        assert!(check_content_type(&h).is_err(), "none given");
         h.insert(
             header::CONTENT_TYPE,
             "application/json; charset=utf-8".parse().expect("valid"),
@@ -267,7 +271,17 @@ mod tests {
             "application/vnd.api+json".parse().expect("valid"),
         );
         assert!(check_content_type(&h).is_ok());
-        h.insert(header::CONTENT_TYPE, "text/plain".parse().expect("valid"));
-        assert!(check_content_type(&h).is_err());
+        for refused in [
+            "text/plain",
+            "text/plain; charset=utf-8",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data; boundary=x",
+            "",
+            "json",
+            "text/json+json",
+        ] {
+            h.insert(header::CONTENT_TYPE, refused.parse().expect("valid"));
+            assert!(check_content_type(&h).is_err(), "{refused}");
+        }
     }
 }

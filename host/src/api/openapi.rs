@@ -185,7 +185,7 @@ impl Modify for BodyErrors {
             ),
             (
                 "415",
-                "`{\"errors\":{\"base\":[\"unsupported_media_type\"]}}`: a Content-Type other than JSON",
+                "`{\"errors\":{\"base\":[\"unsupported_media_type\"]}}`: no Content-Type, or one other than JSON",
             ),
         ];
         for item in openapi.paths.paths.values_mut() {

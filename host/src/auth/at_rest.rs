@@ -5,11 +5,17 @@
 //! database alone then reveals no secret, so read access to a backup is not
 //! the power to make links into patients' questionnaires.
 //!
+//! A key file that others may read or write protects nothing, so one is
+//! refused at start, with the command that fixes it: it must belong to the
+//! service's user (then only that user may use it) or to root (then its
+//! group may read it, as a secret store mounts it, but nobody else may).
+//!
 //! The sealed form is `aes256gcm:` and the hex of a random 96-bit nonce
 //! followed by the ciphertext and its tag. The secret's name is the
 //! associated data, so a sealed value moved to another name does not open.
 
-use std::io::Write;
+use std::io::{Read as _, Write};
+use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
 use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
@@ -32,6 +38,8 @@ pub enum AtRestError {
     },
     #[error("the secrets key file {0} does not hold 64 hexadecimal digits (a 256-bit key)")]
     BadKey(PathBuf),
+    #[error("the secrets key file {path}: {problem}")]
+    Exposed { path: PathBuf, problem: String },
     #[error(
         "a secret kept in the database does not open with this secrets key: every host of one \
          database must use the same secrets_key_file"
@@ -50,18 +58,20 @@ impl std::fmt::Debug for SecretsKey {
 
 impl SecretsKey {
     /// The key in `path` (64 hex digits; white space around them is
-    /// ignored). A missing file is made with a new random key, readable and
-    /// writable by its owner only; of hosts that make it at once, all end
-    /// up with the one that was linked into place first.
+    /// ignored), refused when others may read or write the file
+    /// ([`exposure`]). A missing file is made with a new random key,
+    /// readable and writable by its owner only; of hosts that make it at
+    /// once, all end up with the one that was linked into place first.
     pub fn load_or_create(path: &Path) -> Result<SecretsKey, AtRestError> {
         let io = |source| AtRestError::Io {
             path: path.to_owned(),
             source,
         };
-        match std::fs::read_to_string(path) {
+        match read_private(path) {
             Ok(text) => return SecretsKey::from_hex(text.trim(), path),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io(e)),
+            Err(AtRestError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
         }
         // A command run before the service ever started (`outcomes token
         // create` on a new machine) finds no data folder yet: make it, for
@@ -91,7 +101,7 @@ impl SecretsKey {
                 SecretsKey::from_hex(text.trim(), path)
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let text = std::fs::read_to_string(path).map_err(io)?;
+                let text = read_private(path)?;
                 SecretsKey::from_hex(text.trim(), path)
             }
             Err(e) => Err(io(e)),
@@ -150,6 +160,60 @@ pub fn is_sealed(stored: &str) -> bool {
     stored.starts_with(PREFIX)
 }
 
+/// The text of the key file at `path` (a link is followed: secret stores
+/// mount files through links), refused when others may use the file it
+/// opened. A key file is 65 bytes; more than a few KiB is no key file.
+fn read_private(path: &Path) -> Result<String, AtRestError> {
+    let io = |source| AtRestError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    let me = rustix::process::geteuid().as_raw();
+    if let Some(problem) = exposure(meta.uid(), meta.mode(), me, path) {
+        return Err(AtRestError::Exposed {
+            path: path.to_owned(),
+            problem,
+        });
+    }
+    let mut text = String::new();
+    file.take(4096)
+        .read_to_string(&mut text)
+        .map_err(|_| AtRestError::BadKey(path.to_owned()))?;
+    Ok(text)
+}
+
+/// Why a key file of user `owner` with permission bits `mode` is not safe
+/// for a service running as user `me`, with the command that makes it
+/// so; None when it is. The owner may change the file and its mode, so it
+/// must be the service's user or root. The service's own file is for that
+/// user alone (0600 or 0400); a file of root's may be readable by its
+/// group (how a secret store or an administrator gives it to the
+/// service's group), but written by nobody else and read by no others.
+pub fn exposure(owner: u32, mode: u32, me: u32, path: &Path) -> Option<String> {
+    let mode = mode & 0o777;
+    let path = path.display();
+    if owner != me && owner != 0 {
+        return Some(format!(
+            "it belongs to user {owner}, who may read or replace it, not to this service's user \
+             ({me}) or root; run `chown {me} {path} && chmod 600 {path}`"
+        ));
+    }
+    if owner == me && mode & 0o077 != 0 {
+        return Some(format!(
+            "others may read or write it (mode {mode:04o}); run `chmod 600 {path}`"
+        ));
+    }
+    if owner != me && mode & 0o027 != 0 {
+        return Some(format!(
+            "others may read it, or its group write it (mode {mode:04o}); run `chmod 640 {path}` \
+             (a secret store: give the file mode 0440)"
+        ));
+    }
+    None
+}
+
 /// Random bytes from the operating system.
 fn fill(bytes: &mut [u8]) {
     SystemRandom::new()
@@ -187,6 +251,73 @@ mod tests {
             again.open("n", &made.seal("n", "s")).expect("same key"),
             "s"
         );
+    }
+
+    #[test]
+    fn a_key_file_others_may_read_or_write_is_refused_with_the_fix() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("secrets.key");
+        SecretsKey::load_or_create(&path).expect("made");
+        let chmod = |mode| {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod")
+        };
+        for mode in [0o644, 0o604, 0o640, 0o620, 0o606, 0o666] {
+            chmod(mode);
+            let refused = SecretsKey::load_or_create(&path).expect_err("refused");
+            let text = refused.to_string();
+            assert!(matches!(refused, AtRestError::Exposed { .. }), "{text}");
+            assert!(text.contains(&format!("mode {mode:04o}")), "{text}");
+            assert!(
+                text.contains(&format!("run `chmod 600 {}`", path.display())),
+                "{text}"
+            );
+        }
+        chmod(0o400);
+        SecretsKey::load_or_create(&path).expect("read-only for its owner");
+        chmod(0o600);
+        SecretsKey::load_or_create(&path).expect("its owner's only");
+        // Through a link, the file it names is judged.
+        let link = dir.path().join("linked.key");
+        std::os::unix::fs::symlink(&path, &link).expect("link");
+        SecretsKey::load_or_create(&link).expect("a private file behind a link");
+        chmod(0o644);
+        assert!(SecretsKey::load_or_create(&link).is_err());
+        chmod(0o600);
+        // Another user's file, when the tests may give one away.
+        if rustix::process::geteuid().is_root() {
+            std::os::unix::fs::chown(&path, Some(54_321), None).expect("chown");
+            let refused = SecretsKey::load_or_create(&path).expect_err("refused");
+            assert!(
+                refused.to_string().contains("belongs to user 54321"),
+                "{refused}"
+            );
+        }
+    }
+
+    #[test]
+    fn who_may_own_a_key_file_and_with_which_mode() {
+        let path = Path::new("/k");
+        let me = 1000;
+        // The service's own: for it alone.
+        assert_eq!(exposure(me, 0o100600, me, path), None);
+        assert_eq!(exposure(me, 0o400, me, path), None);
+        for mode in [0o640, 0o604, 0o660, 0o644, 0o610] {
+            assert!(exposure(me, mode, me, path).is_some(), "{mode:o}");
+        }
+        // Root's: its group may read it, nobody else anything.
+        assert_eq!(exposure(0, 0o440, me, path), None);
+        assert_eq!(exposure(0, 0o640, me, path), None);
+        for mode in [0o644, 0o660, 0o642] {
+            let problem = exposure(0, mode, me, path).expect("refused");
+            assert!(problem.contains("chmod 640 /k"), "{problem}");
+        }
+        // Anyone else's: refused whatever its mode.
+        let problem = exposure(1001, 0o600, me, path).expect("refused");
+        assert!(problem.contains("chown 1000 /k"), "{problem}");
+        // Root running a command: its own file, for it alone.
+        assert_eq!(exposure(0, 0o600, 0, path), None);
+        assert!(exposure(0, 0o640, 0, path).is_some());
     }
 
     #[test]

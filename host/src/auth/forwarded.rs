@@ -1,25 +1,73 @@
 //! Who is calling, and over what: the connection's peer, and what trusted
-//! proxies say in `X-Forwarded-For`, `Forwarded` (RFC 7239) and
-//! `X-Forwarded-Proto` (docs/operations.md#behind-a-reverse-proxy).
+//! proxies say in `X-Forwarded-For` and `X-Forwarded-Proto`, or in
+//! `Forwarded` (RFC 7239) (docs/operations.md#behind-a-reverse-proxy).
 //!
 //! A header is read only from a trusted peer, and only as far as trusted
 //! proxies wrote it: each proxy appends the address it received the request
 //! from, so a list is read from the right, skipping trusted proxies, and the
 //! first other address is the client. What a client wrote further left is
-//! never read. Where two statements could differ (two headers naming the
-//! client, or the protocol), both must agree, so a header the proxy passed
-//! through unread cannot outvote the one it wrote.
+//! never read.
+//!
+//! A proxy writes one of the two headers and passes the other on as the
+//! client sent it, and nothing in a request tells which is which. So the
+//! operator names the one the proxies write (`proxy_header`, default
+//! `X-Forwarded-For`, what nginx, HAProxy's `option forwardfor` and most
+//! load balancers write), and the client is read from that header alone:
+//! another header, forged or not, neither names the client nor makes it
+//! unknown. (Requiring both to agree, as before, let any client blank its
+//! own address in the access log by sending a `Forwarded` of its own.)
+//! The protocol is stricter: the named header must say `https`, and a
+//! statement of the other that says anything else is believed too, since
+//! believing it can only refuse credentials.
 //!
 //! Without connection info nothing is believed. `unsafe_settings` words
 //! the start-up warnings about proxy settings that would let a client
 //! choose its own address.
 
 use std::net::{IpAddr, SocketAddr};
+use std::ops::Deref;
 
 use axum::http::HeaderMap;
 use ipnet::IpNet;
 
 use super::ip::canonical;
+
+/// Which header the trusted proxies write the client's address in (the
+/// setting `proxy_header`); the client is read from it alone.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProxyHeader {
+    /// `X-Forwarded-For`, with `X-Forwarded-Proto` for the protocol.
+    #[default]
+    XForwardedFor,
+    /// RFC 7239 `Forwarded`: its `for` and `proto` parameters.
+    Forwarded,
+}
+
+/// As a flag gives it (and the settings table's default).
+impl std::str::FromStr for ProxyHeader {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<ProxyHeader, String> {
+        <ProxyHeader as clap::ValueEnum>::from_str(text, false)
+    }
+}
+
+/// The reverse proxies in front of the service (`trusted_proxies`) and the
+/// header they write (`proxy_header`). Derefs to the proxies' networks.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrustedProxies {
+    pub nets: Vec<IpNet>,
+    pub header: ProxyHeader,
+}
+
+impl Deref for TrustedProxies {
+    type Target = [IpNet];
+
+    fn deref(&self) -> &[IpNet] {
+        &self.nets
+    }
+}
 
 /// The forwarding headers of a request, every line of each, in order.
 /// Several lines of a list header mean what one line joining them with
@@ -55,9 +103,9 @@ pub struct Remote {
     /// The connection's peer; None when the server recorded none (then
     /// nothing about the request is trusted).
     pub peer: Option<IpAddr>,
-    /// The client: the peer, or what trusted proxies say; None when that is
-    /// unusable (`unknown`, an obfuscated or garbled entry, or headers that
-    /// disagree). An unknown client passes no IP allow-list.
+    /// The client: the peer, or what trusted proxies say in the header
+    /// they write; None when that is unusable (`unknown`, an obfuscated or
+    /// garbled entry). An unknown client passes no IP allow-list.
     pub client: Option<IpAddr>,
     /// Whether the client's request reached a proxy over HTTPS, as a
     /// loopback or trusted-proxy peer says (TLS served by this process
@@ -66,7 +114,7 @@ pub struct Remote {
 }
 
 impl Remote {
-    pub fn of(peer: Option<IpAddr>, headers: &ProxyHeaders, trusted: &[IpNet]) -> Remote {
+    pub fn of(peer: Option<IpAddr>, headers: &ProxyHeaders, trusted: &TrustedProxies) -> Remote {
         let Some(peer) = peer.map(canonical) else {
             return Remote {
                 peer: None,
@@ -74,24 +122,28 @@ impl Remote {
                 proxied_https: false,
             };
         };
-        let by_forwarded = forwarded(&headers.forwarded, trusted);
-        let client = if is_trusted(peer, trusted) {
-            let by_xff = walk(&x_forwarded_for(&headers.forwarded_for), trusted).map(|(_, c)| c);
-            match (by_xff, by_forwarded.map(|(client, _)| client)) {
-                (None, None) => Some(peer),
-                (Some(one), None) | (None, Some(one)) => one,
-                (Some(a), Some(b)) => a.filter(|_| a == b),
-            }
+        let nets = &trusted.nets;
+        let by_forwarded = forwarded(&headers.forwarded, nets);
+        let client = if is_trusted(peer, nets) {
+            let said = match trusted.header {
+                ProxyHeader::XForwardedFor => {
+                    walk(&x_forwarded_for(&headers.forwarded_for), nets).map(|(_, c)| c)
+                }
+                ProxyHeader::Forwarded => by_forwarded.map(|(client, _)| client),
+            };
+            // A proxy that wrote nothing is the client itself.
+            said.unwrap_or(Some(peer))
         } else {
             Some(peer)
         };
-        let proxied_https = (peer.is_loopback() || is_trusted(peer, trusted))
-            && proxied_https(
-                last_entry(&headers.forwarded_proto),
-                by_forwarded.and_then(|(_, proto)| proto),
-                !trusted.is_empty(),
-                peer.is_loopback(),
-            );
+        let by_x_forwarded = last_entry(&headers.forwarded_proto);
+        let by_forwarded = by_forwarded.and_then(|(_, proto)| proto);
+        let (written, passed_on) = match trusted.header {
+            ProxyHeader::XForwardedFor => (by_x_forwarded, by_forwarded),
+            ProxyHeader::Forwarded => (by_forwarded, by_x_forwarded),
+        };
+        let proxied_https = (peer.is_loopback() || is_trusted(peer, nets))
+            && proxied_https(written, passed_on, !nets.is_empty(), peer.is_loopback());
         Remote {
             peer: Some(peer),
             client,
@@ -111,26 +163,27 @@ impl Remote {
 }
 
 /// Whether a loopback or trusted-proxy peer's request counts as HTTPS.
-/// Every statement present (`X-Forwarded-Proto`, the `proto` of the
-/// client's `Forwarded` element) must say `https`. With a proxy configured
-/// one must be present: a proxy that says nothing may be listening on
-/// plain HTTP. Without one, a loopback peer that says nothing is a local
-/// client (development, operators' scripts) and counts.
+/// The header the proxies write (`written`: `X-Forwarded-Proto`, or the
+/// `proto` of the client's `Forwarded` element) must say `https`, and the
+/// other one, when present, must not say anything else: it may be the
+/// client's, but believing it can only refuse. With a proxy configured
+/// the written one must be present: a proxy that says nothing may be
+/// listening on plain HTTP. Without one, a loopback peer that says
+/// nothing is a local client (development, operators' scripts) and counts.
 fn proxied_https(
-    forwarded_proto: Option<&str>,
-    forwarded_element_proto: Option<&str>,
+    written: Option<&str>,
+    passed_on: Option<&str>,
     proxy_configured: bool,
     loopback: bool,
 ) -> bool {
-    let claims = [forwarded_proto, forwarded_element_proto];
-    if claims
+    if [written, passed_on]
         .iter()
         .flatten()
         .any(|proto| !proto.eq_ignore_ascii_case("https"))
     {
         return false;
     }
-    claims.iter().any(Option::is_some) || (!proxy_configured && loopback)
+    written.is_some() || (!proxy_configured && loopback)
 }
 
 fn is_trusted(addr: IpAddr, trusted: &[IpNet]) -> bool {

@@ -33,7 +33,7 @@ pub struct AuthSettings {
     /// Whether this process terminates TLS itself.
     pub secure: bool,
     /// Proxies whose forwarding headers are believed.
-    pub trusted_proxies: Vec<ipnet::IpNet>,
+    pub trusted_proxies: super::forwarded::TrustedProxies,
     /// Failed token reloads in a row after which every credential is
     /// refused; None: never.
     pub token_reload_failure_limit: Option<u32>,
@@ -103,7 +103,7 @@ impl AuthService {
     }
 
     /// The proxies whose forwarding headers are believed.
-    pub fn trusted_proxies(&self) -> &[ipnet::IpNet] {
+    pub fn trusted_proxies(&self) -> &super::forwarded::TrustedProxies {
         &self.0.settings.trusted_proxies
     }
 

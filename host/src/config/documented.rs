@@ -128,12 +128,18 @@ fn arrived(c: &Config, key: &str) -> String {
         "tls_cert" => c.tls.as_ref().map_or_else(none, |t| path(&t.cert)),
         "tls_key" => c.tls.as_ref().map_or_else(none, |t| path(&t.key)),
         "trusted_proxies" => nets(&c.trusted_proxies),
+        "proxy_header" => text(
+            &clap::ValueEnum::to_possible_value(&c.trusted_proxies.header)
+                .map(|v| v.get_name().to_owned())
+                .unwrap_or_default(),
+        ),
         "body_limit" => c.body_limit.to_string(),
         "header_read_timeout" => secs(c.connections.header_read),
         "request_body_timeout" => secs(c.connections.request_body),
         "keep_alive_timeout" => secs(c.connections.keep_alive),
         "tls_handshake_timeout" => secs(c.connections.tls_handshake),
         "connection_limit" => c.connections.max_open.to_string(),
+        "connection_limit_per_client" => c.connections.per_client.to_string(),
         "watch" => c.watch.to_string(),
         "metrics_listen" => c.metrics_listen.map_or_else(none, |a| text(&a)),
         "max_connections" => c.max_connections.to_string(),

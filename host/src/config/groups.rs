@@ -15,6 +15,7 @@ use std::path::PathBuf;
 
 use super::declare::settings;
 use super::{List, LogFormat};
+use crate::auth::forwarded::ProxyHeader;
 use crate::plugins::LimitSettings;
 
 settings! {
@@ -98,6 +99,10 @@ settings! {
         /// X-Forwarded-For is believed, comma-separated (an array in the
         /// file). A proxy listed here may also terminate TLS for the service
         trusted_proxies: List [LIST] = "", shown("none");
+        /// The header the trusted proxies write the client's address in:
+        /// x-forwarded-for (with X-Forwarded-Proto) or forwarded (RFC
+        /// 7239). The other header is never read for the client
+        proxy_header: ProxyHeader [HEADER] = "x-forwarded-for";
         /// Largest accepted request body in bytes; larger bodies get 413
         body_limit: usize [BYTES] = "1048576";
         /// Seconds a client has to send a request's headers, counted from
@@ -114,9 +119,15 @@ settings! {
         /// Seconds a client has to finish the TLS handshake when the
         /// service serves HTTPS itself
         tls_handshake_timeout: u64 [SECONDS] = "10";
-        /// Client connections open at once; more wait in the operating
-        /// system's queue until one closes
+        /// Client connections open at once; at the limit the oldest one
+        /// that serves no request (idle, or in its TLS handshake) is closed
+        /// to make room, and only when all serve one do more wait in the
+        /// operating system's queue
         connection_limit: usize [N] = "512";
+        /// Connections one client address (IPv6: one /64) may hold at once;
+        /// one more is closed as soon as it is accepted. Trusted proxies
+        /// are exempt
+        connection_limit_per_client: usize [N] = "256";
         /// Whether to watch the plugin and questionnaire folders and reload
         /// what changes while serving
         watch: bool [BOOL] = "true";

@@ -87,13 +87,17 @@ fn connection_limits_have_safe_defaults_and_refuse_zero() {
             keep_alive: secs(5),
             tls_handshake: secs(10),
             max_open: 512,
+            per_client: 256,
         }
     );
-    let file: FileSettings =
-        toml::from_str("keep_alive_timeout = 2\nconnection_limit = 3\n").expect("valid");
+    let file: FileSettings = toml::from_str(
+        "keep_alive_timeout = 2\nconnection_limit = 3\nconnection_limit_per_client = 2\n",
+    )
+    .expect("valid");
     let c = Config::resolve(Settings::default(), file).expect("valid");
     assert_eq!(c.connections.keep_alive, secs(2));
     assert_eq!(c.connections.max_open, 3);
+    assert_eq!(c.connections.per_client, 2);
     for (cli, setting) in [
         (
             settings(|s| s.server.header_read_timeout = Some(0)),
@@ -114,6 +118,10 @@ fn connection_limits_have_safe_defaults_and_refuse_zero() {
         (
             settings(|s| s.server.connection_limit = Some(0)),
             "connection_limit",
+        ),
+        (
+            settings(|s| s.server.connection_limit_per_client = Some(0)),
+            "connection_limit_per_client",
         ),
     ] {
         let err = Config::resolve(cli, FileSettings::default()).expect_err("invalid");
@@ -323,37 +331,39 @@ fn the_plugin_allow_list_also_takes_a_string_in_the_file() {
 const EXAMPLE: &str = include_str!("../../../deploy/outcomes.toml");
 
 #[test]
-fn the_example_configuration_is_valid_as_shipped_and_behind_a_proxy() {
+fn the_example_configuration_is_valid_as_shipped_behind_a_proxy_and_serving_tls() {
     let file: FileSettings = toml::from_str(EXAMPLE).expect("deploy/outcomes.toml");
     let c = Config::resolve(Settings::default(), file).expect("valid");
     assert_eq!(c.data_dir, PathBuf::from("/var/lib/outcomes"));
     assert!(c.database_url.starts_with("sqlite:///var/lib/outcomes/"));
-    assert!(c.tls.is_some());
-    assert_eq!(c.public_url.as_deref(), Some("https://rom.example.org"));
-    assert_eq!(c.allowed_origins, ["https://epd.example.org"]);
-    // The proxy variant: TLS lines out, the commented proxy lines in.
-    let proxied: String = EXAMPLE
-        .lines()
-        .filter(|l| !l.starts_with("tls_") && !l.starts_with("listen ="))
-        .map(|l| {
-            l.strip_prefix("# listen =")
-                .map(|rest| format!("listen ={rest}"))
-                .or_else(|| {
-                    l.strip_prefix("# trusted_proxies =")
-                        .map(|rest| format!("trusted_proxies ={rest}"))
-                })
-                .or_else(|| {
-                    l.strip_prefix("# database_url =")
-                        .map(|rest| format!("database_url ={rest}"))
-                })
-                .unwrap_or_else(|| l.to_owned())
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    let file: FileSettings = toml::from_str(&proxied).expect("the proxy variant");
-    let c = Config::resolve(Settings::default(), file).expect("valid");
+    // As shipped: behind a proxy, on a private address, /metrics apart.
     assert!(c.tls.is_none());
     assert_eq!(c.listen.to_string(), "10.0.0.5:8080");
     assert_eq!(c.trusted_proxies.len(), 1);
+    assert_eq!(c.trusted_proxies.header, ProxyHeader::XForwardedFor);
+    assert!(c.metrics_listen.is_some_and(|a| a.ip().is_loopback()));
+    assert!(
+        crate::auth::forwarded::unsafe_settings(c.listen, false, &c.trusted_proxies).is_empty()
+    );
+    assert_eq!(c.public_url.as_deref(), Some("https://rom.example.org"));
+    assert_eq!(c.allowed_origins, ["https://epd.example.org"]);
+    // The TLS variant: the proxy lines out, the commented lines in.
+    let uncomment = |l: &str| {
+        ["listen =", "tls_cert =", "tls_key =", "database_url ="]
+            .iter()
+            .find_map(|key| l.strip_prefix("# ").filter(|rest| rest.starts_with(key)))
+            .map(str::to_owned)
+    };
+    let tls: String = EXAMPLE
+        .lines()
+        .filter(|l| !l.starts_with("listen =") && !l.starts_with("trusted_proxies ="))
+        .map(|l| uncomment(l).unwrap_or_else(|| l.to_owned()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let file: FileSettings = toml::from_str(&tls).expect("the TLS variant");
+    let c = Config::resolve(Settings::default(), file).expect("valid");
+    assert!(c.tls.is_some());
+    assert_eq!(c.listen.to_string(), "0.0.0.0:8443");
+    assert!(c.trusted_proxies.is_empty());
     assert!(c.database_url.starts_with("postgres://"));
 }

@@ -9,11 +9,16 @@
 //! The folder is 0700 and refused when it is not ours or others may write
 //! into it; the key file is 0600. An artifact is read once, without
 //! following links; one is written to a new file, then renamed into place.
+//! A process that dies between writing and renaming leaves the temporary
+//! file, which the next [`ArtifactCache::open`] removes once it is older
+//! than any write takes (another host on the same folder may be writing
+//! one right now).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use hmac::{Hmac, Mac};
 use rand::RngCore;
@@ -34,6 +39,12 @@ const MAX_ARTIFACT_BYTES: u64 = 256 * 1024 * 1024;
 /// What the MAC is over, before the file name and the bytes, so a tag
 /// made for anything else never verifies here.
 const CONTEXT: &[u8] = b"outcomes compiled plugin artifact v2\0";
+
+/// How old a temporary file must be before [`ArtifactCache::open`]
+/// removes it. Writing one takes well under a second, so one this old was
+/// left by a process that died; a younger one may be another host's
+/// write in progress.
+const STALE_TEMPORARY: Duration = Duration::from_secs(3600);
 
 /// The artifact folder with its key. Only [`ArtifactCache::open`] makes
 /// one, after the folder and the key passed their checks.
@@ -66,10 +77,15 @@ impl ArtifactCache {
     /// when missing (the folder 0700, the key file 0600). Refused (`Err`
     /// with the reason) when the folder is not ours or others may write
     /// it, or when the key file is not ours, others may read it, or it
-    /// does not hold a key.
+    /// does not hold a key. Temporary files a crash left in the folder
+    /// are removed.
     pub fn open(dir: &Path, key_file: &Path) -> Result<ArtifactCache, String> {
         let uid =
             private_dir(dir).map_err(|e| format!("plugin cache folder {}: {e}", dir.display()))?;
+        let removed = remove_stale_temporaries(dir, SystemTime::now());
+        if removed > 0 {
+            tracing::info!(folder = %dir.display(), removed, "removed temporary files an earlier run left in the plugin cache");
+        }
         let key = read_or_create_key(key_file, uid)
             .map_err(|e| format!("plugin cache key file {}: {e}", key_file.display()))?;
         Ok(ArtifactCache {
@@ -279,6 +295,52 @@ fn create_temp(dir: &Path, name: &str) -> io::Result<(PathBuf, File)> {
     Err(last.unwrap_or_else(|| io::Error::other("no free temporary name")))
 }
 
+/// Whether `name` is one [`create_temp`] makes: `.<name>.<16 hex>.tmp`.
+fn is_temporary_name(name: &str) -> bool {
+    name.strip_prefix('.')
+        .and_then(|rest| rest.strip_suffix(".tmp"))
+        .and_then(|rest| rest.rsplit_once('.'))
+        .is_some_and(|(base, random)| {
+            !base.is_empty()
+                && random.len() == 16
+                && random
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        })
+}
+
+/// Removes from `dir` the temporary files of [`create_temp`] (that name
+/// form only) last changed more than [`STALE_TEMPORARY`] before `now`: a
+/// crash between creating one and renaming it leaves it. A symbolic link
+/// of such a name is removed itself, never followed; a folder is left.
+/// Answers how many were removed; what cannot be read or removed is left.
+fn remove_stale_temporaries(dir: &Path, now: SystemTime) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        if !entry.file_name().to_str().is_some_and(is_temporary_name) {
+            continue;
+        }
+        // The entry itself (lstat), not what a link points at.
+        let Ok(meta) = entry.metadata() else { continue };
+        if !(meta.is_file() || meta.is_symlink()) {
+            continue;
+        }
+        let stale = meta
+            .modified()
+            .ok()
+            .and_then(|changed| now.duration_since(changed).ok())
+            .is_some_and(|age| age > STALE_TEMPORARY);
+        // Unlinking a name never follows a link.
+        if stale && std::fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 /// Creates `path` for writing, only if nothing has that name; never
 /// through a symbolic link; mode 0600 whatever the umask leaves.
 fn create_exclusive(path: &Path) -> io::Result<File> {
@@ -383,6 +445,59 @@ mod tests {
             std::fs::read(root.path().join("a")).expect("read").len(),
             4 + TAG_LEN
         );
+    }
+
+    #[test]
+    fn temporary_files_a_crash_left_are_removed_and_nothing_else() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let cache = cache_in(root.path());
+        cache.write("a.cwasm", b"code").expect("written");
+        let dir = root.path().join("cache");
+        let now = SystemTime::now() + Duration::from_secs(2 * 3600);
+        // Left by a crash two hours before `now`.
+        let (left, _) = create_temp(&dir, "a.cwasm").expect("made");
+        let (probe, _) = create_temp(&dir, "owner").expect("made");
+        // Another host's write in progress: a minute old at `now`.
+        let (writing, file) = create_temp(&dir, "b.cwasm").expect("made");
+        file.set_modified(now - Duration::from_secs(60))
+            .expect("set its time");
+        // Not of the cache's temporary form, however old.
+        let others = [
+            "notes.tmp",
+            ".a.cwasm.tmp",
+            ".a.cwasm.0123456789ABCDEF.tmp",
+            ".a.cwasm.0123456789abcde.tmp",
+            "..0123456789abcdef.tmp",
+            "a.cwasm.0123456789abcdef.tmp",
+        ];
+        for name in others {
+            std::fs::write(dir.join(name), "kept").expect("written");
+        }
+        // A link of the temporary form: removed, its target untouched.
+        let victim = root.path().join("victim");
+        std::fs::write(&victim, "precious").expect("victim");
+        let link = dir.join(".c.cwasm.1111111111111111.tmp");
+        std::os::unix::fs::symlink(&victim, &link).expect("link");
+        // A folder of that form is left.
+        let folder = dir.join(".d.cwasm.2222222222222222.tmp");
+        std::fs::create_dir(&folder).expect("folder");
+
+        assert_eq!(remove_stale_temporaries(&dir, now), 3);
+        assert!(!left.exists() && !probe.exists());
+        assert!(
+            std::fs::symlink_metadata(&link).is_err(),
+            "the link is gone"
+        );
+        assert_eq!(std::fs::read_to_string(&victim).expect("read"), "precious");
+        assert!(writing.exists(), "a write in progress is left");
+        assert!(folder.is_dir());
+        for name in others {
+            assert!(dir.join(name).exists(), "{name}");
+        }
+        assert!(matches!(cache.read("a.cwasm"), Lookup::Verified(b) if b == b"code"));
+        // Nothing stale at the real time: opening removes nothing young.
+        cache_in(root.path());
+        assert!(writing.exists());
     }
 
     #[test]

@@ -10,7 +10,27 @@
 //! [`push_inserts`], which read the head once for all the rows they write
 //! (on PostgreSQL locking it, so that the appends of several hosts form one
 //! chain) and compute the hashes here, so a batch costs no extra round
-//! trip per row. [`Store::verify_access_log`] walks the chain.
+//! trip per row. [`Store::verify_access_log`] walks the chain. Id order is
+//! append order because the ids come from the log itself as each row is
+//! inserted, under that lock: an insert that names an id is refused by
+//! the schema (migration 0016).
+//!
+//! Several PostgreSQL hosts, one lock order. The head stays locked until
+//! the writer's batch commits, and a batch holds other row locks too: the
+//! rows its writes update (a respondent whose links are revoked, a
+//! session, a pending response) and the keys its inserts claim (a POST's
+//! external id). Taking the head wherever a batch first appends, two hosts
+//! could deadlock: one batch updates a respondent and then waits for the
+//! head, while the other host's batch, holding the head after its first
+//! write's access row, waits for that respondent in its second write.
+//! PostgreSQL breaks the cycle after `deadlock_timeout` by failing one
+//! transaction, and with it every request of that batch. So every
+//! PostgreSQL batch locks the head first, before anything else
+//! ([`BEGIN_LOCKING_HEAD`]): a batch never holds another row while it
+//! waits for the head, and batches of several hosts take their turns on
+//! it. Nothing else locks the head (verification reads a snapshot). On
+//! SQLite a batch holds the database's write lock throughout, which is
+//! the same order.
 
 use chrono::{DateTime, Utc};
 use futures_util::TryStreamExt;
@@ -166,6 +186,12 @@ pub(super) async fn read_head(
 
 /// The head's hash (SQLite: in the same round trip as other queries).
 const HEAD_QUERY: &str = "SELECT hash FROM access_log_head WHERE id = 1";
+
+/// How the writer begins a batch's transaction on PostgreSQL: with the
+/// head locked before any other row, in the same round trip, so that
+/// batches of several hosts cannot deadlock (see the module's docs).
+pub(in crate::store) const BEGIN_LOCKING_HEAD: &str =
+    "BEGIN; SELECT hash FROM access_log_head WHERE id = 1 FOR UPDATE";
 
 const COLUMNS: &str = "at, consumer_key, jwt_issuer, claimed_key, claimed_issuer, claimed_subject, \
      dossier, action, status, client, request_id, refusals, prev_hash, hash";

@@ -91,7 +91,7 @@ fn claimed(mut row: AccessEntry, key: &str) -> AccessEntry {
 
 /// Runs one statement on the test's database as an outside client would
 /// (not through the host); the rows it changed, or the database's error.
-async fn raw_sql(app: &TestApp, statement: &str) -> Result<u64, String> {
+pub(crate) async fn raw_sql(app: &TestApp, statement: &str) -> Result<u64, String> {
     sqlx::any::install_default_drivers();
     let mut conn = sqlx::AnyConnection::connect(&app.database_url)
         .await
@@ -418,7 +418,7 @@ db_test!(async fn a_spoofed_forwarded_address_is_not_recorded(app) {
 
 async fn spawn_behind_loopback_proxy(db: tests::Db) -> TestApp {
     TestApp::spawn_with(db, |config| {
-        config.trusted_proxies = vec!["127.0.0.1/32".parse().expect("net")]
+        config.trusted_proxies.nets = vec!["127.0.0.1/32".parse().expect("net")]
     })
     .await
 }

@@ -53,7 +53,8 @@ async fn verify(app: &TestApp) -> Verification {
 
 /// Runs statements on the test's database as its owner would, with the
 /// append-only triggers out of the way: what an attacker with the owner's
-/// rights can do.
+/// rights can do. (The trigger that gives rows their ids stays: without
+/// it a row has none on PostgreSQL.)
 async fn tamper(app: &TestApp, statements: &[&str]) {
     sqlx::any::install_default_drivers();
     let mut conn = sqlx::AnyConnection::connect(&app.database_url)
@@ -61,7 +62,7 @@ async fn tamper(app: &TestApp, statements: &[&str]) {
         .expect("connect");
     let disable = match app.db {
         Db::Sqlite => "DROP TRIGGER access_log_no_update; DROP TRIGGER access_log_no_delete",
-        Db::Postgres => "ALTER TABLE access_log DISABLE TRIGGER USER",
+        Db::Postgres => "ALTER TABLE access_log DISABLE TRIGGER access_log_no_change",
     };
     conn.execute(disable).await.expect("triggers off");
     for statement in statements {
@@ -173,6 +174,36 @@ db_test!(async fn a_row_added_behind_the_services_back_is_noticed(app) {
     assert!(reason.contains("no hash"), "{reason}");
 });
 
+db_test!(async fn an_access_row_with_an_id_of_its_choosing_is_refused_and_the_chain_stays_whole(app) {
+    history(&app).await;
+    let last = *ids(&app).await.last().expect("rows");
+    // An id among the chain's past (before its first row), the next one
+    // the log would give, one far beyond it, the largest there is (after
+    // which SQLite picks ids at random): each would have put the row out
+    // of the order of appends, and broken every verification after it.
+    for id in [0, -1, last + 1, last + 1000, i64::MAX] {
+        let statement = format!(
+            "INSERT INTO access_log (id, at, dossier, action, status, client) VALUES ({id}, 0, 'd1', 'GET x', 200, '10.0.0.1')"
+        );
+        let refused = crate::access_log::raw_sql(&app, &statement).await.expect_err(&statement);
+        assert!(refused.contains("ids come from the log itself"), "{statement}: {refused}");
+    }
+    if app.db == Db::Postgres {
+        // OVERRIDING SYSTEM VALUE got past an identity column's own rule.
+        let statement = format!(
+            "INSERT INTO access_log (id, at, action, status, client) OVERRIDING SYSTEM VALUE VALUES ({}, 0, 'x', 200, 'y')",
+            last + 7
+        );
+        let refused = crate::access_log::raw_sql(&app, &statement).await.expect_err(&statement);
+        assert!(refused.contains("ids come from the log itself"), "{refused}");
+    }
+    assert_eq!(ids(&app).await.last(), Some(&last), "nothing was added");
+    // The service appends on, in one chain.
+    assert_eq!(app.get(&responses("d1")).await.status, 200);
+    assert!(ids(&app).await.last().is_some_and(|id| *id > last));
+    assert!(matches!(verify(&app).await, Verification::Intact { .. }), "{:?}", verify(&app).await);
+});
+
 db_test!(async fn the_service_keeps_appending_to_a_chain_whose_middle_was_broken(app) {
     history(&app).await;
     let ids = ids(&app).await;
@@ -214,6 +245,133 @@ db_test!(async fn two_hosts_appending_at_once_form_one_chain(app) {
         broken => panic!("{broken:?}"),
     }
 });
+
+/// Polls `write` once: enough for its host's store to queue it with the
+/// writer (a queue with room takes it at once); its answer comes later.
+fn queue<F: std::future::Future>(write: &mut std::pin::Pin<&mut F>) {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(
+        write.as_mut().poll(&mut cx).is_pending(),
+        "answered before its batch could run"
+    );
+}
+
+/// Sessions of the test's database waiting for a lock in a statement
+/// that names `table` (any statement for "").
+async fn waiting_in(admin: &mut sqlx::PgConnection, table: &str) -> i64 {
+    sqlx::query_scalar(
+        "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() \
+         AND wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'",
+    )
+    .bind(table)
+    .fetch_one(admin)
+    .await
+    .expect("pg_stat_activity")
+}
+
+/// Two PostgreSQL hosts whose writers' batches each lock a respondent and
+/// the chain's head. Before, a batch took the head where it first
+/// appended: host A's batch held the head after its first write's row and
+/// wanted respondent P for its second write, while host B's batch held P
+/// and wanted the head. PostgreSQL ended one after `deadlock_timeout`,
+/// failing every write of that batch. The test's own transactions hold
+/// the head (and a row A's writer needs first) so that both hosts'
+/// batches line up in exactly that order before it lets go.
+#[tokio::test]
+async fn two_hosts_whose_batches_lock_the_same_rows_never_deadlock_on_the_chain_head() {
+    use std::time::Duration;
+    let a = TestApp::spawn(Db::Postgres).await;
+    let b = a.another_host().await;
+    posted(&a, "d1", "ext-1").await;
+    posted(&a, "d2", "ext-2").await;
+    let respondent = async |dossier: &str| {
+        a.state
+            .store()
+            .respondents(dossier)
+            .await
+            .expect("respondents")[0]
+            .id
+    };
+    let (p, q) = (respondent("d1").await, respondent("d2").await);
+    tests::create_token(&a.state, "blocker", "all").await;
+    let access = |dossier: &str| AccessEntry {
+        at: a.state.now(),
+        dossier: Some(dossier.to_owned()),
+        action: "POST revoke_links".into(),
+        status: 204,
+        client: "127.0.0.1".into(),
+        ..AccessEntry::default()
+    };
+    let connect = || sqlx::PgConnection::connect(&a.database_url);
+    let (mut admin, mut head, mut token) = (
+        connect().await.expect("connect"),
+        connect().await.expect("connect"),
+        connect().await.expect("connect"),
+    );
+    head.execute("BEGIN; SELECT hash FROM access_log_head WHERE id = 1 FOR UPDATE")
+        .await
+        .expect("the head held");
+    token
+        .execute("BEGIN; SELECT 1 FROM api_tokens WHERE consumer_key = 'blocker' FOR UPDATE")
+        .await
+        .expect("a token row held");
+    let (store_a, store_b, now) = (a.state.store(), b.state.store(), a.state.now());
+    let answers = {
+        // Host A's writer busy with a write that appends nothing, so that
+        // the next two writes make one batch.
+        let mut held = std::pin::pin!(store_a.revoke_token("blocker".into(), now));
+        queue(&mut held);
+        wait_for_waiting(&mut admin, "", 1, "A's writer waits").await;
+        // A's next batch: Q's links (Q, then the head), then P's.
+        let mut first =
+            std::pin::pin!(store_a.revoke_respondent_links("d2", q, now, Some(access("d2"))));
+        queue(&mut first);
+        let mut second =
+            std::pin::pin!(store_a.revoke_respondent_links("d1", p, now, Some(access("d1"))));
+        queue(&mut second);
+        token.execute("COMMIT").await.expect("the token row let go");
+        wait_for_waiting(
+            &mut admin,
+            "access_log_head",
+            1,
+            "A's batch waits for the head",
+        )
+        .await;
+        // Host B: P's links (P, then the head), behind A in the head's
+        // queue.
+        let mut other =
+            std::pin::pin!(store_b.revoke_respondent_links("d1", p, now, Some(access("d1"))));
+        queue(&mut other);
+        wait_for_waiting(&mut admin, "access_log_head", 2, "B waits for the head too").await;
+        head.execute("COMMIT").await.expect("the head let go");
+        let all = async { (held.await, first.await, second.await, other.await) };
+        tokio::time::timeout(Duration::from_secs(30), all)
+            .await
+            .expect("every write answered")
+    };
+    let (held, first, second, other) = answers;
+    assert!(held.expect("the token revoked"));
+    assert!(first.expect("Q's links revoked on A"));
+    assert!(second.expect("P's links revoked on A"));
+    assert!(other.expect("P's links revoked on B"));
+    match verify(&a).await {
+        Verification::Intact { chained, .. } => assert_eq!(chained, 2 + 3),
+        broken => panic!("{broken:?}"),
+    }
+    let _ = admin.close().await;
+    b.stop().await;
+    a.stop().await;
+}
+
+/// Waits until `count` sessions wait for a lock in a statement naming
+/// `table` (a wait on a condition, checked every 20 ms, for at most 20 s).
+async fn wait_for_waiting(admin: &mut sqlx::PgConnection, table: &str, count: i64, what: &str) {
+    let deadline = Instant::now() + std::time::Duration::from_secs(20);
+    while waiting_in(admin, table).await != count {
+        assert!(Instant::now() < deadline, "{what}: not within 20 s");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
 
 db_test!(async fn rows_from_before_the_chain_are_counted_apart(app) {
     // A log that predates migration 0013: its rows stay as written, outside

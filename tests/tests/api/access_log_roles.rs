@@ -1,8 +1,9 @@
 //! The PostgreSQL roles of docs/operations.md#access-log, as shipped in
 //! `deploy/`: in a fresh database, the owner migrates, the service serves
 //! as the service role, and that role may append to the access log but not
-//! change, remove or empty it, nor switch its triggers off. PostgreSQL
-//! only: SQLite has no roles.
+//! change, remove or empty it, nor switch its triggers off, nor choose a
+//! row's id or move the sequence ids come from. PostgreSQL only: SQLite
+//! has no roles.
 
 use host::store::{Store, StoreOptions, Verification};
 use sqlx::{Connection as _, Executor as _, PgConnection};
@@ -76,14 +77,15 @@ async fn run_all(url: &str, statements: &[String]) {
     let _ = conn.close().await;
 }
 
-#[tokio::test]
-async fn the_service_role_may_append_to_the_access_log_but_never_change_it() {
+/// A fresh database set up as `deploy/` says, served as the service role:
+/// what drops it all afterwards, the service role's URL, and the host.
+async fn deployed() -> (Cleanup, String, TestApp) {
     let prefix = format!(
         "outcomes_roles_{}_{}",
         std::process::id(),
         chrono::Utc::now().timestamp_subsec_nanos()
     );
-    let _cleanup = Cleanup(prefix.clone());
+    let cleanup = Cleanup(prefix.clone());
     // 1. As a superuser: the roles and the database.
     run_all(
         &tests::postgres_url(),
@@ -98,10 +100,17 @@ async fn the_service_role_may_append_to_the_access_log_but_never_change_it() {
     store.migrate().await.expect("the owner migrates");
     store.close().await;
     run_all(&owner, &statements("postgres-grants.sql", &prefix)).await;
-    // 3. The service as the service role: it starts, stores and reads.
+    // 3. The service as the service role.
     let service = url_as(&format!("{prefix}_service"), &prefix);
     let app =
         TestApp::spawn_with(Db::Postgres, |config| config.database_url = service.clone()).await;
+    (cleanup, service, app)
+}
+
+#[tokio::test]
+async fn the_service_role_may_append_to_the_access_log_but_never_change_it() {
+    let (_cleanup, service, app) = deployed().await;
+    // It starts, stores and reads.
     let created = post_phq9(&app, "d1", "ext-1", phq9_all_answered()).await;
     assert_eq!(created.status, 201, "{}", created.text);
     assert_eq!(
@@ -118,7 +127,7 @@ async fn the_service_role_may_append_to_the_access_log_but_never_change_it() {
         Verification::Intact { chained: 3, .. }
     ));
 
-    // 4. What the service role may not do to the log, with its triggers or
+    // What the service role may not do to the log, with its triggers or
     // without.
     let mut conn = PgConnection::connect(&service)
         .await
@@ -158,6 +167,60 @@ async fn the_service_role_may_append_to_the_access_log_but_never_change_it() {
     assert!(matches!(
         app.state.store().verify_access_log().await.expect("verify"),
         Verification::Broken { .. }
+    ));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_service_role_cannot_choose_an_access_rows_id() {
+    let (_cleanup, service, app) = deployed().await;
+    let created = post_phq9(&app, "d1", "ext-1", phq9_all_answered()).await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    let mut conn = PgConnection::connect(&service)
+        .await
+        .expect("service connects");
+    // A row placed among the chain's past or beyond its future ids would
+    // break every verification after it, for good: the log gives the ids.
+    for statement in [
+        "INSERT INTO access_log (id, at, action, status, client) VALUES (1000000, 0, 'x', 200, 'y')",
+        "INSERT INTO access_log (id, at, action, status, client) VALUES (0, 0, 'x', 200, 'y')",
+        "INSERT INTO access_log (id, at, action, status, client) OVERRIDING SYSTEM VALUE \
+         VALUES (1000000, 0, 'x', 200, 'y')",
+    ] {
+        let refused = conn
+            .execute(statement)
+            .await
+            .expect_err(statement)
+            .to_string();
+        assert!(
+            refused.contains("ids come from the log itself"),
+            "{statement}: {refused}"
+        );
+    }
+    // Nor move the sequence the ids come from, or switch the rule off.
+    for statement in [
+        "SELECT setval('access_log_ids', 1)",
+        "SELECT nextval('access_log_ids')",
+        "ALTER TABLE access_log DISABLE TRIGGER access_log_own_id",
+        "DROP TRIGGER access_log_own_id ON access_log",
+        "DROP FUNCTION access_log_own_id() CASCADE",
+    ] {
+        let refused = conn
+            .execute(statement)
+            .await
+            .expect_err(statement)
+            .to_string();
+        assert!(
+            refused.contains("permission denied") || refused.contains("must be owner"),
+            "{statement}: {refused}"
+        );
+    }
+    let _ = conn.close().await;
+    // The service appends on, in one chain.
+    assert_eq!(app.get(&responses("d1")).await.status, 200);
+    assert!(matches!(
+        app.state.store().verify_access_log().await.expect("verify"),
+        Verification::Intact { chained: 2, .. }
     ));
     app.stop().await;
 }

@@ -303,7 +303,7 @@ pub async fn spawn_on_all_interfaces(db: Db, proxy: Option<Ipv4Addr>) -> TestApp
     TestApp::spawn_with(db, move |config| {
         config.listen = "0.0.0.0:0".parse().expect("address");
         if let Some(ip) = proxy {
-            config.trusted_proxies = vec![IpAddr::V4(ip).into()];
+            config.trusted_proxies.nets = vec![IpAddr::V4(ip).into()];
         }
     })
     .await
@@ -311,7 +311,7 @@ pub async fn spawn_on_all_interfaces(db: Db, proxy: Option<Ipv4Addr>) -> TestApp
 
 async fn spawn_behind_proxy(db: Db) -> TestApp {
     TestApp::spawn_with(db, |config| {
-        config.trusted_proxies = vec!["127.0.0.1/32".parse().expect("net")]
+        config.trusted_proxies.nets = vec!["127.0.0.1/32".parse().expect("net")]
     })
     .await
 }

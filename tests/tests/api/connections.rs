@@ -1,10 +1,12 @@
 //! The listener under hostile connections (docs/operations.md#connections):
 //! silent and slow clients, stalled TLS handshakes and bodies, idle
-//! keep-alive connections and more connections than the limit, on raw
-//! sockets. Each test shortens the one timeout it is about to a second and
-//! waits for the service to close the connection (reading until EOF), never
-//! for a fixed time.
+//! keep-alive connections, more connections than one client's share or
+//! than the limit, on raw sockets. Each test shortens the one timeout it is
+//! about to a second and waits for the service to close the connection
+//! (reading until EOF), never for a fixed time. Loopback is 127.0.0.0/8:
+//! a socket bound to an address of its own there is a client of its own.
 
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use host::config::ConnectionLimits;
@@ -33,6 +35,7 @@ fn long_limits() -> ConnectionLimits {
         keep_alive: LONG,
         tls_handshake: LONG,
         max_open: 512,
+        per_client: 512,
     }
 }
 
@@ -59,6 +62,32 @@ async fn three_connections(db: Db) -> TestApp {
     spawn_with_limits(db, |l| l.max_open = 3).await
 }
 
+/// Four connections per client, six in all.
+async fn four_per_client(db: Db) -> TestApp {
+    spawn_with_limits(db, |l| {
+        l.per_client = 4;
+        l.max_open = 6;
+    })
+    .await
+}
+
+/// Two connections per client, with [`PROXY`] a trusted proxy.
+async fn two_per_client_behind_a_proxy(db: Db) -> TestApp {
+    TestApp::spawn_with(db, |config| {
+        config.connections = ConnectionLimits {
+            per_client: 2,
+            ..long_limits()
+        };
+        config.trusted_proxies.nets = vec![IpAddr::V4(Ipv4Addr::from(PROXY)).into()];
+    })
+    .await
+}
+
+/// Loopback addresses of clients apart.
+const ATTACKER: [u8; 4] = [127, 0, 0, 2];
+const OTHER: [u8; 4] = [127, 0, 0, 3];
+const PROXY: [u8; 4] = [127, 0, 0, 4];
+
 /// Over TLS, with a short handshake timeout. The certificate files are read
 /// at start-up, so their folder may go afterwards.
 async fn tls_short_handshake(db: Db) -> TestApp {
@@ -74,16 +103,51 @@ async fn tls_short_handshake(db: Db) -> TestApp {
     .await
 }
 
-async fn connect(app: &TestApp) -> TcpStream {
-    let port = app
-        .base
+fn port(app: &TestApp) -> u16 {
+    app.base
         .rsplit(':')
         .next()
         .and_then(|p| p.parse::<u16>().ok())
-        .expect("port in the base URL");
-    TcpStream::connect(("127.0.0.1", port))
+        .expect("port in the base URL")
+}
+
+async fn connect(app: &TestApp) -> TcpStream {
+    TcpStream::connect(("127.0.0.1", port(app)))
         .await
         .expect("connect")
+}
+
+/// A connection from loopback address `client`.
+async fn connect_from(app: &TestApp, client: [u8; 4]) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+    socket
+        .bind(SocketAddr::from((client, 0)))
+        .expect("bind to a loopback address");
+    socket
+        .connect(SocketAddr::from(([127, 0, 0, 1], port(app))))
+        .await
+        .expect("connect")
+}
+
+/// GET /health from loopback address `client` on a connection of its own,
+/// answered within a second.
+async fn served_within_a_second(app: &TestApp, client: [u8; 4]) -> reqwest::StatusCode {
+    let http = reqwest::Client::builder()
+        .local_address(IpAddr::V4(Ipv4Addr::from(client)))
+        .timeout(SHORT)
+        .build()
+        .expect("a client");
+    http.get(app.url("/health"))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("not served within {SHORT:?}: {e}"))
+        .status()
+}
+
+/// Sends a GET on `stream` and reads its answer.
+async fn get_health(stream: &mut TcpStream) -> String {
+    stream.write_all(GET_HEALTH).await.expect("write");
+    read_answer(stream).await
 }
 
 /// Reads until the service closes the connection (EOF, or a reset): what
@@ -299,32 +363,114 @@ db_test!(
 );
 
 db_test!(
-    async fn connections_beyond_the_limit_wait_until_one_closes(app: three_connections) {
+    async fn one_client_holding_its_share_of_silent_connections_does_not_keep_another_out(
+        app: four_per_client,
+    ) {
+        // Its share, silent, then six more, as many as the whole limit.
+        let mut held = Vec::new();
+        for _ in 0..4 {
+            held.push(connect_from(&app, ATTACKER).await);
+        }
+        let mut more = Vec::new();
+        for _ in 0..6 {
+            more.push(connect_from(&app, ATTACKER).await);
+        }
+        assert_eq!(served_within_a_second(&app, OTHER).await, 200);
+        // Those past its share were closed unanswered as they came.
+        let since = Instant::now();
+        for stream in more {
+            let (sent, _) = read_until_closed(stream, since).await;
+            assert_eq!(sent, "", "closed without an answer");
+        }
+        // Its share it keeps.
+        for stream in &mut held {
+            assert!(get_health(stream).await.starts_with("HTTP/1.1 200 "));
+        }
+    }
+);
+
+db_test!(
+    async fn a_trusted_proxys_connections_have_no_share_per_client(
+        app: two_per_client_behind_a_proxy,
+    ) {
+        let mut proxied = Vec::new();
+        for _ in 0..6 {
+            proxied.push(connect_from(&app, PROXY).await);
+        }
+        for stream in &mut proxied {
+            assert!(get_health(stream).await.starts_with("HTTP/1.1 200 "));
+        }
+        // Anyone else has a share of two.
+        let _held = [
+            connect_from(&app, ATTACKER).await,
+            connect_from(&app, ATTACKER).await,
+        ];
+        let since = Instant::now();
+        let (sent, _) = read_until_closed(connect_from(&app, ATTACKER).await, since).await;
+        assert_eq!(sent, "");
+    }
+);
+
+db_test!(
+    async fn at_the_limit_a_new_client_is_served_because_the_oldest_idle_connection_is_closed(
+        app: three_connections,
+    ) {
         let mut held = Vec::new();
         for _ in 0..3 {
-            let mut stream = connect(&app).await;
-            // Answered, so accepted: it holds one of the three places.
-            stream.write_all(GET_HEALTH).await.expect("write");
-            assert!(read_answer(&mut stream).await.starts_with("HTTP/1.1 200 "));
+            let mut stream = connect_from(&app, ATTACKER).await;
+            // Answered, so accepted: it holds one of the three places,
+            // idle now.
+            assert!(get_health(&mut stream).await.starts_with("HTTP/1.1 200 "));
             held.push(stream);
         }
-        // The operating system completes the fourth connection; the
-        // service does not take it while three are open. Waiting for an
-        // answer that must not come is the only way to see that.
-        let mut fourth = connect(&app).await;
+        assert_eq!(served_within_a_second(&app, OTHER).await, 200);
+        // The oldest made room; the others still serve.
+        let oldest = held.remove(0);
+        let (sent, _) = read_until_closed(oldest, Instant::now()).await;
+        assert_eq!(sent, "");
+        for stream in &mut held {
+            assert!(get_health(stream).await.starts_with("HTTP/1.1 200 "));
+        }
+    }
+);
+
+db_test!(
+    async fn connections_serving_requests_are_never_closed_to_make_room(app: three_connections) {
+        // Three requests in progress: each handler waits for its body
+        // (the interim 100 answer says it started reading it).
+        let mut busy = Vec::new();
+        let head = post_head(&app).replace("\r\n\r\n", "\r\nExpect: 100-continue\r\n\r\n");
+        for _ in 0..3 {
+            let mut stream = connect(&app).await;
+            stream.write_all(head.as_bytes()).await.expect("write");
+            let interim = read_answer(&mut stream).await;
+            assert!(interim.starts_with("HTTP/1.1 100 "), "{interim}");
+            busy.push(stream);
+        }
+        // The operating system completes a fourth connection; the service
+        // does not take it while all three serve. Waiting for an answer
+        // that must not come is the only way to see that.
+        let mut fourth = connect_from(&app, OTHER).await;
         fourth.write_all(GET_HEALTH).await.expect("write");
         let mut byte = [0u8; 1];
         let early = tokio::time::timeout(Duration::from_millis(500), fourth.read(&mut byte)).await;
         assert!(early.is_err(), "a fourth connection was served: {early:?}");
-        // One closes: the fourth is served.
-        drop(held.pop());
+        // One request ends (its body completes: not a response, so 400):
+        // that connection, idle now, makes room, and the fourth is served.
+        let mut first = busy.remove(0);
+        let body = format!("{{\"questionnaire_key\":{}", " ".repeat(79));
+        first.write_all(body.as_bytes()).await.expect("write");
+        let (answered, _) = read_until_closed(first, Instant::now()).await;
+        assert!(answered.starts_with("HTTP/1.1 400 "), "{answered}");
         let answer = tokio::time::timeout(PATIENCE, read_answer(&mut fourth))
             .await
-            .expect("the fourth connection is served once one closed");
+            .expect("the fourth connection is served once a request ended");
         assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
-        // And a new client, once another closes.
-        drop(held.pop());
-        let served = reqwest::get(app.url("/health")).await.expect("request");
-        assert_eq!(served.status(), 200);
+        // The two still busy were left alone: their requests go on.
+        for mut stream in busy {
+            stream.write_all(body.as_bytes()).await.expect("write");
+            let answer = read_answer(&mut stream).await;
+            assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
+        }
     }
 );

@@ -1,9 +1,11 @@
 //! Behind a reverse proxy (docs/operations.md#behind-a-reverse-proxy): every
-//! `X-Forwarded-For` line and RFC 7239 `Forwarded` decide the client for
-//! IP allow-lists and the access log, and credentials relayed by a proxy or
-//! a loopback peer count as HTTPS only when the proxy says so. The test
-//! client connects from loopback and plays the proxy.
+//! `X-Forwarded-For` line, or RFC 7239 `Forwarded` when the proxies write
+//! that (`proxy_header`), decides the client for IP allow-lists and the
+//! access log, and the other header changes nothing; credentials relayed by
+//! a proxy or a loopback peer count as HTTPS only when the proxy says so.
+//! The test client connects from loopback and plays the proxy.
 
+use host::config::ProxyHeader;
 use tests::{Answer, Db, TestApp, create_token_with, db_test};
 
 use crate::auth::{D1_RESPONSES, assert_forbidden, get_with};
@@ -13,10 +15,21 @@ const ALLOWED: &str = "192.0.2.7";
 /// The client's real address as the proxy saw it: not on the allow-list.
 const REAL: &str = "198.51.100.3";
 
-/// The host trusting the loopback address as its proxy.
+/// The host trusting the loopback address as its proxy, which writes
+/// X-Forwarded-For (the default).
 async fn behind_loopback_proxy(db: Db) -> TestApp {
     TestApp::spawn_with(db, |config| {
-        config.trusted_proxies = vec!["127.0.0.1/32".parse().expect("net")];
+        config.trusted_proxies.nets = vec!["127.0.0.1/32".parse().expect("net")];
+    })
+    .await
+}
+
+/// The host trusting the loopback address as its proxy, which writes
+/// Forwarded.
+async fn behind_loopback_forwarded_proxy(db: Db) -> TestApp {
+    TestApp::spawn_with(db, |config| {
+        config.trusted_proxies.nets = vec!["127.0.0.1/32".parse().expect("net")];
+        config.trusted_proxies.header = ProxyHeader::Forwarded;
     })
     .await
 }
@@ -24,7 +37,7 @@ async fn behind_loopback_proxy(db: Db) -> TestApp {
 /// The host trusting a proxy elsewhere (loopback is then no proxy).
 async fn behind_another_proxy(db: Db) -> TestApp {
     TestApp::spawn_with(db, |config| {
-        config.trusted_proxies = vec!["10.0.0.1/32".parse().expect("net")];
+        config.trusted_proxies.nets = vec!["10.0.0.1/32".parse().expect("net")];
     })
     .await
 }
@@ -78,10 +91,33 @@ db_test!(
 );
 
 db_test!(
-    async fn forwarded_names_the_client_behind_a_trusted_proxy(app: behind_loopback_proxy) {
+    async fn a_forged_forwarded_header_neither_names_nor_hides_the_client(
+        app: behind_loopback_proxy,
+    ) {
+        let auth = allow_listed(&app).await;
+        // The proxy writes X-Forwarded-For and passes on the Forwarded the
+        // client made up: an allowed address, or none at all.
+        for forged in ["for=192.0.2.7", "for=unknown", "for=_hidden", "garbage"] {
+            let answer = relayed(
+                &app,
+                &auth,
+                &[("forwarded", forged), ("x-forwarded-for", REAL)],
+            )
+            .await;
+            assert_forbidden(&answer, "ip_not_allowed");
+        }
+        // The log names the client the proxy saw, every time.
+        assert_eq!(logged_clients(&app).await, vec![REAL; 4]);
+    }
+);
+
+db_test!(
+    async fn forwarded_names_the_client_behind_a_trusted_proxy_that_writes_it(
+        app: behind_loopback_forwarded_proxy,
+    ) {
         let auth = allow_listed(&app).await;
         let by_forwarded = |header: &'static str| [("forwarded", header)];
-        let answer = relayed(&app, &auth, &by_forwarded("for=192.0.2.7")).await;
+        let answer = relayed(&app, &auth, &by_forwarded("for=192.0.2.7;proto=https")).await;
         assert_eq!(answer.status, 200, "{}", answer.text);
         let quoted = relayed(
             &app,
@@ -94,7 +130,7 @@ db_test!(
         let forged = relayed(
             &app,
             &auth,
-            &by_forwarded("for=192.0.2.7, for=198.51.100.3"),
+            &by_forwarded("for=192.0.2.7;proto=https, for=198.51.100.3;proto=https"),
         )
         .await;
         assert_forbidden(&forged, "ip_not_allowed");
@@ -102,29 +138,38 @@ db_test!(
             &app,
             &auth,
             &[
-                ("forwarded", "for=192.0.2.7"),
-                ("forwarded", "for=198.51.100.3"),
+                ("forwarded", "for=192.0.2.7;proto=https"),
+                ("forwarded", "for=198.51.100.3;proto=https"),
             ],
         )
         .await;
         assert_forbidden(&forged_line, "ip_not_allowed");
-        // An address the proxy hides, or headers that disagree, name no
-        // client: no allow-list admits it, and the log says so.
-        let hidden = relayed(&app, &auth, &by_forwarded("for=_hidden")).await;
+        // An address the proxy hides names no client: no allow-list
+        // admits it, and the log says so.
+        let hidden = relayed(&app, &auth, &by_forwarded("for=_hidden;proto=https")).await;
         assert_forbidden(&hidden, "ip_not_allowed");
-        let disagreeing = relayed(
+        // X-Forwarded-For, which this proxy passes on, changes nothing.
+        let passed_on = relayed(
             &app,
             &auth,
-            &[("forwarded", "for=192.0.2.7"), ("x-forwarded-for", REAL)],
+            &[
+                ("forwarded", "for=198.51.100.3;proto=https"),
+                ("x-forwarded-for", ALLOWED),
+            ],
         )
         .await;
-        assert_forbidden(&disagreeing, "ip_not_allowed");
+        assert_forbidden(&passed_on, "ip_not_allowed");
         assert_eq!(
             logged_clients(&app).await,
-            vec![ALLOWED, ALLOWED, REAL, REAL, "unknown", "unknown"]
+            vec![ALLOWED, ALLOWED, REAL, REAL, "unknown", REAL]
         );
         // An IPv6 client, written as RFC 7239 §6 asks.
-        let v6 = relayed(&app, &auth, &by_forwarded("for=\"[2001:db8::7]:4711\"")).await;
+        let v6 = relayed(
+            &app,
+            &auth,
+            &by_forwarded("for=\"[2001:db8::7]:4711\";proto=https"),
+        )
+        .await;
         assert_forbidden(&v6, "ip_not_allowed");
         assert_eq!(
             logged_clients(&app).await.last().map(String::as_str),
@@ -152,6 +197,8 @@ db_test!(
         )
         .await;
         assert_eq!(https.status, 200, "{}", https.text);
+        // Forwarded is not what this proxy writes: its https is not the
+        // proxy's word.
         let by_forwarded = get_with(
             &app,
             D1_RESPONSES,
@@ -161,8 +208,8 @@ db_test!(
             ],
         )
         .await;
-        assert_eq!(by_forwarded.status, 200, "{}", by_forwarded.text);
-        // Two statements must both say https.
+        assert_forbidden(&by_forwarded, "https_required");
+        // Any statement saying other than https refuses.
         let mixed = get_with(
             &app,
             D1_RESPONSES,
@@ -177,6 +224,27 @@ db_test!(
         // Without credentials nothing is refused for the transport.
         let open = get_with(&app, "/health", &[]).await;
         assert_eq!(open.status, 200);
+    }
+);
+
+db_test!(
+    async fn credentials_from_a_proxy_writing_forwarded_count_when_its_element_says_https(
+        app: behind_loopback_forwarded_proxy,
+    ) {
+        let auth = app.basic_header();
+        let get = |headers: Vec<(&'static str, &'static str)>| {
+            let mut all = vec![("authorization", auth.as_str())];
+            all.extend(headers);
+            let app = &app;
+            async move { get_with(app, D1_RESPONSES, &all).await }
+        };
+        let https = get(vec![("forwarded", "for=192.0.2.7;proto=https")]).await;
+        assert_eq!(https.status, 200, "{}", https.text);
+        // X-Forwarded-Proto is not what this proxy writes.
+        let passed_on = get(vec![("x-forwarded-proto", "https")]).await;
+        assert_forbidden(&passed_on, "https_required");
+        let http = get(vec![("forwarded", "for=192.0.2.7;proto=http")]).await;
+        assert_forbidden(&http, "https_required");
     }
 );
 

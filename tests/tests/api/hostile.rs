@@ -38,13 +38,13 @@ db_test!(async fn json_that_is_not_an_object_is_a_400(app) {
     }
 });
 
-db_test!(async fn an_empty_body_is_a_400(app) {
+db_test!(async fn an_empty_body_is_a_400_and_no_body_at_all_a_415(app) {
     assert_malformed(&post_raw(&app, "", "application/json").await, "empty, declared JSON");
-    // No body and no Content-Type at all.
+    // No body and no Content-Type at all: nothing declared JSON.
     for method in [Method::POST, Method::PUT] {
         let path = if method == Method::POST { responses("d1") } else { response("d1", "x") };
         let answer = app.send(method.clone(), &path, None).await;
-        assert_malformed(&answer, &format!("{method} without a body"));
+        assert_error(&answer, 415, error("base", "unsupported_media_type"));
     }
 });
 
@@ -105,6 +105,21 @@ db_test!(async fn a_body_that_is_not_utf8_is_a_400(app) {
     assert_malformed(&post_raw(&app, bytes, "application/json; charset=latin1").await, "latin1");
     let utf16: Vec<u8> = "{}".encode_utf16().flat_map(u16::to_le_bytes).collect();
     assert_malformed(&post_raw(&app, utf16, "application/json").await, "UTF-16");
+});
+
+db_test!(async fn a_cross_site_post_a_browser_sends_without_asking_stores_nothing(app) {
+    // What a page on another site can make a browser send, credentials
+    // included, without a CORS preflight: a JSON text with no type (a
+    // fetch of a Blob), as plain text, or as a form.
+    let body = json!({"questionnaire_key": "phq9", "external_id": "forged", "answer_data": {"v_1": "a0"}}).to_string();
+    let bare = app.client.post(app.url(&responses("d1"))).header("authorization", app.basic_header()).body(body.clone());
+    let answer = bare.send().await.expect("the host answers");
+    assert_eq!(answer.status(), 415);
+    assert_eq!(answer.json::<serde_json::Value>().await.expect("json"), error("base", "unsupported_media_type"));
+    for content_type in ["text/plain;charset=UTF-8", "application/x-www-form-urlencoded"] {
+        assert_error(&post_raw(&app, body.clone(), content_type).await, 415, error("base", "unsupported_media_type"));
+    }
+    assert_eq!(app.get(&responses("d1")).await.body, json!([]));
 });
 
 db_test!(async fn bodies_that_are_not_json_are_a_415(app) {
@@ -201,10 +216,14 @@ db_test!(async fn absurd_numbers_are_invalid_not_errors(app) {
 
 db_test!(async fn odd_query_strings_are_read_or_refused_cleanly(app) {
     posted(&app, "d1", "ext-1").await;
-    let many_keys = "questionnaire_keys=x&".repeat(2_500);
+    let many_keys = "questionnaire_keys=x&".repeat(999);
     let answer = app.get(&format!("{}?{many_keys}questionnaire_keys[]=phq9", responses("d1"))).await;
     assert_eq!(answer.status, 200, "{}", answer.text);
     assert_eq!(answer.body.as_array().map(Vec::len), Some(1));
+    // Past a thousand keys: refused, as documented.
+    let too_many = "questionnaire_keys=x&".repeat(2_500);
+    let answer = app.get(&format!("{}?{too_many}questionnaire_keys[]=phq9", responses("d1"))).await;
+    assert_error(&answer, 422, error("questionnaire_keys", "invalid"));
     for query in ["status", "status=&status=", "%ZZ=1", "status=%ZZ", "&&&", "status[]=", "status[x]=open", "=open"] {
         let answer = app.get(&format!("{}?{query}", responses("d1"))).await;
         assert!(answer.status == 200 || answer.status == 422, "{query}: {} {}", answer.status, answer.text);

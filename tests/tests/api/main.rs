@@ -18,11 +18,13 @@
 //!   credentials (bad fill-out links too) counted a row per client and
 //!   minute, written when the minute ends and at shutdown.
 //! - `access_log_chain`: the hash chain over every row, whatever wrote it and
-//!   however many hosts; `verify` finds changed, removed and added rows; one
-//!   row per dossier of a multi-dossier read, 10,000 in one write.
+//!   however many hosts (two PostgreSQL hosts whose batches lock the same
+//!   rows never deadlock on its head); `verify` finds changed, removed and
+//!   added rows; an insert that names its own id is refused; one row per
+//!   dossier of a multi-dossier read, 10,000 in one write.
 //! - `access_log_roles`: `deploy/`'s PostgreSQL roles: the owner migrates,
 //!   the service serves, and may append to the access log but never change
-//!   it (PostgreSQL only).
+//!   it nor choose a row's id (PostgreSQL only).
 //! - `backup`: `outcomes backup` and `restore` run as the binary: a
 //!   backup during concurrent POSTs restored into a fresh data folder holds
 //!   every response acknowledged before it, with its outcome; damaged
@@ -32,10 +34,13 @@
 //! - `tls`: HTTPS served by the host with a certificate made in the test.
 //! - `connections`: the listener's limits on raw sockets: silent and
 //!   byte-by-byte clients, stalled TLS handshakes and bodies (408), idle
-//!   keep-alive connections, the cap on open connections.
-//! - `forwarded`: behind a reverse proxy: every X-Forwarded-For line,
-//!   RFC 7239 Forwarded, the client in allow-lists and the access log, and
-//!   X-Forwarded-Proto before credentials count as HTTPS.
+//!   keep-alive connections, one client's share of connections (trusted
+//!   proxies exempt), the cap on open connections (idle ones make room,
+//!   busy ones never).
+//! - `forwarded`: behind a reverse proxy: every X-Forwarded-For line, or
+//!   RFC 7239 Forwarded when the proxy writes that, the client in
+//!   allow-lists and the access log (a forged other header changes
+//!   nothing), and the proxy's protocol before credentials count as HTTPS.
 //! - `plugins_hostile`: scorers and calculators that loop, bomb memory,
 //!   recurse, trap, answer garbage or too much, declare another ABI or
 //!   import what is not offered: responses stored with the failure, clear
@@ -46,7 +51,8 @@
 //! - `catalog`: questionnaires (wrapped, legacy keys or not), protocols,
 //!   measurements and respondents, and their 404s.
 //! - `hostile`: malformed, oversized, deeply nested, non-UTF-8 and mistyped
-//!   bodies, absurd ids and query strings: clean JSON 4xx, never a 500.
+//!   bodies, bodies not declared JSON (what a cross-site POST sends),
+//!   absurd ids and query strings: clean JSON 4xx, never a 500.
 //! - `openapi`: the OpenAPI 3.1 document covers exactly the routes of the
 //!   host's route table, their methods as the router answers them, their
 //!   parameters, bodies and error answers.
@@ -76,7 +82,8 @@
 //!   never by numeric id, never in another dossier.
 //! - `responses_list`: order by id, every filter (both array spellings, Unix
 //!   and ISO 8601 times, all five statuses as the clock moves), invalid
-//!   filters, the shape of responses that are not completed.
+//!   filters and too many questionnaire keys, the shape of responses that
+//!   are not completed.
 //! - `responses_pages`: the response list in pages: every page of a
 //!   dossier of 250 adds up to the whole list, `Link` to the next page and
 //!   none on the last, filters kept across pages, bad `page[...]` refused.
@@ -103,7 +110,8 @@
 //!   figures; `metrics_listen` serves it on its own address only.
 //! - `plugin_cache`: compiled code on disk: tampered, foreign and linked
 //!   artifacts refused and recompiled, a cache others may use not used,
-//!   the data folder, cache and SQLite files private.
+//!   temporary files a crash left removed at start, the data folder, cache
+//!   and SQLite files private.
 //! - `fill_out_sessions`: POST fill_out_sessions: the signed link, every
 //!   error shape (the bare `missing` pair, `return_url`, `not_allowed` for
 //!   URL tricks), 404s, the right and the token's own origins.

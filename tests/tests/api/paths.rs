@@ -197,12 +197,15 @@ db_test!(async fn answers_are_json_and_never_cached(app) {
     }
 });
 
-db_test!(async fn requests_with_charset_or_without_content_type_are_read(app) {
+db_test!(async fn requests_with_charset_are_read_and_without_content_type_refused(app) {
     let body = json!({"questionnaire_key": "phq9", "external_id": "ext-1", "answer_data": {"v_1": "a0"}}).to_string();
     let with_charset = app.send(Method::POST, &responses("d1"), Some((body.clone().into_bytes(), "application/json; charset=utf-8"))).await;
     assert_eq!(with_charset.status, 201, "{}", with_charset.text);
+    let plus_json = app.send(Method::POST, &responses("d1"), Some((body.clone().into_bytes(), "application/vnd.api+json"))).await;
+    assert_eq!(plus_json.status, 200, "the same response again: {}", plus_json.text);
     let body = json!({"questionnaire_key": "phq9", "external_id": "ext-2", "answer_data": {"v_1": "a0"}}).to_string();
     let request = app.client.post(app.url(&responses("d1"))).header("authorization", app.basic_header());
     let answer = request.body(body).send().await.expect("the host answers");
-    assert_eq!(answer.status(), 201);
+    assert_eq!(answer.status(), 415);
+    assert_eq!(app.get(&responses("d1")).await.body.as_array().map(Vec::len), Some(1));
 });

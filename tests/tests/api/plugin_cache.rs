@@ -284,6 +284,42 @@ async fn spawn_with_new_data_folder(db: Db) -> TestApp {
 }
 
 db_test!(
+    async fn temporary_files_a_crash_left_in_the_cache_are_removed_at_start(app: spawn_caching) {
+        let cache = cache_dir(app.dir());
+        let day_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(24 * 3600);
+        let plant = |name: &str, changed: Option<std::time::SystemTime>| {
+            let path = cache.join(name);
+            std::fs::write(&path, b"half an artifact").expect("written");
+            if let Some(changed) = changed {
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .expect("open");
+                file.set_modified(changed).expect("its time");
+            }
+            path
+        };
+        // Written under a temporary name by a host that died before the
+        // rename, a day ago.
+        let left = plant(".0123abcd.cwasm.0123456789abcdef.tmp", Some(day_ago));
+        // Another host's write in progress, and files not the cache's own.
+        let writing = plant(".4567cdef.cwasm.fedcba9876543210.tmp", None);
+        let others = [
+            plant("notes.tmp", Some(day_ago)),
+            plant(".x.tmp", Some(day_ago)),
+        ];
+        let app = restart(&app).await;
+        assert!(!left.exists(), "the crash's file is removed");
+        assert!(writing.exists(), "a write in progress is left");
+        for other in others {
+            assert!(other.exists(), "{}", other.display());
+        }
+        assert_serves(&app, "phq9", true).await;
+        app.stop().await;
+    }
+);
+
+db_test!(
     async fn the_data_folder_the_cache_and_the_database_files_are_private(
         app: spawn_with_new_data_folder,
     ) {

@@ -245,6 +245,23 @@ db_test!(async fn malformed_times_and_ids_are_invalid(app) {
     }
 });
 
+db_test!(async fn more_than_a_thousand_questionnaire_keys_are_refused(app) {
+    let one = posted(&app, "d1", "p").await;
+    // A thousand keys, one of them the response's: the filter works.
+    let keys = |n: usize, spelling: &str| {
+        (0..n).map(|i| format!("{spelling}=k{i}")).chain(["questionnaire_keys[]=phq9".to_owned()]).collect::<Vec<_>>().join("&")
+    };
+    assert_eq!(listed(&app, &keys(999, "questionnaire_keys[]")).await, [id_of(&one)]);
+    // One more, in either spelling: each would be one more parameter of
+    // the database's query, for a list no catalog could fill.
+    for spelling in ["questionnaire_keys[]", "questionnaire_keys"] {
+        let answer = app.get(&format!("{}?{}", responses("d1"), keys(1000, spelling))).await;
+        assert_error(&answer, 422, error("questionnaire_keys", "invalid"));
+    }
+    let answer = app.get(&format!("{}?{}&page[size]=10", responses("d1"), keys(2000, "questionnaire_keys"))).await;
+    assert_error(&answer, 422, error("questionnaire_keys", "invalid"));
+});
+
 db_test!(async fn responses_that_are_not_completed_have_an_empty_outcome_and_no_values(app) {
     let open = prepare(&app, "d1", "phq9", None, None).await;
     let aborted = prepare(&app, "d1", "phq9", None, None).await;

@@ -319,7 +319,8 @@ async fn build(
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").await?;
         }
         Backend::Postgres => {
-            for table in ["dossiers", "respondents", "responses", "access_log"] {
+            // Access-log ids come from the log's own sequence (migration 0016).
+            for table in ["dossiers", "respondents", "responses"] {
                 conn.execute(
                     format!(
                         "SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT MAX(id) FROM {table}))"
@@ -606,7 +607,10 @@ async fn write_dossiers(
 const RESPONSE_COLUMNS: &str = "id, dossier_id, respondent_id, questionnaire_id, external_id, completer_type, flags, textvars, \
      started_at, completed_at, answers, outcome, outcome_plugin, outcome_plugin_version, outcome_plugin_sha256, \
      outcome_computed_at, entered_by, created_at, updated_at";
-const ACCESS_COLUMNS: &str = "id, at, consumer_key, jwt_issuer, dossier, action, status, client, request_id, prev_hash, hash";
+/// No `id`: the log gives its rows their ids itself, in the order they are
+/// inserted, and refuses one given (migration 0016).
+const ACCESS_COLUMNS: &str =
+    "at, consumer_key, jwt_issuer, dossier, action, status, client, request_id, prev_hash, hash";
 
 /// Inserts the responses and their access-log rows, in time order, and
 /// moves the chain's head.
@@ -638,7 +642,6 @@ async fn write_rows(
                 .transpose()?;
         response_id = response_id.max(seq.unwrap_or(0));
     }
-    let mut access_id = max(conn, "access_log").await?;
     let mut head: String = sqlx::query("SELECT hash FROM access_log_head WHERE id = 1")
         .fetch_one(&mut *conn)
         .await?
@@ -659,7 +662,7 @@ async fn write_rows(
     let start = Utc::now().timestamp_millis() - SPAN_MS;
     let n = plan.n;
     let response_sql = insert_sql(backend, "responses", RESPONSE_COLUMNS, 19, ROWS_PER_INSERT);
-    let access_sql = insert_sql(backend, "access_log", ACCESS_COLUMNS, 11, ROWS_PER_INSERT);
+    let access_sql = insert_sql(backend, "access_log", ACCESS_COLUMNS, 10, ROWS_PER_INSERT);
     let started = Instant::now();
     let mut prefix = 0u32;
     let mut k = 0u64;
@@ -714,8 +717,6 @@ async fn write_rows(
                     ..AccessEntry::default()
                 };
                 let hash = link_hash(&head, &entry);
-                access_id += 1;
-                let _ = accesses.add(access_id);
                 let _ = accesses.add(created);
                 let _ = accesses.add(entry.consumer_key);
                 let _ = accesses.add(entry.jwt_issuer);
@@ -732,7 +733,7 @@ async fn write_rows(
             } else {
                 (
                     insert_sql(backend, "responses", RESPONSE_COLUMNS, 19, chunk as usize),
-                    insert_sql(backend, "access_log", ACCESS_COLUMNS, 11, chunk as usize),
+                    insert_sql(backend, "access_log", ACCESS_COLUMNS, 10, chunk as usize),
                 )
             };
             sqlx::query_with(&rsql, responses)

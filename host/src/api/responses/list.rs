@@ -15,6 +15,12 @@ use crate::domain::time::parse_filter;
 use crate::error::{ApiError, ErrorBody, Errors, json};
 use crate::store::ResponseFilter;
 
+/// Questionnaire keys one list request may name. Each is a parameter of
+/// the query, and no catalog holds this many questionnaires; the same cap
+/// as report calculations' `filters[questionnaire_keys]`
+/// (docs/api/responses.md#list-responses).
+pub const MAX_QUESTIONNAIRE_KEYS: usize = 1_000;
+
 /// List responses
 ///
 /// The responses of a dossier ordered by id; an unknown dossier has none.
@@ -29,13 +35,15 @@ use crate::store::ResponseFilter;
 /// after the last response. The last page has no `Link`. The cursor is
 /// opaque; one that the service did not make is 422 invalid under `page`.
 /// Without either parameter the whole list is answered, as before.
+///
+/// At most 1000 `questionnaire_keys`; more is 422 invalid.
 #[utoipa::path(
     get,
     path = "/dossiers/{dossier_id}/responses",
     tag = "responses",
     params(
         ("dossier_id" = String, Path, description = "The EPD's identifier of the patient (1-255 characters)"),
-        ("questionnaire_keys[]" = Option<Vec<String>>, Query, description = "Only responses on these questionnaires"),
+        ("questionnaire_keys[]" = Option<Vec<String>>, Query, description = "Only responses on these questionnaires (at most 1000 keys)"),
         ("completed_before" = Option<String>, Query, description = "Only responses completed before this time (Unix seconds or ISO 8601)"),
         ("completed_after" = Option<String>, Query, description = "Only responses completed after this time"),
         ("respondent_type" = Option<String>, Query, description = "Only responses whose completer_type equals this"),
@@ -86,14 +94,13 @@ pub async fn list_responses(
         }
         parsed
     });
-    // Text filters go to the database as parameters; control characters
-    // (NUL above all, which PostgreSQL text cannot hold) name nothing valid.
+    // Text filters go to the database as parameters, one each; control
+    // characters (NUL above all, which PostgreSQL text cannot hold) name
+    // nothing valid.
     let questionnaire_keys = query.list("questionnaire_keys");
-    if questionnaire_keys
-        .iter()
-        .flatten()
-        .any(|k| k.chars().any(char::is_control))
-    {
+    if questionnaire_keys.as_ref().is_some_and(|keys| {
+        keys.len() > MAX_QUESTIONNAIRE_KEYS || keys.iter().any(|k| k.chars().any(char::is_control))
+    }) {
         errors.add("questionnaire_keys", "invalid");
     }
     let respondent_type = query.single("respondent_type");

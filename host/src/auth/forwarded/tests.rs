@@ -23,13 +23,37 @@ fn headers(lines: &[(&str, &str)]) -> ProxyHeaders {
     ProxyHeaders::of(&map)
 }
 
+/// `trusted` writing `header`.
+fn proxies(trusted: &str, header: ProxyHeader) -> TrustedProxies {
+    TrustedProxies {
+        nets: nets(trusted),
+        header,
+    }
+}
+
+/// The client behind proxies that write X-Forwarded-For (the default).
 fn client(peer: &str, lines: &[(&str, &str)], trusted: &str) -> Option<IpAddr> {
-    Remote::of(Some(ip(peer)), &headers(lines), &nets(trusted)).client
+    client_by(ProxyHeader::XForwardedFor, peer, lines, trusted)
+}
+
+fn client_by(
+    header: ProxyHeader,
+    peer: &str,
+    lines: &[(&str, &str)],
+    trusted: &str,
+) -> Option<IpAddr> {
+    Remote::of(Some(ip(peer)), &headers(lines), &proxies(trusted, header)).client
 }
 
 fn https(peer: &str, lines: &[(&str, &str)], trusted: &str) -> bool {
-    Remote::of(Some(ip(peer)), &headers(lines), &nets(trusted)).proxied_https
+    https_by(ProxyHeader::XForwardedFor, peer, lines, trusted)
 }
+
+fn https_by(header: ProxyHeader, peer: &str, lines: &[(&str, &str)], trusted: &str) -> bool {
+    Remote::of(Some(ip(peer)), &headers(lines), &proxies(trusted, header)).proxied_https
+}
+
+const FORWARDED: ProxyHeader = ProxyHeader::Forwarded;
 
 const PROXY: &str = "10.0.0.1";
 
@@ -124,7 +148,7 @@ fn an_unusable_entry_makes_the_client_unknown() {
 }
 
 #[test]
-fn forwarded_is_read_like_x_forwarded_for() {
+fn forwarded_is_read_like_x_forwarded_for_when_the_proxies_write_it() {
     let cases = [
         ("for=192.0.2.7", Some("192.0.2.7")),
         ("For=\"192.0.2.7:4711\";proto=https", Some("192.0.2.7")),
@@ -149,7 +173,7 @@ fn forwarded_is_read_like_x_forwarded_for() {
     ];
     for (header, expected) in cases {
         assert_eq!(
-            client(PROXY, &[("forwarded", header)], "10.0.0.0/24"),
+            client_by(FORWARDED, PROXY, &[("forwarded", header)], "10.0.0.0/24"),
             expected.map(ip),
             "{header}"
         );
@@ -159,10 +183,14 @@ fn forwarded_is_read_like_x_forwarded_for() {
         ("forwarded", "for=\"192.0.2.7, "),
         ("forwarded", "for=198.51.100.3"),
     ];
-    assert_eq!(client(PROXY, &lines, PROXY), Some(ip("198.51.100.3")));
+    assert_eq!(
+        client_by(FORWARDED, PROXY, &lines, PROXY),
+        Some(ip("198.51.100.3"))
+    );
     // A quoted comma does not split an element.
     assert_eq!(
-        client(
+        client_by(
+            FORWARDED,
             PROXY,
             &[("forwarded", "for=198.51.100.3;host=\"a,b\"")],
             PROXY
@@ -172,23 +200,48 @@ fn forwarded_is_read_like_x_forwarded_for() {
 }
 
 #[test]
-fn both_headers_must_name_the_same_client() {
-    let agree = [
-        ("x-forwarded-for", "198.51.100.3"),
-        ("forwarded", "for=198.51.100.3"),
-    ];
-    assert_eq!(client(PROXY, &agree, PROXY), Some(ip("198.51.100.3")));
-    // The proxy wrote one; the client forged the other.
+fn only_the_header_the_proxies_write_names_the_client() {
+    // The proxy wrote one; the client forged the other, which changes
+    // nothing: it neither names the client nor makes it unknown.
     let forged_forwarded = [
         ("x-forwarded-for", "198.51.100.3"),
         ("forwarded", "for=192.0.2.7"),
     ];
-    assert_eq!(client(PROXY, &forged_forwarded, PROXY), None);
+    assert_eq!(
+        client(PROXY, &forged_forwarded, PROXY),
+        Some(ip("198.51.100.3"))
+    );
     let forged_xff = [
         ("x-forwarded-for", "192.0.2.7"),
         ("forwarded", "for=198.51.100.3"),
     ];
-    assert_eq!(client(PROXY, &forged_xff, PROXY), None);
+    assert_eq!(
+        client_by(FORWARDED, PROXY, &forged_xff, PROXY),
+        Some(ip("198.51.100.3"))
+    );
+    // Garbage in the other header does not make the client unknown.
+    let garbage = [
+        ("x-forwarded-for", "198.51.100.3"),
+        ("forwarded", "for=unknown"),
+    ];
+    assert_eq!(client(PROXY, &garbage, PROXY), Some(ip("198.51.100.3")));
+    // The other header alone: the proxy wrote nothing the service reads,
+    // so it is the client, never the address the other header names.
+    assert_eq!(
+        client(PROXY, &[("forwarded", "for=192.0.2.7")], PROXY),
+        Some(ip(PROXY))
+    );
+    assert_eq!(
+        client_by(FORWARDED, PROXY, &[("x-forwarded-for", "192.0.2.7")], PROXY),
+        Some(ip(PROXY))
+    );
+}
+
+#[test]
+fn the_proxy_header_setting_takes_its_two_names() {
+    assert_eq!("x-forwarded-for".parse(), Ok(ProxyHeader::XForwardedFor));
+    assert_eq!("forwarded".parse(), Ok(ProxyHeader::Forwarded));
+    assert!("x-real-ip".parse::<ProxyHeader>().is_err());
 }
 
 #[test]
@@ -197,7 +250,11 @@ fn missing_connection_info_trusts_nothing() {
         ("x-forwarded-for", "192.0.2.7"),
         ("x-forwarded-proto", "https"),
     ]);
-    let remote = Remote::of(None, &lines, &nets("0.0.0.0/0"));
+    let remote = Remote::of(
+        None,
+        &lines,
+        &proxies("0.0.0.0/0", ProxyHeader::XForwardedFor),
+    );
     assert_eq!(
         remote,
         Remote {
@@ -211,7 +268,9 @@ fn missing_connection_info_trusts_nothing() {
 #[test]
 fn a_proxy_must_say_https() {
     let https_proto = [("x-forwarded-proto", "https")];
-    // With a proxy configured, from the proxy or loopback.
+    let https_element = [("forwarded", "for=192.0.2.7;proto=https")];
+    // With a proxy configured, from the proxy or loopback, in the header
+    // the proxies write.
     for peer in [PROXY, "127.0.0.1", "::1"] {
         assert!(https(peer, &https_proto, PROXY), "{peer}");
         assert!(
@@ -223,14 +282,19 @@ fn a_proxy_must_say_https() {
             !https(peer, &[("x-forwarded-proto", "http")], PROXY),
             "{peer}"
         );
+        assert!(https_by(FORWARDED, peer, &https_element, PROXY), "{peer}");
         assert!(
-            https(peer, &[("forwarded", "for=192.0.2.7;proto=https")], PROXY),
+            !https_by(
+                FORWARDED,
+                peer,
+                &[("forwarded", "for=192.0.2.7;proto=http")],
+                PROXY
+            ),
             "{peer}"
         );
-        assert!(
-            !https(peer, &[("forwarded", "for=192.0.2.7;proto=http")], PROXY),
-            "{peer}"
-        );
+        // The other header saying https is not the proxy's word.
+        assert!(!https(peer, &https_element, PROXY), "{peer}");
+        assert!(!https_by(FORWARDED, peer, &https_proto, PROXY), "{peer}");
     }
     // Never from anyone else.
     assert!(!https("203.0.113.9", &https_proto, PROXY));
@@ -239,6 +303,11 @@ fn a_proxy_must_say_https() {
     assert!(https("127.0.0.1", &[], ""));
     assert!(https("127.0.0.1", &https_proto, ""));
     assert!(!https("127.0.0.1", &[("x-forwarded-proto", "http")], ""));
+    assert!(!https(
+        "127.0.0.1",
+        &[("forwarded", "for=192.0.2.7;proto=http")],
+        ""
+    ));
     // The nearest proxy's word: the last entry of the last line.
     let lines = [
         ("x-forwarded-proto", "https"),
@@ -246,19 +315,30 @@ fn a_proxy_must_say_https() {
     ];
     assert!(!https(PROXY, &lines, PROXY));
     assert!(https(PROXY, &[("x-forwarded-proto", "http, https")], PROXY));
-    // Both headers must say https.
+    // Either header saying anything but https refuses: believing it can
+    // only refuse credentials.
     let mixed = [
         ("x-forwarded-proto", "https"),
         ("forwarded", "for=192.0.2.7;proto=http"),
     ];
     assert!(!https(PROXY, &mixed, PROXY));
+    let mixed = [
+        ("x-forwarded-proto", "http"),
+        ("forwarded", "for=192.0.2.7;proto=https"),
+    ];
+    assert!(!https_by(FORWARDED, PROXY, &mixed, PROXY));
     // Forwarded: the proto of the client's element, written by the proxy
     // the client reached; an inner hop over http does not matter, a
     // client's forged element further left is not read.
     let chain = "for=192.0.2.7;proto=https, for=10.0.0.2;proto=http";
-    assert!(https(PROXY, &[("forwarded", chain)], "10.0.0.0/24"));
+    assert!(https_by(
+        FORWARDED,
+        PROXY,
+        &[("forwarded", chain)],
+        "10.0.0.0/24"
+    ));
     let forged = "for=198.51.100.3;proto=https, for=192.0.2.7;proto=http";
-    assert!(!https(PROXY, &[("forwarded", forged)], PROXY));
+    assert!(!https_by(FORWARDED, PROXY, &[("forwarded", forged)], PROXY));
 }
 
 #[test]

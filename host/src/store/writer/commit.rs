@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::items::{self, Results};
 use super::{BoxFuture, Connect, MAX_BATCH};
-use crate::store::access_log::AccessEntry;
+use crate::store::access_log::{AccessEntry, BEGIN_LOCKING_HEAD};
 use crate::store::completions::{Completions, StoredCompletion};
 use crate::store::create::{CreateResult, DossierCache, NewResponse};
 use crate::store::{Backend, StoreError, StoreMetrics};
@@ -231,9 +231,11 @@ pub(super) async fn run_batch(
     }
     // SQLite: take the write lock up front, so that a write which reads
     // first never fails to upgrade its lock against another process.
+    // PostgreSQL: lock the access log's head first, in the same round trip
+    // (`access_log::BEGIN_LOCKING_HEAD` says why).
     let mut tx = match backend {
         Backend::Sqlite => conn.begin_with("BEGIN IMMEDIATE").await?,
-        Backend::Postgres => conn.begin().await?,
+        Backend::Postgres => conn.begin_with(BEGIN_LOCKING_HEAD).await?,
     };
     if batch.writes.len() == 1 && batch.len() == 1 {
         // Nothing to isolate the write from: skip the savepoint.
