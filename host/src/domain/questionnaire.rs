@@ -12,8 +12,7 @@ use serde::Deserialize;
 
 use plugin_sdk::{Norm, Tonality};
 
-use super::text::Text;
-use super::variant::placeholders;
+use super::text::{Text, placeholders};
 
 /// The name of the definition file inside a questionnaire's folder.
 pub const DEFINITION_FILE: &str = "questionnaire.toml";

@@ -1,4 +1,5 @@
-//! Texts that a definition may give in one language or in several.
+//! Texts that a definition may give in one language or in several, and
+//! the `{{name}}` placeholders in them.
 
 use std::collections::BTreeMap;
 
@@ -60,6 +61,38 @@ impl Text {
     }
 }
 
+/// The names of the `{{name}}` placeholders in `text`, in order.
+pub fn placeholders(text: &str) -> Vec<&str> {
+    let mut names = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else { break };
+        names.push(after[..end].trim());
+        rest = &after[end + 2..];
+    }
+    names
+}
+
+/// Replaces each `{{name}}` in `text` by `value(name)`, leaving it as
+/// written when that gives nothing.
+pub fn substitute(text: &str, value: impl Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else { break };
+        out.push_str(&rest[..start]);
+        match value(after[..end].trim()) {
+            Some(v) => out.push_str(&v),
+            None => out.push_str(&rest[start..start + 2 + end + 2]),
+        }
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,5 +112,11 @@ mod tests {
         assert_eq!(Text::Plain("Ja".into()).language("en", "nl"), "nl");
         assert!(!t.is_blank());
         assert!(Text::Plain("  ".into()).is_blank());
+    }
+
+    #[test]
+    fn placeholders_are_found_and_unclosed_ones_ignored() {
+        assert_eq!(placeholders("a {{x}} b {{ y }} c {{z"), ["x", "y"]);
+        assert!(placeholders("none").is_empty());
     }
 }

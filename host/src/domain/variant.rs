@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use super::answers::Answers;
 use super::questionnaire::{Question, Questionnaire};
-use super::text::Text;
+use super::text::{Text, substitute};
 
 /// The flags and textvars a response was created with. Only names the
 /// questionnaire declares; a flag left out takes its definition's default.
@@ -196,38 +196,6 @@ impl Variant {
     }
 }
 
-/// The names of the `{{name}}` placeholders in `text`, in order.
-pub fn placeholders(text: &str) -> Vec<&str> {
-    let mut names = Vec::new();
-    let mut rest = text;
-    while let Some(start) = rest.find("{{") {
-        let after = &rest[start + 2..];
-        let Some(end) = after.find("}}") else { break };
-        names.push(after[..end].trim());
-        rest = &after[end + 2..];
-    }
-    names
-}
-
-/// Replaces each `{{name}}` in `text` by `value(name)`, leaving it as
-/// written when that gives nothing.
-fn substitute(text: &str, value: impl Fn(&str) -> Option<String>) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("{{") {
-        let after = &rest[start + 2..];
-        let Some(end) = after.find("}}") else { break };
-        out.push_str(&rest[..start]);
-        match value(after[..end].trim()) {
-            Some(v) => out.push_str(&v),
-            None => out.push_str(&rest[start..start + 2 + end + 2]),
-        }
-        rest = &after[end + 2..];
-    }
-    out.push_str(rest);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -339,11 +307,5 @@ mod tests {
         )
         .expect("valid");
         assert_eq!(Variant::from_stored(&v.flags_json(), &v.textvars_json()), v);
-    }
-
-    #[test]
-    fn placeholders_are_found_and_unclosed_ones_ignored() {
-        assert_eq!(placeholders("a {{x}} b {{ y }} c {{z"), ["x", "y"]);
-        assert!(placeholders("none").is_empty());
     }
 }
