@@ -86,6 +86,7 @@ pub struct FileSettings {
     // DefinitionArgs
     pub questionnaires_dir: Option<PathBuf>,
     pub protocols_dir: Option<PathBuf>,
+    pub translations_dir: Option<PathBuf>,
     // PluginArgs
     pub plugins_dir: Option<PathBuf>,
     /// SHA-256 hex of the modules allowed to serve.
@@ -143,6 +144,8 @@ pub struct Config {
     pub database_url: String,
     pub questionnaires_dir: PathBuf,
     pub protocols_dir: PathBuf,
+    /// Translation overlays kept outside the questionnaire folders.
+    pub translations_dir: Option<PathBuf>,
     pub plugins: PluginSettings,
     /// Reload plugins and definitions when their files change.
     pub watch: bool,
@@ -608,6 +611,7 @@ impl Config {
                 .protocols_dir
                 .or(file.protocols_dir)
                 .unwrap_or_else(|| "protocols".into()),
+            translations_dir: cli.definitions.translations_dir.or(file.translations_dir),
             time_zone,
             body_limit,
             max_connections,

@@ -265,7 +265,12 @@ impl AppState {
     /// the catalog in use stays.
     pub async fn reload_definitions(&self) -> bool {
         let config = &self.0.config;
-        let result = match definitions::load(&config.questionnaires_dir, &config.protocols_dir) {
+        let result = match definitions::load_with(
+            &config.questionnaires_dir,
+            &config.protocols_dir,
+            config.translations_dir.as_deref(),
+            Some(&self.catalog()),
+        ) {
             Ok(defs) => self
                 .0
                 .store
@@ -363,7 +368,12 @@ impl App {
     /// that says what to fix.
     pub async fn build(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<App> {
         private_data_dir(&config.data_dir)?;
-        let definitions = definitions::load(&config.questionnaires_dir, &config.protocols_dir)?;
+        let definitions = definitions::load_with(
+            &config.questionnaires_dir,
+            &config.protocols_dir,
+            config.translations_dir.as_deref(),
+            None,
+        )?;
         let metrics = Arc::new(Metrics::new());
         let options = StoreOptions {
             max_connections: config.max_connections,

@@ -1,5 +1,5 @@
 //! Hot reload while serving (docs/design.md#hot-reload): watches the plugin,
-//! questionnaire and protocol folders (notify), waits until changes settle
+//! questionnaire, protocol and translation folders (notify), waits until changes settle
 //! (debounce), then reloads what changed. Plugins: `Plugins::reload`
 //! validates, compiles and self-tests, then swaps atomically. Definitions:
 //! re-read and re-imported, then the catalog is swapped; invalid files are
@@ -44,6 +44,12 @@ pub fn start(state: AppState) -> notify::Result<Watch> {
     let definition_dirs = [
         absolute(&config.questionnaires_dir),
         absolute(&config.protocols_dir),
+        absolute(
+            config
+                .translations_dir
+                .as_deref()
+                .unwrap_or(&config.questionnaires_dir),
+        ),
     ];
     let (tx, rx) = mpsc::unbounded_channel::<PathBuf>();
     let mut watcher =
@@ -72,7 +78,7 @@ async fn run(
     state: AppState,
     mut rx: mpsc::UnboundedReceiver<PathBuf>,
     plugins_dir: PathBuf,
-    definition_dirs: [PathBuf; 2],
+    definition_dirs: [PathBuf; 3],
 ) {
     while let Some(first) = rx.recv().await {
         let mut paths = vec![first];

@@ -104,6 +104,19 @@ pub struct DefinitionArgs {
         value_name = "DIR"
     )]
     pub protocols_dir: Option<PathBuf>,
+
+    /// Folder with translation overlays of questionnaires, one
+    /// <questionnaire key>/<language>.toml each, besides those in each
+    /// questionnaire's translations/ folder (and in their place for the
+    /// same language): a licensee's texts kept outside the definitions
+    /// [default: none]
+    #[arg(
+        long,
+        global = true,
+        env = "OUTCOMES_TRANSLATIONS_DIR",
+        value_name = "DIR"
+    )]
+    pub translations_dir: Option<PathBuf>,
 }
 
 /// Which plugin modules may serve: the service, `rescore` and the plugin
