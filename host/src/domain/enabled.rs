@@ -168,6 +168,81 @@ hidden_if_flag = "short"
         assert_eq!(e.questions, [true, true, false, false, false]);
     }
 
+    /// A bundled definition.
+    fn bundled(key: &str) -> Questionnaire {
+        let path = format!(
+            "{}/../questionnaires/{key}/questionnaire.toml",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(path).expect("the bundled definition");
+        questionnaire::parse(&text, key).expect("valid")
+    }
+
+    /// The keys enabled for these option keys (`-` unanswered), question
+    /// by question.
+    fn enabled_keys(q: &Questionnaire, variant: &Variant, options: &str) -> Vec<String> {
+        let answers: Vec<Option<Answer>> = options
+            .split_whitespace()
+            .map(|o| (o != "-").then(|| Answer::Option(o.to_owned())))
+            .collect();
+        let e = enabled(q, variant, &answers);
+        q.questions
+            .iter()
+            .zip(e.questions)
+            .filter(|(_, on)| *on)
+            .map(|(question, _)| question.key.clone())
+            .collect()
+    }
+
+    #[test]
+    fn the_audits_skip_instructions_are_its_conditions() {
+        // Babor et al. 2001, interview version: "Never" on 1 skips to 9;
+        // 2 and 3 both 0 skip to 9; nothing skips without those answers.
+        let q = bundled("audit");
+        let v = Variant::default();
+        let all: Vec<String> = (1..=10).map(|i| format!("v_{i}")).collect();
+        assert_eq!(
+            enabled_keys(&q, &v, "a0 a4 a4 a4 a4 a4 a4 a4 a0 a0"),
+            ["v_1", "v_9", "v_10"]
+        );
+        assert_eq!(
+            enabled_keys(&q, &v, "a1 a0 a0 a4 a4 a4 a4 a4 a0 a0"),
+            ["v_1", "v_2", "v_3", "v_9", "v_10"]
+        );
+        assert_eq!(enabled_keys(&q, &v, "a1 a0 a1 - - - - - - -"), all);
+        assert_eq!(enabled_keys(&q, &v, "a1 a0 - - - - - - - -"), all);
+        assert_eq!(enabled_keys(&q, &v, "- - - - - - - - - -"), all);
+    }
+
+    #[test]
+    fn the_phq9s_difficulty_item_follows_a_problem_checked_off() {
+        let q = bundled("phq9");
+        let plain = Variant::default();
+        let phq8 = Variant {
+            flags: [("phq8".to_owned(), true)].into(),
+            ..Variant::default()
+        };
+        let with_ten = |keys: Vec<String>| keys.contains(&"v_10".to_owned());
+        assert!(!with_ten(enabled_keys(
+            &q,
+            &plain,
+            "a0 a0 a0 a0 a0 a0 a0 a0 a0 -"
+        )));
+        assert!(!with_ten(enabled_keys(&q, &plain, "- - - - - - - - - -")));
+        assert!(with_ten(enabled_keys(
+            &q,
+            &plain,
+            "a0 a0 a0 a0 a0 a0 a0 a0 a1 -"
+        )));
+        assert!(with_ten(enabled_keys(&q, &plain, "a3 - - - - - - - - -")));
+        // Item 9 hidden by the PHQ-8 flag counts for nothing.
+        assert!(!with_ten(enabled_keys(
+            &q,
+            &phq8,
+            "a0 a0 a0 a0 a0 a0 a0 a0 a2 -"
+        )));
+    }
+
     #[test]
     fn conditions_may_test_only_earlier_questions_so_none_forms_a_cycle() {
         let text = PAGED

@@ -3,14 +3,15 @@
 //! refusal a 422 naming the question with its code and nothing stored;
 //! answers to questions that are not enabled dropped and named, or refused
 //! with `?strict=true`; the language a response was filled out in. On the
-//! test questionnaire `types` (tests/fixtures/typed/types).
+//! test questionnaire `types` (tests/fixtures/typed/types), the PHQ-9 and
+//! the AUDIT.
 
 use serde_json::Value;
 use tests::{Db, TestApp, db_test, json};
 
 use crate::support::*;
 
-/// The host with the questionnaires `types` and `phq9`.
+/// The host with the questionnaires `types`, `phq9` and `audit`.
 pub async fn spawn_typed(db: Db) -> TestApp {
     TestApp::spawn_with(db, |config| {
         config.questionnaires_dir = tests::repo_root().join("tests/fixtures/typed");
@@ -270,5 +271,83 @@ db_test!(
             .find(|r| id_of(r) == id)
             .cloned();
         assert_eq!(pending.map(|r| r["language"].clone()), Some(Value::Null));
+    }
+);
+
+db_test!(
+    async fn a_phq9_difficulty_item_is_asked_only_after_a_problem(app: spawn_typed) {
+        let mut nothing = phq9_items("0 0 0 0 0 0 0 0 0");
+        nothing["v_10"] = json!("a1");
+        let posted = post_phq9(&app, "d1", "none", nothing.clone()).await;
+        assert_eq!(posted.status, 201, "{}", posted.text);
+        assert_eq!(posted.body["dropped_answers"], json!(["v_10"]));
+        assert_eq!(posted.body["values"]["v_10"], Value::Null);
+        assert_eq!(posted.body["outcome"]["scores"]["total"]["value"], 0.0);
+        let strict = app
+        .post(
+            &format!("{}?strict=true", responses("d1")),
+            &json!({"questionnaire_key": "phq9", "external_id": "strict", "answer_data": nothing}),
+        )
+        .await;
+        assert_error(
+            &strict,
+            422,
+            json!({"errors": {"answer_data": {"v_10": ["not_enabled"]}}}),
+        );
+        let mut some = phq9_items("0 0 0 0 0 0 0 1 0");
+        some["v_10"] = json!("a1");
+        let posted = post_phq9(&app, "d1", "some", some).await;
+        assert_eq!(posted.body["dropped_answers"], json!([]), "{}", posted.text);
+        assert_eq!(posted.body["values"]["v_10"], "a1");
+        // PHQ-8: item 9 hidden by the flag counts as unanswered for item 10.
+        let mut phq8 = phq9_items("0 0 0 0 0 0 0 0 2");
+        phq8["v_10"] = json!("a1");
+        let posted = app
+        .post(
+            &responses("d1"),
+            &json!({"questionnaire_key": "phq9", "external_id": "phq8", "answer_data": phq8, "flags": {"phq8": true}}),
+        )
+        .await;
+        assert_eq!(
+            posted.body["dropped_answers"],
+            json!(["v_9", "v_10"]),
+            "{}",
+            posted.text
+        );
+    }
+);
+
+db_test!(
+    async fn the_audit_skips_questions_by_its_definition_and_scores_them_0(app: spawn_typed) {
+        let audit = |external_id: &str, answers: Value| json!({"questionnaire_key": "audit", "external_id": external_id, "answer_data": answers});
+        // "Never" on question 1: 2-8 skipped, even when answered.
+        let never = json!({"v_1": "a0", "v_2": "a4", "v_4": "a4", "v_9": "a1", "v_10": "a0"});
+        let posted = app.post(&responses("d1"), &audit("never", never)).await;
+        assert_eq!(posted.status, 201, "{}", posted.text);
+        assert_eq!(posted.body["dropped_answers"], json!(["v_2", "v_4"]));
+        let outcome = &posted.body["outcome"];
+        assert_eq!(outcome["scores"]["total"]["value"], 2.0);
+        assert_eq!(outcome["scores"]["dependence"]["value"], 0.0);
+        assert_eq!(outcome["complete"], "100%");
+        // 2 and 3 both 0: 4-8 skipped.
+        let light =
+            json!({"v_1": "a1", "v_2": "a0", "v_3": "a0", "v_5": "a3", "v_9": "a0", "v_10": "a2"});
+        let posted = app.post(&responses("d1"), &audit("light", light)).await;
+        assert_eq!(
+            posted.body["dropped_answers"],
+            json!(["v_5"]),
+            "{}",
+            posted.text
+        );
+        assert_eq!(posted.body["outcome"]["scores"]["total"]["value"], 5.0);
+        assert_eq!(posted.body["outcome"]["attention"], json!(["v_10"]));
+        // Question 3 unanswered: no skip, so 4-8 are asked and missing.
+        let open = json!({"v_1": "a1", "v_2": "a0", "v_9": "a0", "v_10": "a0"});
+        let posted = app.post(&responses("d1"), &audit("open", open)).await;
+        assert_eq!(posted.body["dropped_answers"], json!([]), "{}", posted.text);
+        assert_eq!(
+            posted.body["outcome"]["scores"]["total"]["missing_values"],
+            json!(["v_3", "v_4", "v_5", "v_6", "v_7", "v_8"])
+        );
     }
 );

@@ -65,7 +65,8 @@
 //!   form; every refusal code of docs/api/responses.md#answer-data, nothing
 //!   stored; answers to questions not enabled dropped and named (chains,
 //!   pages, flags, retries) or refused under `?strict=true`; PUT likewise;
-//!   the language a response was filled out in.
+//!   the language a response was filled out in; the PHQ-9's difficulty item
+//!   and the AUDIT's skips as conditions.
 //! - `translations`: overlays shown with `?language=`, the SHA-256 of the
 //!   one a response was filled out in, hot reload, a broken overlay
 //!   leaving the previous one serving.
