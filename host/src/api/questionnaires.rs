@@ -13,6 +13,7 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::api::extract::{PathParams, QueryParams};
+use crate::api::questionnaire_schema::{PageSchema, QuestionSchema};
 use crate::domain::catalog::CatalogQuestionnaire;
 use crate::domain::condition::ConditionDef;
 use crate::domain::questionnaire::Kind;
@@ -42,7 +43,7 @@ pub struct QuestionnaireView {
     /// or `year`), `max_length` (string, textarea), `shown_if` (the
     /// condition on earlier answers it is shown under). A `display` item
     /// has `text` instead of `title` and no answer.
-    #[schema(value_type = Object)]
+    #[schema(value_type = BTreeMap<String, QuestionSchema>)]
     pub questions: Map<String, Value>,
     /// Score key to `{label}`.
     #[schema(value_type = Object)]
@@ -55,7 +56,7 @@ pub struct QuestionnaireView {
     /// intro, questions, shown_if}`, `questions` its question keys in
     /// order (title, intro and shown_if only when given).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Vec<Object>>)]
+    #[schema(value_type = Option<Vec<PageSchema>>)]
     pub pages: Option<Vec<Value>>,
     /// Only for a questionnaire with translations: the languages its texts
     /// can be read in (`?language=`), its own first.

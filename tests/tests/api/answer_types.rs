@@ -351,3 +351,54 @@ db_test!(
         );
     }
 );
+
+db_test!(
+    async fn the_openapi_document_describes_every_question_type_page_condition_and_dropped_answers(
+        app
+    ) {
+        let doc = app.get("/api/v1/openapi.json").await;
+        assert_eq!(doc.status, 200, "{}", doc.text);
+        let schemas = &doc.body["components"]["schemas"];
+        let types: Vec<&str> = schemas["QuestionType"]["enum"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(
+            types,
+            ["radio", "select", "checkbox", "slider", "integer", "decimal", "date", "string", "textarea", "display"]
+        );
+        let question = &schemas["QuestionSchema"]["properties"];
+        for field in [
+            "title", "text", "type", "options", "min", "max", "step", "min_label", "max_label", "unit",
+            "precision", "max_length", "shown_if",
+        ] {
+            assert!(question.get(field).is_some(), "QuestionSchema.{field}: {question}");
+        }
+        let condition = &schemas["ConditionSchema"]["properties"];
+        for field in ["question", "equals", "not_equals", "greater_than", "less_than", "any_of", "answered", "all", "any"] {
+            assert!(condition.get(field).is_some(), "ConditionSchema.{field}: {condition}");
+        }
+        assert!(schemas["PageSchema"]["properties"].get("intro").is_some());
+        let view = &schemas["QuestionnaireView"]["properties"];
+        assert!(view["questions"].to_string().contains("QuestionSchema"), "{view}");
+        assert!(view["pages"].to_string().contains("PageSchema"), "{view}");
+        let stored = schemas["StoredResponseView"].to_string();
+        assert!(stored.contains("dropped_answers") && stored.contains("ResponseView"), "{stored}");
+        assert!(schemas["ResponseView"]["properties"].get("language").is_some());
+        let post = &doc.body["paths"]["/api/v1/dossiers/{dossier_id}/responses"]["post"];
+        let params: Vec<&str> = post["parameters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["name"].as_str())
+            .collect();
+        assert!(params.contains(&"strict"), "{params:?}");
+        let body = post["requestBody"].to_string();
+        assert!(body.contains("NewResponseBody"), "{body}");
+        assert!(schemas["NewResponseBody"]["properties"].get("language").is_some());
+        let get = &doc.body["paths"]["/api/v1/questionnaires/{key}"]["get"]["parameters"];
+        assert!(get.to_string().contains("\"language\""), "{get}");
+    }
+);

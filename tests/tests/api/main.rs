@@ -66,7 +66,8 @@
 //!   stored; answers to questions not enabled dropped and named (chains,
 //!   pages, flags, retries) or refused under `?strict=true`; PUT likewise;
 //!   the language a response was filled out in; the PHQ-9's difficulty item
-//!   and the AUDIT's skips as conditions.
+//!   and the AUDIT's skips as conditions; the OpenAPI document's question
+//!   types, conditions, pages and `dropped_answers`.
 //! - `translations`: overlays shown with `?language=`, the SHA-256 of the
 //!   one a response was filled out in, hot reload, a broken overlay
 //!   leaving the previous one serving.
