@@ -243,7 +243,7 @@ pub fn build(
         }
         (false, Some(_)) => {
             fail(
-                format!("options do not apply to a {} item", kind.name()),
+                format!("options do not apply to {} items", kind.name()),
                 err,
             );
             Vec::new()
@@ -387,4 +387,112 @@ pub fn pages(
         }
     }
     pages
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::domain::questionnaire::parse;
+
+    /// A definition with these questions and pages.
+    fn definition(questions: &str, pages: &str) -> String {
+        format!(
+            r#"
+key = "t"
+name = "T"
+short_description = "Test"
+language = "en"
+licence = "test"
+scorer = "t"
+{pages}
+{questions}
+"#
+        )
+    }
+
+    const THREE: &str = r#"
+[[questions]]
+key = "v_1"
+type = "radio"
+title = "One"
+options = [ { key = "a0", value = 0, description = "No" } ]
+
+[[questions]]
+key = "v_2"
+type = "integer"
+title = "Two"
+
+[[questions]]
+key = "v_3"
+type = "display"
+text = "Three"
+"#;
+
+    #[test]
+    fn pages_hold_every_question_once_in_definition_order() {
+        let q = parse(&definition(THREE, ""), "t").expect("valid");
+        assert!(!q.paged);
+        assert_eq!(q.pages.len(), 1);
+        assert_eq!(q.pages[0].questions, 0..3);
+        let pages = r#"
+[[pages]]
+key = "a"
+questions = ["v_1"]
+[[pages]]
+key = "b"
+title = "B"
+questions = ["v_2", "v_3"]
+"#;
+        let q = parse(&definition(THREE, pages), "t").expect("valid");
+        assert!(q.paged);
+        assert_eq!(
+            q.questions.iter().map(|q| q.page).collect::<Vec<_>>(),
+            [0, 1, 1]
+        );
+
+        let wrong = r#"
+[[pages]]
+key = "a"
+questions = ["v_2", "v_1", "v_9"]
+[[pages]]
+key = "a"
+questions = ["v_2"]
+"#;
+        let err = parse(&definition(THREE, wrong), "t")
+            .expect_err("invalid")
+            .0;
+        assert_eq!(
+            err,
+            [
+                "pages[0] (a): v_2 is out of order: pages hold the questions in definition order, \
+                 and the next one is v_1",
+                "pages[0] (a): \"v_9\" is not a question",
+                "pages[1] (a): duplicate page key",
+                "pages[1] (a): v_2 is on page 0 already: every question is on one page",
+                "pages: v_3 is on no page",
+            ]
+        );
+    }
+
+    #[test]
+    fn each_item_takes_only_the_fields_of_its_type() {
+        let wrong = THREE
+            .replace(
+                "type = \"display\"\ntext = \"Three\"",
+                "type = \"display\"\ntitle = \"Three\"",
+            )
+            .replace("title = \"Two\"", "title = \"Two\"\noptions = \"set\"")
+            .replace(
+                "{ key = \"a0\", value = 0, description = \"No\" }",
+                "{ key = \"a0\", value = 0, description = \"No\", exclusive = true }",
+            );
+        let err = parse(&definition(&wrong, ""), "t").expect_err("invalid").0;
+        assert_eq!(
+            err,
+            [
+                "questions[0] (v_1): option \"a0\": exclusive applies to checkbox options only",
+                "questions[1] (v_2): options do not apply to integer items",
+                "questions[2] (v_3): a display item has a text, not a title",
+            ]
+        );
+    }
 }

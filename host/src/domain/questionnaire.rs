@@ -347,6 +347,11 @@ fn validate(file: QuestionnaireFile, folder: &str) -> Result<Questionnaire, Defi
                     "scores[{i}] ({}): items names no question {item:?}",
                     s.key
                 ));
+            } else if questions.iter().any(|q| &q.key == item && !q.answerable()) {
+                err(format!(
+                    "scores[{i}] ({}): {item} is a display item, which has no answer to score",
+                    s.key
+                ));
             }
         }
         if let Some(norm) = s.norm
@@ -582,6 +587,20 @@ mod tests {
         let text = DEFINITION.replace("scorer = \"mini\"", "scorer = \"mini\"\nscorrer = 1");
         let err = parse(&text, "mini").expect_err("invalid").0;
         assert!(err[0].contains("scorrer"), "{err:?}");
+    }
+
+    #[test]
+    fn a_score_cannot_count_a_display_item() {
+        let text = DEFINITION.replace(
+            "[[scores]]\nkey = \"total\"",
+            "[[questions]]\nkey = \"v_4\"\ntype = \"display\"\ntext = \"Thanks\"\n\n[[scores]]\nkey = \"total\"",
+        )
+        .replace("items = [\"v_1\", \"v_2\"]", "items = [\"v_1\", \"v_4\"]");
+        let err = parse(&text, "mini").expect_err("invalid").0;
+        assert_eq!(
+            err,
+            ["scores[0] (total): v_4 is a display item, which has no answer to score"]
+        );
     }
 
     #[test]
