@@ -36,7 +36,7 @@ use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
 use criterion::Criterion;
 use host::clock::SystemClock;
 use host::config::{Config, FileSettings, Settings};
-use host::domain::answers::Answers;
+use host::domain::answers::{Answers, GivenAnswers, StoredAnswers};
 use host::domain::questionnaire::Questionnaire;
 use host::metrics::Metrics;
 use host::plugins::sections::with_custom_section;
@@ -218,19 +218,25 @@ fn phq9() -> Questionnaire {
         .expect("the PHQ-9 definition")
 }
 
-/// Answers to every question of `q`, varied by `seed` (option keys).
+/// Answers to every question of `q`, varied by `seed` (option keys); those
+/// to questions not enabled then taken out, as the service does.
 fn answers(q: &Questionnaire, seed: usize) -> Answers {
-    Answers(
-        q.questions
-            .iter()
-            .enumerate()
-            .map(|(i, question)| {
-                let option =
-                    &question.options[(seed * 7 + i * 3 + seed / 5) % question.options.len()];
-                (question.key.clone(), Some(option.key.clone()))
-            })
-            .collect(),
-    )
+    let data: serde_json::Map<String, serde_json::Value> = q
+        .questions
+        .iter()
+        .enumerate()
+        .map(|(i, question)| {
+            let option = &question.options[(seed * 7 + i * 3 + seed / 5) % question.options.len()];
+            (
+                question.key.clone(),
+                serde_json::Value::String(option.key.clone()),
+            )
+        })
+        .collect();
+    GivenAnswers::check(q, &data)
+        .expect("option keys of the questions")
+        .enabled(q, &Default::default())
+        .answers
 }
 
 fn start_time() -> DateTime<Utc> {
@@ -678,7 +684,7 @@ fn calculator_input(plugin: &Plugin, q: &Questionnaire, n: usize) -> CalculatorI
                 id: i as i64 + 1,
                 questionnaire_key: q.key.clone(),
                 completed_at: completed_at.to_rfc3339_opts(SecondsFormat::Millis, true),
-                values: given.0.iter().cloned().collect(),
+                values: StoredAnswers::of(&given).texts(),
                 outcome,
             }
         })

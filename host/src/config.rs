@@ -73,6 +73,8 @@ pub struct Config {
     pub database_url: String,
     pub questionnaires_dir: PathBuf,
     pub protocols_dir: PathBuf,
+    /// Translation overlays kept outside the definitions' folders.
+    pub translations_dir: Option<PathBuf>,
     pub plugins: PluginSettings,
     /// Reload plugins and definitions when their files change.
     pub watch: bool,
@@ -180,6 +182,7 @@ impl Config {
             secrets_key_file,
             questionnaires_dir,
             protocols_dir,
+            translations_dir,
             plugins_dir,
             plugin_allow,
             plugin_cache_dir,
@@ -312,6 +315,7 @@ impl Config {
             database_url,
             questionnaires_dir,
             protocols_dir,
+            translations_dir,
             plugins,
             watch,
             time_zone,

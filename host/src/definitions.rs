@@ -1,20 +1,39 @@
 //! Reading questionnaire and protocol definitions from their folders. Every
 //! problem in every file is collected, each prefixed with its file, so that a
 //! clinical team fixing definitions sees all of them at once.
+//!
+//! Translation overlays (`domain/translation.rs`) are read with their
+//! questionnaire: `<questionnaire folder>/translations/<language>.toml`,
+//! and `<translations folder>/<key>/<language>.toml` when the setting
+//! names one (a licensee's texts, kept outside this repository; it wins
+//! over the questionnaire folder's file of the same language). An overlay
+//! that does not fit its definition is refused, naming every key that is
+//! wrong, and never stops a load: the translation that served before keeps
+//! serving if it still fits, else the definition's own texts do.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
+use crate::domain::catalog::Catalog;
 use crate::domain::protocol::{self, ProtocolDef};
 use crate::domain::questionnaire::{self, DEFINITION_FILE, Questionnaire};
+use crate::domain::text::is_language_code;
+use crate::domain::translation;
 use crate::store::DefinitionSource;
+
+/// The folder inside a questionnaire's folder that holds its overlays.
+pub const TRANSLATIONS_FOLDER: &str = "translations";
 
 /// Everything read from disk, validated.
 #[derive(Debug, Default)]
 pub struct Definitions {
     pub questionnaires: Vec<DefinitionSource<Questionnaire>>,
     pub protocols: Vec<DefinitionSource<ProtocolDef>>,
+    /// Overlays refused, one line each naming the file and what is wrong
+    /// (logged as they are found).
+    pub refused_translations: Vec<String>,
 }
 
 /// Problems found in the definition files, one line each.
@@ -23,9 +42,22 @@ pub struct Definitions {
 pub struct LoadError(pub Vec<String>);
 
 /// Reads `questionnaires_dir/<key>/questionnaire.toml` and
-/// `protocols_dir/<key>.toml`. A missing protocols folder means no protocols;
-/// a missing questionnaires folder is an error (nothing could be scored).
+/// `protocols_dir/<key>.toml`, with the translations in each questionnaire's
+/// folder. A missing protocols folder means no protocols; a missing
+/// questionnaires folder is an error (nothing could be scored).
 pub fn load(questionnaires_dir: &Path, protocols_dir: &Path) -> Result<Definitions, LoadError> {
+    load_with(questionnaires_dir, protocols_dir, None, None)
+}
+
+/// [`load`], with the overlays of `translations_dir` too, and the catalog
+/// `previous` serving so far: an overlay refused now keeps its previous
+/// version serving while that fits the definition.
+pub fn load_with(
+    questionnaires_dir: &Path,
+    protocols_dir: &Path,
+    translations_dir: Option<&Path>,
+    previous: Option<&Catalog>,
+) -> Result<Definitions, LoadError> {
     let mut errors = Vec::new();
     let mut defs = Definitions::default();
 
@@ -45,7 +77,15 @@ pub fn load(questionnaires_dir: &Path, protocols_dir: &Path) -> Result<Definitio
             continue;
         };
         match questionnaire::parse(&text, &name) {
-            Ok(def) => defs.questionnaires.push(source(def, text)),
+            Ok(mut def) => {
+                let dirs = [
+                    Some(folder.join(TRANSLATIONS_FOLDER)),
+                    translations_dir.map(|d| d.join(&name)),
+                ];
+                let refused = translate(&mut def, dirs.iter().flatten(), previous);
+                defs.refused_translations.extend(refused);
+                defs.questionnaires.push(source(def, text));
+            }
             Err(e) => errors.extend(e.0.into_iter().map(|m| format!("{}: {m}", file.display()))),
         }
     }
@@ -83,6 +123,59 @@ pub fn load(questionnaires_dir: &Path, protocols_dir: &Path) -> Result<Definitio
     } else {
         Err(LoadError(errors))
     }
+}
+
+/// Applies the overlays of `dirs` to `def`, a later folder's file of a
+/// language in place of an earlier one's; answers what was refused.
+fn translate<'a>(
+    def: &mut Questionnaire,
+    dirs: impl Iterator<Item = &'a PathBuf>,
+    previous: Option<&Catalog>,
+) -> Vec<String> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut refused = Vec::new();
+    for dir in dirs.filter(|d| d.is_dir()) {
+        for file in entries(dir, &mut refused, false) {
+            let language = file
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or_default();
+            if file.extension().is_some_and(|e| e == "toml") && is_language_code(language) {
+                files.insert(language.to_owned(), file);
+            }
+        }
+    }
+    for (language, file) in files {
+        let Some(text) = read(&file, &mut refused) else {
+            continue;
+        };
+        match translation::parse(&text, &language, def) {
+            Ok(t) => translation::apply(def, Arc::new(t)),
+            Err(e) => {
+                // What served before keeps serving, if it still fits.
+                let before = previous
+                    .and_then(|c| c.questionnaire(&def.key))
+                    .and_then(|q| q.def.translations.get(&language))
+                    .and_then(|t| translation::parse(&t.file, &language, def).ok());
+                let keeps = if before.is_some() {
+                    "the previous version of it keeps serving"
+                } else {
+                    "the definition's own texts serve"
+                };
+                let message = format!(
+                    "{}: translation refused ({keeps}): {}",
+                    file.display(),
+                    e.0.join("; ")
+                );
+                tracing::error!(questionnaire = def.key, language, "{message}");
+                refused.push(message);
+                if let Some(t) = before {
+                    translation::apply(def, Arc::new(t));
+                }
+            }
+        }
+    }
+    refused
 }
 
 fn source<T>(def: T, text: String) -> DefinitionSource<T> {
@@ -136,6 +229,135 @@ mod tests {
         assert!(defs.questionnaires.iter().any(|q| q.def.key == "phq9"));
         assert!(defs.protocols.iter().any(|p| p.def.automatic));
         assert!(defs.protocols.iter().any(|p| !p.def.automatic));
+    }
+
+    /// A folder `key` holding the shared test definition (`mini`), with
+    /// `overlay` as its Dutch translation when given.
+    fn mini(dir: &Path, overlay: Option<&str>) {
+        let folder = dir.join("mini");
+        std::fs::create_dir_all(folder.join(TRANSLATIONS_FOLDER)).expect("mkdir");
+        std::fs::write(
+            folder.join(DEFINITION_FILE),
+            crate::domain::testing::DEFINITION,
+        )
+        .expect("write");
+        if let Some(text) = overlay {
+            std::fs::write(folder.join(TRANSLATIONS_FOLDER).join("de.toml"), text).expect("write");
+        }
+    }
+
+    const DE: &str = r#"
+language = "de"
+source = "written for this test"
+licence = "none needed: test texts"
+name = "Mini (de)"
+short_description = "Stimmung"
+description = "Letzte {{period}}:"
+[questions.v_1]
+title = "Traurig?"
+[questions.v_2]
+title = "Müde?"
+[questions.v_3]
+title = "Sonst?"
+options = { a0 = "Ja" }
+[option_sets.yn]
+a0 = "Nein"
+a1 = "Ja"
+[textvars.period]
+default = "2 Wochen"
+"#;
+
+    fn loaded(dir: &Path, translations: Option<&Path>, previous: Option<&Catalog>) -> Definitions {
+        load_with(dir, &dir.join("none"), translations, previous).expect("loads")
+    }
+
+    fn catalog(defs: Definitions) -> Catalog {
+        let questionnaires = defs
+            .questionnaires
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| crate::domain::catalog::CatalogQuestionnaire {
+                id: crate::domain::ids::QuestionnaireId(i64::try_from(i).unwrap_or_default()),
+                def: Arc::new(s.def),
+            })
+            .collect();
+        Catalog::new(questionnaires, Vec::new())
+    }
+
+    #[test]
+    fn an_overlay_that_does_not_fit_is_refused_by_key_and_the_previous_keeps_serving() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        mini(dir.path(), Some(DE));
+        let first = loaded(dir.path(), None, None);
+        assert!(
+            first.refused_translations.is_empty(),
+            "{:?}",
+            first.refused_translations
+        );
+        let previous = catalog(first);
+        let title = |c: &Catalog| {
+            c.questionnaire("mini")
+                .map(|q| q.def.questions[0].title.resolve("de", "en").to_owned())
+        };
+        assert_eq!(title(&previous).as_deref(), Some("Traurig?"));
+
+        mini(
+            dir.path(),
+            Some(&DE.replace("title = \"Müde?\"", "titel = \"Müde?\"")),
+        );
+        let second = loaded(dir.path(), None, Some(&previous));
+        let refused = &second.refused_translations;
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(
+            refused[0].contains("mini/translations/de.toml"),
+            "{refused:?}"
+        );
+        assert!(
+            refused[0].contains("the previous version of it keeps serving"),
+            "{refused:?}"
+        );
+        assert!(
+            refused[0].contains("questions.v_2.title: missing"),
+            "{refused:?}"
+        );
+        assert!(
+            refused[0].contains("questions.v_2.titel: the definition has no such text"),
+            "{refused:?}"
+        );
+        assert_eq!(title(&catalog(second)).as_deref(), Some("Traurig?"));
+
+        // Without a previous one, the definition's own texts serve.
+        let alone = loaded(dir.path(), None, None);
+        assert!(alone.refused_translations[0].contains("the definition's own texts serve"));
+        assert_eq!(
+            title(&catalog(alone)).as_deref(),
+            Some("In the past {{period}}, {{ name }}, were you sad?")
+        );
+    }
+
+    #[test]
+    fn an_overlay_in_the_translations_folder_wins_over_the_questionnaires_own() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        mini(dir.path(), Some(DE));
+        let elsewhere = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(elsewhere.path().join("mini")).expect("mkdir");
+        std::fs::write(
+            elsewhere.path().join("mini").join("de.toml"),
+            DE.replace("Traurig?", "Traurig? (Lizenz)"),
+        )
+        .expect("write");
+        let defs = loaded(dir.path(), Some(elsewhere.path()), None);
+        assert!(
+            defs.refused_translations.is_empty(),
+            "{:?}",
+            defs.refused_translations
+        );
+        let q = &defs.questionnaires[0].def;
+        assert_eq!(
+            q.questions[0].title.resolve("de", "en"),
+            "Traurig? (Lizenz)"
+        );
+        assert_eq!(q.translations.keys().collect::<Vec<_>>(), ["de"]);
     }
 
     #[test]

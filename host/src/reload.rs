@@ -1,5 +1,6 @@
 //! Hot reload while serving (docs/design.md#hot-reload): watches the
-//! plugin, questionnaire and protocol folders (notify), waits until changes
+//! plugin, questionnaire, protocol and
+//! translation folders (notify), waits until changes
 //! settle (debounce: `DEBOUNCE`, 100 ms of quiet), then reloads what
 //! changed. Plugins: `Plugins::reload` validates, compiles and self-tests,
 //! then swaps atomically. Definitions: re-read and re-imported, then the
@@ -42,6 +43,8 @@ pub struct Reloader {
     pub catalog: Arc<ArcSwap<Catalog>>,
     pub questionnaires_dir: PathBuf,
     pub protocols_dir: PathBuf,
+    /// A licensee's translation overlays outside the definitions' folders.
+    pub translations_dir: Option<PathBuf>,
     /// Counts definition reloads, successful or not, for whoever waits on
     /// one (tests; the watcher's callers).
     pub definition_reloads: watch::Sender<u64>,
@@ -70,7 +73,15 @@ impl Reloader {
     /// and swaps the catalog. Invalid definitions are logged and counted;
     /// the catalog in use stays.
     pub async fn reload_definitions(&self) -> bool {
-        let result = match definitions::load(&self.questionnaires_dir, &self.protocols_dir) {
+        // The catalog serving so far: an overlay refused now keeps its
+        // previous version serving while that still fits its definition.
+        let previous = self.catalog.load_full();
+        let result = match definitions::load_with(
+            &self.questionnaires_dir,
+            &self.protocols_dir,
+            self.translations_dir.as_deref(),
+            Some(&previous),
+        ) {
             Ok(defs) => self
                 .store
                 .import_definitions(defs.questionnaires, defs.protocols, self.clock.now())
@@ -144,6 +155,12 @@ pub fn start(reloader: Arc<Reloader>) -> notify::Result<Watch> {
     let definition_dirs = [
         absolute(&reloader.questionnaires_dir),
         absolute(&reloader.protocols_dir),
+        absolute(
+            reloader
+                .translations_dir
+                .as_deref()
+                .unwrap_or(&reloader.questionnaires_dir),
+        ),
     ];
     let (tx, rx) = mpsc::unbounded_channel::<PathBuf>();
     let mut watcher =
@@ -172,7 +189,7 @@ async fn run(
     reloader: Arc<Reloader>,
     mut rx: mpsc::UnboundedReceiver<PathBuf>,
     plugins_dir: PathBuf,
-    definition_dirs: [PathBuf; 2],
+    definition_dirs: [PathBuf; 3],
 ) {
     while let Some(first) = rx.recv().await {
         let mut paths = vec![first];

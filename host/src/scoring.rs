@@ -21,10 +21,12 @@ use plugin_sdk::{
 };
 use serde::Serialize;
 
+use crate::domain::answer::Answer;
 use crate::domain::answers::Answers;
 use crate::domain::outcome::{self, Outcome, Provenance};
-use crate::domain::questionnaire::{Questionnaire, sha256_hex};
+use crate::domain::questionnaire::{Kind, Question, Questionnaire, sha256_hex};
 use crate::domain::response::Completion;
+use crate::domain::text::Text;
 use crate::domain::variant::Variant;
 use crate::metrics::Metrics;
 use crate::plugins::{Plugin, PluginError};
@@ -45,29 +47,18 @@ pub fn questionnaire_info(q: &Questionnaire) -> QuestionnaireInfo {
 }
 
 /// The parts of a definition plugins see, the questions left empty unless
-/// `questions` (a scorer's manifest may decline them).
+/// `questions` (a scorer's manifest may decline them). Display items are
+/// not questions to a plugin; the limits of a question appear only for the
+/// types that have them, so a radio-only definition reads as it always
+/// did.
 fn info(q: &Questionnaire, questions: bool) -> QuestionnaireInfo {
     QuestionnaireInfo {
         key: q.key.clone(),
         name: q.name.clone(),
         questions: q
-            .questions
-            .iter()
+            .answerable()
             .take(if questions { usize::MAX } else { 0 })
-            .map(|question| QuestionInfo {
-                key: question.key.clone(),
-                title: question.title.resolve(&q.language, "en").to_owned(),
-                kind: question.kind.clone(),
-                options: question
-                    .options
-                    .iter()
-                    .map(|o| OptionInfo {
-                        key: o.key.clone(),
-                        value: o.value as f64,
-                    })
-                    .collect(),
-                required: question.required,
-            })
+            .map(|question| question_info(q, question))
             .collect(),
         scores: q
             .scores
@@ -83,6 +74,52 @@ fn info(q: &Questionnaire, questions: bool) -> QuestionnaireInfo {
                 tonality: s.tonality,
             })
             .collect(),
+    }
+}
+
+/// One question as plugins see it, texts in the definition's language.
+fn question_info(q: &Questionnaire, question: &Question) -> QuestionInfo {
+    let text = |t: &Text| t.resolve(&q.language, "en").to_owned();
+    // Bounds of a definition are whole or finite numbers.
+    #[allow(clippy::cast_precision_loss)]
+    let (min, max, step) = match &question.kind {
+        Kind::Slider { min, max, step, .. } => {
+            (Some(*min as f64), Some(*max as f64), Some(*step as f64))
+        }
+        Kind::Integer { min, max, .. } => (min.map(|m| m as f64), max.map(|m| m as f64), None),
+        Kind::Decimal { min, max, .. } => (*min, *max, None),
+        _ => (None, None, None),
+    };
+    QuestionInfo {
+        key: question.key.clone(),
+        title: text(&question.title),
+        kind: question.kind.name().to_owned(),
+        options: question
+            .options
+            .iter()
+            .map(|o| OptionInfo {
+                key: o.key.clone(),
+                // Option values are small integers: exact.
+                #[allow(clippy::cast_precision_loss)]
+                value: o.value as f64,
+                exclusive: o.exclusive,
+            })
+            .collect(),
+        required: question.required,
+        min,
+        max,
+        step,
+        unit: question.kind.unit().map(text),
+        precision: match question.kind {
+            Kind::Date { precision } => Some(precision.name().to_owned()),
+            _ => None,
+        },
+        max_length: match question.kind {
+            Kind::String { max_length } | Kind::Textarea { max_length } => {
+                u64::try_from(max_length).ok()
+            }
+            _ => None,
+        },
     }
 }
 
@@ -103,69 +140,88 @@ pub fn calculator_input_for(plugin: &Plugin, mut input: CalculatorInput) -> Calc
     input
 }
 
-/// The scorer input for `answers` to `q`, every part of it (the fixture
-/// runner shows authors this). Answers to questions the response's variant
-/// hides are left out (a hidden question's answer is ignored by scoring);
-/// `flags` holds every flag the questionnaire declares, with the response's
-/// value or the default.
+/// The scorer input for `answers` to `q`, every part of it, in the latest
+/// contract (the fixture runner shows authors this; a module of an older
+/// contract gets it with what it does not know left out, as the service
+/// sends it). `flags` holds every flag the questionnaire declares, with the
+/// response's value or the default.
 pub fn scorer_input(q: &Questionnaire, answers: &Answers, ctx: ScoringContext<'_>) -> ScorerInput {
     // The one builder is `input_json`; this is its parse, so the harness and
     // a real call cannot disagree.
-    serde_json::from_slice(&input_json(q, answers, ctx, true, true))
+    serde_json::from_slice(&input_json(q, answers, ctx, Wants::everything()))
         .expect("the scorer input the host writes parses as ScorerInput")
 }
 
 /// The scorer input for `answers` to `q` as `plugin` asked for it, as the
 /// JSON the plugin reads: without the questions, or the option keys
-/// answered, when its manifest declines them.
+/// answered, when its manifest declines them, and in the contract version
+/// it was built against.
 pub fn scorer_input_for(
     plugin: &Plugin,
     q: &Questionnaire,
     answers: &Answers,
     ctx: ScoringContext<'_>,
 ) -> Vec<u8> {
-    input_json(
-        q,
-        answers,
-        ctx,
-        plugin.manifest.questions,
-        plugin.manifest.answers,
-    )
+    input_json(q, answers, ctx, Wants::of(plugin))
+}
+
+/// What a scorer's manifest asks for of its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Wants {
+    questions: bool,
+    answers: bool,
+    contract: u32,
+}
+
+impl Wants {
+    fn everything() -> Wants {
+        Wants {
+            questions: true,
+            answers: true,
+            contract: plugin_sdk::CONTRACT_VERSION,
+        }
+    }
+
+    fn of(plugin: &Plugin) -> Wants {
+        Wants {
+            questions: plugin.manifest.questions,
+            answers: plugin.manifest.answers,
+            contract: plugin.manifest.contract,
+        }
+    }
 }
 
 /// A [`ScorerInput`] written straight from the definition and the response,
 /// without building one: every response is scored, so this is on the path
 /// of every POST. The questionnaire part is serialized once per definition
-/// (`Questionnaire::scorer_json`) and copied in; the rest borrows.
+/// (`Questionnaire::scorer_json`) and copied in; the rest borrows. The
+/// answers are already only those to enabled questions ([`Answers`] holds
+/// no others); a module of contract 1 gets exactly the fields it knew.
 fn input_json(
     q: &Questionnaire,
     answers: &Answers,
     ctx: ScoringContext<'_>,
-    questions: bool,
-    option_keys: bool,
+    wants: Wants,
 ) -> Vec<u8> {
-    let info = &scorer_json(q)[usize::from(questions)];
-    let shown = |key: &str| {
-        q.question(key)
-            .is_none_or(|question| ctx.variant.shows(q, question))
-    };
-    let visible = || {
-        answers
-            .0
-            .iter()
-            .map(move |(key, answer)| (key.as_str(), answer.as_deref().filter(|_| shown(key))))
+    let info = &scorer_json(q)[usize::from(wants.questions)];
+    let second = wants.contract >= 2;
+    let value = |key: &str, answer: Option<&Answer>| {
+        answer.and_then(|a| {
+            q.question(key)
+                .and_then(|question| a.value(&question.options))
+        })
     };
     let rest = InputRest {
-        answers: MapOf(|| visible().filter(|_| option_keys)),
+        answers: MapOf(|| {
+            answers
+                .iter()
+                .filter(|_| wants.answers)
+                .map(|(key, answer)| (key, answer.and_then(Answer::as_text)))
+        }),
         values: MapOf(|| {
-            visible().map(|(key, answer)| {
-                let value = answer.and_then(|a| {
-                    q.question(key)
-                        .and_then(|question| question.option(a))
-                        .map(|o| o.value as f64)
-                });
-                (key, value)
-            })
+            answers
+                .iter()
+                .map(|(key, answer)| (key, value(key, answer)))
         }),
         flags: MapOf(|| {
             q.flags
@@ -182,6 +238,16 @@ fn input_json(
             "patient"
         },
         patient: PatientInfo::default(),
+        typed_answers: (second && wants.answers).then_some(MapOf(|| {
+            answers
+                .iter()
+                .map(|(key, answer)| (key, answer.map(Answer::to_json)))
+        })),
+        // Only when some question was not: absent says all were, and a
+        // radio-only response of a scorer that declines the answers then
+        // reads the bytes it read under contract 1.
+        enabled: (second && answers.enabled().any(|(_, on)| !on))
+            .then_some(MapOf(|| answers.enabled())),
     };
     let mut out = Vec::with_capacity(info.len() + 512);
     out.extend_from_slice(INPUT_HEAD);
@@ -237,9 +303,9 @@ pub fn input_sha256(q: &Questionnaire, questions: bool, input: &[u8]) -> String 
 }
 
 /// The fields of [`ScorerInput`] after `questionnaire`, borrowed (the maps
-/// are [`MapOf`]s).
+/// are [`MapOf`]s). The last two are contract 2's, left out for contract 1.
 #[derive(Serialize)]
-struct InputRest<'a, A, V, F> {
+struct InputRest<'a, A, V, F, T, E> {
     answers: A,
     values: V,
     flags: F,
@@ -247,6 +313,10 @@ struct InputRest<'a, A, V, F> {
     completed_at: String,
     respondent_type: &'static str,
     patient: PatientInfo,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    typed_answers: Option<T>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    enabled: Option<E>,
 }
 
 /// Serializes the pairs `.0()` yields as a JSON object.
@@ -378,6 +448,7 @@ fn failure(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::answers::GivenAnswers;
     use crate::domain::questionnaire;
     use chrono::TimeZone;
     use serde_json::json;
@@ -391,6 +462,22 @@ mod tests {
         questionnaire::parse(&text, "phq9").expect("valid")
     }
 
+    /// `data` as `answer_data` to `q`, checked and taken in `variant`.
+    fn answers(q: &Questionnaire, data: serde_json::Value, variant: &Variant) -> Answers {
+        GivenAnswers::check(q, data.as_object().expect("an object"))
+            .expect("valid")
+            .enabled(q, variant)
+            .answers
+    }
+
+    fn wants(questions: bool, answers: bool, contract: u32) -> Wants {
+        Wants {
+            questions,
+            answers,
+            contract,
+        }
+    }
+
     fn input(
         q: &Questionnaire,
         variant: &Variant,
@@ -398,7 +485,7 @@ mod tests {
         option_keys: bool,
     ) -> ScorerInput {
         let given = json!({"v_1": "a1", "v_2": "a3", "v_9": "a2", "v_10": null});
-        let answers = Answers::check(q, given.as_object().expect("an object")).expect("valid");
+        let answers = answers(q, given, variant);
         let ctx = ScoringContext {
             completed_at: Utc
                 .with_ymd_and_hms(2026, 3, 4, 5, 6, 7)
@@ -407,7 +494,7 @@ mod tests {
             professional: true,
             variant,
         };
-        let bytes = input_json(q, &answers, ctx, questions, option_keys);
+        let bytes = input_json(q, &answers, ctx, wants(questions, option_keys, 2));
         serde_json::from_slice(&bytes).expect("parses as ScorerInput")
     }
 
@@ -449,14 +536,8 @@ mod tests {
     #[test]
     fn the_input_hash_is_the_hash_of_every_byte() {
         let q = phq9();
-        let answers = Answers::check(
-            &q,
-            json!({"v_1": "a1", "v_9": "a2"})
-                .as_object()
-                .expect("an object"),
-        )
-        .expect("valid");
         let variant = Variant::default();
+        let answers = answers(&q, json!({"v_1": "a1", "v_9": "a2"}), &variant);
         let ctx = ScoringContext {
             completed_at: Utc
                 .with_ymd_and_hms(2026, 3, 4, 5, 6, 7)
@@ -466,12 +547,170 @@ mod tests {
             variant: &variant,
         };
         for questions in [false, true] {
-            let bytes = input_json(&q, &answers, ctx, questions, true);
+            let bytes = input_json(&q, &answers, ctx, wants(questions, true, 2));
             assert_eq!(input_sha256(&q, questions, &bytes), sha256_hex(&bytes));
             // Kept state, second use.
             assert_eq!(input_sha256(&q, questions, &bytes), sha256_hex(&bytes));
         }
         assert_eq!(input_sha256(&q, true, b"{}"), sha256_hex(b"{}"));
+    }
+
+    fn at_five_past_five() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 3, 4, 5, 6, 7)
+            .single()
+            .expect("a valid time")
+    }
+
+    #[test]
+    fn a_first_contract_module_reads_the_bytes_it_always_did_and_the_second_more_after_them() {
+        let q = crate::domain::testing::questionnaire();
+        let variant = Variant::default();
+        let a = answers(&q, json!({"v_1": "a1", "v_2": "a0", "v_3": "a0"}), &variant);
+        let ctx = ScoringContext {
+            completed_at: at_five_past_five(),
+            professional: false,
+            variant: &variant,
+        };
+        let first =
+            String::from_utf8(input_json(&q, &a, ctx, wants(false, true, 1))).expect("utf-8");
+        // The form of contract 1, byte for byte (v_3 is not enabled without
+        // the flag `extra`: unanswered).
+        let v1 = concat!(
+            r#"{"questionnaire":{"key":"mini","name":"Mini <check>","questions":[],"scores":["#,
+            r#"{"key":"total","label":"Total","items":["v_1","v_2"],"tonality":"higher_is_worse"},"#,
+            r#"{"key":"second","label":"Second","items":[],"tonality":"higher_is_worse"}]},"#,
+            r#""answers":{"v_1":"a1","v_2":"a0","v_3":null},"#,
+            r#""values":{"v_1":1.0,"v_2":0.0,"v_3":null},"#,
+            r#""flags":{"extra":false,"short":false},"textvars":{},"#,
+            r#""completed_at":"2026-03-04T05:06:07.000Z","respondent_type":"patient","patient":{}}"#
+        );
+        assert_eq!(first, v1);
+        let second =
+            String::from_utf8(input_json(&q, &a, ctx, wants(false, true, 2))).expect("utf-8");
+        assert_eq!(
+            second,
+            format!(
+                "{},{}}}",
+                &v1[..v1.len() - 1],
+                concat!(
+                    r#""typed_answers":{"v_1":"a1","v_2":"a0","v_3":null},"#,
+                    r#""enabled":{"v_1":true,"v_2":true,"v_3":false}"#
+                )
+            )
+        );
+        // Declining the answers leaves out the typed ones too.
+        let lean =
+            String::from_utf8(input_json(&q, &a, ctx, wants(false, false, 2))).expect("utf-8");
+        assert!(!lean.contains("typed_answers"), "{lean}");
+        assert!(lean.contains(r#""answers":{}"#), "{lean}");
+    }
+
+    /// One question of each type that takes an answer, and a display item.
+    const TYPES: &str = r#"
+key = "types"
+name = "Types"
+short_description = "Every type"
+language = "en"
+licence = "test"
+scorer = "types"
+
+[[questions]]
+key = "v_0"
+type = "display"
+text = "Read this first."
+
+[[questions]]
+key = "v_1"
+type = "checkbox"
+title = "Complaints"
+options = [ { key = "a1", value = 1, description = "Sleep" }, { key = "a2", value = 2, description = "Mood" },
+            { key = "a9", value = 0, description = "None of these", exclusive = true } ]
+
+[[questions]]
+key = "v_2"
+type = "slider"
+title = "How are you?"
+min = 0
+max = 100
+step = 5
+min_label = "Bad"
+max_label = "Good"
+
+[[questions]]
+key = "v_3"
+type = "decimal"
+title = "Hours of sleep"
+min = 0
+max = 24
+unit = "hours"
+
+[[questions]]
+key = "v_4"
+type = "date"
+title = "Since when?"
+precision = "month"
+
+[[questions]]
+key = "v_5"
+type = "string"
+title = "Other, namely"
+max_length = 200
+shown_if = { question = "v_1", equals = "a2" }
+"#;
+
+    #[test]
+    fn every_type_reaches_the_scorer_typed_with_its_value() {
+        let q = questionnaire::parse(TYPES, "types").expect("valid");
+        let variant = Variant::default();
+        let a = answers(
+            &q,
+            json!({"v_1": ["a2", "a1"], "v_2": 35, "v_3": 7.5, "v_4": "2024-05", "v_5": "a cat"}),
+            &variant,
+        );
+        let ctx = ScoringContext {
+            completed_at: at_five_past_five(),
+            professional: false,
+            variant: &variant,
+        };
+        let input = scorer_input(&q, &a, ctx);
+        assert_eq!(input.values.len(), 5, "no display item: {:?}", input.values);
+        assert_eq!(
+            input.value("v_1"),
+            Some(3.0),
+            "the ticked options' values summed"
+        );
+        assert_eq!(input.value("v_2"), Some(35.0));
+        assert_eq!(input.value("v_3"), Some(7.5));
+        assert_eq!(input.value("v_4"), None);
+        assert_eq!(input.value("v_5"), None);
+        assert_eq!(input.options("v_1"), ["a1", "a2"]);
+        assert_eq!(input.integer("v_2"), Some(35));
+        assert_eq!(input.decimal("v_3"), Some(7.5));
+        assert_eq!(
+            input.date("v_4").map(|d| (d.year, d.month)),
+            Some((2024, Some(5)))
+        );
+        assert_eq!(input.text("v_5"), Some("a cat"));
+        assert_eq!(input.answer("v_4"), Some("2024-05"));
+        assert_eq!(input.answers.get("v_1"), Some(&None));
+        assert!(input.enabled("v_5"));
+        let questions = &input.questionnaire.questions;
+        assert_eq!(questions.len(), 5);
+        assert!(questions[0].options[2].exclusive);
+        assert_eq!(
+            (questions[1].min, questions[1].max, questions[1].step),
+            (Some(0.0), Some(100.0), Some(5.0))
+        );
+        assert_eq!(questions[2].unit.as_deref(), Some("hours"));
+        assert_eq!(questions[3].precision.as_deref(), Some("month"));
+        assert_eq!(questions[4].max_length, Some(200));
+
+        // Without "Mood" ticked, "other, namely" is not enabled: its answer
+        // never reaches the scorer.
+        let a = answers(&q, json!({"v_1": ["a1"], "v_5": "a cat"}), &variant);
+        let input = scorer_input(&q, &a, ctx);
+        assert!(!input.enabled("v_5"));
+        assert_eq!(input.text("v_5"), None);
     }
 
     #[test]

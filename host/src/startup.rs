@@ -62,7 +62,12 @@ impl App {
     /// that says what to fix.
     pub async fn build(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<App> {
         private_data_dir(&config.data_dir)?;
-        let definitions = definitions::load(&config.questionnaires_dir, &config.protocols_dir)?;
+        let definitions = definitions::load_with(
+            &config.questionnaires_dir,
+            &config.protocols_dir,
+            config.translations_dir.as_deref(),
+            None,
+        )?;
         let metrics = Arc::new(Metrics::new());
         let plugins = Arc::new(
             Plugins::new(config.plugins.clone(), metrics.clone())
@@ -184,6 +189,7 @@ impl App {
             catalog: catalog.clone(),
             questionnaires_dir: config.questionnaires_dir.clone(),
             protocols_dir: config.protocols_dir.clone(),
+            translations_dir: config.translations_dir.clone(),
             definition_reloads: tokio::sync::watch::Sender::new(0),
         });
         let shadow = Shadow::new(queue, store.clone(), clock.clone());

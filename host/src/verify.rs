@@ -210,7 +210,8 @@ impl Verifier {
             professional: response.completer_type == "profess",
             variant: &variant,
         };
-        let (outcome, provenance) = score_with(&self.metrics, &plugin, &q, &response.answers, ctx);
+        let answers = response.answers.typed(&q, &variant);
+        let (outcome, provenance) = score_with(&self.metrics, &plugin, &q, &answers, ctx);
         let mut result = result;
         if provenance.input_sha256.as_deref() != Some(input_sha.as_str()) {
             result.reasons.push(Reason::InputDiffers);

@@ -9,7 +9,7 @@ use std::process::Command;
 /// Every setting: its flag and environment variable, unchanged since
 /// before the settings were grouped (operators' scripts and unit files
 /// name them).
-const SETTINGS: [&str; 39] = [
+const SETTINGS: [&str; 40] = [
     "listen",
     "data-dir",
     "database-url",
@@ -20,6 +20,7 @@ const SETTINGS: [&str; 39] = [
     "plugin-allow",
     "watch",
     "protocols-dir",
+    "translations-dir",
     "time-zone",
     "body-limit",
     "max-connections",

@@ -16,6 +16,18 @@ use schemars::JsonSchema;
 /// version is refused with a message saying what to rebuild.
 pub const ABI_VERSION: u32 = 1;
 
+/// The version of the contract's messages this crate writes and reads,
+/// within ABI major version 1. A module declares the one it was built
+/// against in its [`Manifest`] (`export_scorer!` and `export_calculator!`
+/// set it), and the host sends it exactly that version's input, so a
+/// module built against an older contract keeps getting the same bytes:
+///
+/// | version | adds |
+/// |---|---|
+/// | 1 | (the first; a manifest without `contract` declares it) |
+/// | 2 | scorers: [`ScorerInput::typed_answers`] and [`ScorerInput::enabled`]; question limits in [`QuestionInfo`] |
+pub const CONTRACT_VERSION: u32 = 2;
+
 /// What a plugin does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
@@ -70,6 +82,10 @@ pub struct Manifest {
     /// the input. Absent means `true`.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub answers: bool,
+    /// The [`CONTRACT_VERSION`] the module was built against. Absent means
+    /// 1, the version before the field existed.
+    #[serde(default = "first_contract", skip_serializing_if = "is_first_contract")]
+    pub contract: u32,
 }
 
 impl Manifest {
@@ -99,6 +115,11 @@ impl Manifest {
                 }
                 if !self.answers {
                     clear(input.get_mut("answers"));
+                    input.remove("typed_answers");
+                }
+                if self.contract < 2 {
+                    input.remove("typed_answers");
+                    input.remove("enabled");
                 }
             }
             PluginKind::Calculator => {
@@ -135,6 +156,18 @@ fn yes() -> bool {
 
 fn is_true(b: &bool) -> bool {
     *b
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn first_contract() -> u32 {
+    1
+}
+
+fn is_first_contract(v: &u32) -> bool {
+    *v == 1
 }
 
 /// Which way a score points.
@@ -190,17 +223,20 @@ pub struct ScoreInfo {
 }
 
 /// One answer option of a question.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct OptionInfo {
     /// Option key, as stored in answers.
     pub key: String,
     /// Numeric value used in scoring.
     pub value: f64,
+    /// Of a checkbox: ticking it excludes the others ("none of these").
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub exclusive: bool,
 }
 
 /// A question of the questionnaire.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct QuestionInfo {
     /// Question key.
@@ -208,16 +244,36 @@ pub struct QuestionInfo {
     /// Question text in the questionnaire's language.
     #[serde(default)]
     pub title: String,
-    /// Question type (`radio`, `checkbox`, `textfield`, ...).
+    /// Question type: `radio`, `select`, `checkbox`, `slider`, `integer`,
+    /// `decimal`, `date`, `string` or `textarea` (display items are not
+    /// sent).
     #[serde(rename = "type")]
     pub kind: String,
-    /// Answer options with their values; empty for free-text questions.
+    /// Answer options with their values; empty for the types without.
     #[serde(default)]
     pub options: Vec<OptionInfo>,
     /// Whether the question must be answered for the questionnaire to be
     /// complete.
     #[serde(default)]
     pub required: bool,
+    /// Slider, integer, decimal: the lowest answer allowed, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    /// Slider, integer, decimal: the highest answer allowed, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+    /// Slider: the step between answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<f64>,
+    /// Integer, decimal: the unit, in the questionnaire's language.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+    /// Date: `day` (`2024-05-17`), `month` (`2024-05`) or `year` (`2024`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<String>,
+    /// String, textarea: the longest answer, in characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_length: Option<u64>,
 }
 
 /// The parts of a questionnaire definition plugins see.
@@ -267,13 +323,16 @@ pub struct PatientInfo {
 pub struct ScorerInput {
     /// The questionnaire the response answers.
     pub questionnaire: QuestionnaireInfo,
-    /// Every question key to the answered option key (or free text), null
-    /// when unanswered; empty for a scorer whose manifest declines the
-    /// answers (it reads `values`).
+    /// Every question key to the answer when it is one string (an option
+    /// key, a text, a date), null when unanswered or of another kind;
+    /// empty for a scorer whose manifest declines the answers (it reads
+    /// `values`).
     #[serde(default)]
     pub answers: BTreeMap<String, Option<String>>,
-    /// Every question key to the numeric value of the answered option, null
-    /// when unanswered or not numeric.
+    /// Every question key to the number the answer stands for, null when
+    /// unanswered or not numeric: the chosen option's value (radio,
+    /// select), the sum of the ticked options' values (checkbox), the
+    /// number itself (slider, integer, decimal); null for a date or text.
     pub values: BTreeMap<String, Option<f64>>,
     /// Flags the response was filled out with.
     #[serde(default)]
@@ -288,6 +347,36 @@ pub struct ScorerInput {
     /// The patient, when the record says.
     #[serde(default)]
     pub patient: PatientInfo,
+    /// Contract 2: every question key to its answer in its own form (an
+    /// option key, a list of option keys, a number, a text, a date as
+    /// `2024-05-17`, `2024-05` or `2024`), null when unanswered; absent
+    /// for a scorer whose manifest declines the answers. Read it with the
+    /// typed getters ([`ScorerInput::integer`], [`ScorerInput::options`],
+    /// ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub typed_answers: BTreeMap<String, Option<AnswerValue>>,
+    /// Contract 2: every question key to whether it was enabled (shown) for
+    /// this response by its flags and conditions, when some question was
+    /// not. A question that was not enabled is unanswered: its answer is
+    /// never stored or scored. Absent (every question was enabled, or
+    /// contract 1) means every question was: see [`ScorerInput::enabled`].
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub enabled: BTreeMap<String, bool>,
+}
+
+/// An answer in its own form (contract 2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(untagged)]
+pub enum AnswerValue {
+    /// An option key (radio, select), a text (string, textarea) or a date.
+    Text(String),
+    /// The option keys ticked (checkbox), in definition order.
+    Keys(Vec<String>),
+    /// A whole number (slider, integer).
+    Integer(i64),
+    /// A number (decimal).
+    Decimal(f64),
 }
 
 impl ScorerInput {
@@ -510,6 +599,44 @@ mod tests {
     }
 
     #[test]
+    fn a_manifest_without_a_contract_is_of_the_first_and_gets_only_its_fields() {
+        let old = r#"{"name":"x","kind":"scorer","version":"1.0.0","abi_version":1}"#;
+        let first: Manifest = serde_json::from_str(old).expect("a manifest");
+        assert_eq!(first.contract, 1);
+        let input = serde_json::json!({
+            "questionnaire": {"key": "x"},
+            "answers": {"q1": "a"},
+            "values": {"q1": 1.0},
+            "typed_answers": {"q1": "a"},
+            "enabled": {"q1": true},
+        });
+        let mut reduced = input.clone();
+        first.decline(&mut reduced);
+        assert_eq!(reduced.get("typed_answers"), None);
+        assert_eq!(reduced.get("enabled"), None);
+        assert_eq!(reduced["answers"], input["answers"]);
+
+        let second = Manifest {
+            contract: CONTRACT_VERSION,
+            ..first.clone()
+        };
+        let json = serde_json::to_string(&second).expect("json");
+        assert!(json.contains(r#""contract":2"#), "{json}");
+        let mut kept = input.clone();
+        second.decline(&mut kept);
+        assert_eq!(kept, input);
+        // Declining the answers declines the typed ones too.
+        let lean = Manifest {
+            answers: false,
+            ..second
+        };
+        let mut lean_input = input.clone();
+        lean.decline(&mut lean_input);
+        assert_eq!(lean_input.get("typed_answers"), None);
+        assert_eq!(lean_input["enabled"], input["enabled"]);
+    }
+
+    #[test]
     fn a_declining_manifest_empties_what_it_declines_and_nothing_else() {
         let scorer = |questions, answers| Manifest {
             name: "x".into(),
@@ -519,6 +646,7 @@ mod tests {
             questionnaires: vec!["x".into()],
             questions,
             answers,
+            contract: CONTRACT_VERSION,
         };
         let input = serde_json::json!({
             "questionnaire": {"key": "x", "questions": [{"key": "q1"}]},

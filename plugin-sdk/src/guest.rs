@@ -356,6 +356,7 @@ macro_rules! __manifest {
             questionnaires: $questionnaires,
             questions: $questions,
             answers: $answers,
+            contract: $crate::CONTRACT_VERSION,
         }
     };
 }

@@ -35,7 +35,10 @@
 //! new` to a module hot-reloaded by a running host.
 //!
 //! What is where:
-//! - [`contract`]: the serde types both sides share, and [`ABI_VERSION`].
+//! - [`contract`]: the serde types both sides share, [`ABI_VERSION`] and
+//!   [`CONTRACT_VERSION`].
+//! - [`typed`]: which questions were enabled, and typed getters for every
+//!   kind of answer (`input.integer("v_3")`, `input.options("v_2")`, ...).
 //! - [`export_scorer!`], [`export_calculator!`]: the guest glue ([`guest`]).
 //! - [`scoring`]: pure helpers for scoring rules.
 //! - [`time`]: RFC 3339 instants, to order responses without a date library.
@@ -59,8 +62,10 @@ pub mod scoring;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
 pub mod time;
+pub mod typed;
 
 #[doc = include_str!("../docs/writing-a-plugin.md")]
 pub mod guide {}
 
 pub use contract::*;
+pub use typed::Date;

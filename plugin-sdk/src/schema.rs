@@ -25,7 +25,8 @@ use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
 use crate::contract::{
-    ABI_VERSION, CalculatorInput, CalculatorOutput, Manifest, Reply, ScorerInput, ScorerOutput,
+    ABI_VERSION, CONTRACT_VERSION, CalculatorInput, CalculatorOutput, Manifest, Reply, ScorerInput,
+    ScorerOutput,
 };
 
 /// The contract as one JSON Schema document (draft 2020-12), its messages
@@ -76,7 +77,9 @@ pub fn contract_schema() -> Value {
         "description": format!(
             "The JSON the outcomes host and its WebAssembly plugins exchange, ABI_VERSION \
              {ABI_VERSION} (the major version a module's outcomes_abi_version export returns; \
-             within a major version fields are only added, as optional). A scorer's \
+             within a major version fields are only added, as optional), contract version \
+             {CONTRACT_VERSION} (which of the added fields a module knows: its Manifest's \
+             `contract`, 1 when absent; the host sends each module its version's fields). A scorer's \
              outcomes_call takes a ScorerInput and returns a ScorerReply, a calculator's takes \
              a CalculatorInput and returns a CalculatorReply; a reply is {{\"ok\": output}} \
              or {{\"error\": {{\"message\": text}}}}. outcomes_describe returns a Manifest. \

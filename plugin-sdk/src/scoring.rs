@@ -268,6 +268,8 @@ mod tests {
             completed_at: "2024-01-01T00:00:00Z".into(),
             respondent_type: "patient".into(),
             patient: Default::default(),
+            typed_answers: BTreeMap::new(),
+            enabled: BTreeMap::new(),
         }
     }
 

@@ -34,9 +34,11 @@ fn definition() -> QuestionnaireInfo {
             .map(|i| OptionInfo {
                 key: format!("a{i}"),
                 value: f64::from(i),
+                ..OptionInfo::default()
             })
             .collect(),
         required: true,
+        ..QuestionInfo::default()
     };
     QuestionnaireInfo {
         key: "phq9".into(),

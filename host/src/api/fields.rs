@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use super::extract::MAX_ID_LEN;
+use crate::domain::text::is_language_code;
 use crate::domain::time::{EARLIEST_UNIX, from_unix};
 use crate::domain::variant::VariantError;
 use crate::error::{ApiError, Errors};
@@ -78,6 +79,19 @@ impl<'a> Fields<'a> {
             Some(Value::String(s)) if s.len() <= MAX_ID_LEN && !s.chars().any(char::is_control) => {
                 Some(s.clone())
             }
+            Some(_) => {
+                self.errors.add(key, "invalid");
+                None
+            }
+        }
+    }
+
+    /// An optional language, an ISO 639-1 code (`nl`): two lower-case
+    /// letters, else `invalid`.
+    pub fn optional_language(&mut self, key: &str) -> Option<String> {
+        match self.map.get(key) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if is_language_code(s) => Some(s.clone()),
             Some(_) => {
                 self.errors.add(key, "invalid");
                 None

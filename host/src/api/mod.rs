@@ -19,6 +19,7 @@ pub mod openapi;
 pub mod plugins;
 pub mod probes;
 pub mod protocols;
+pub mod questionnaire_schema;
 pub mod questionnaires;
 pub mod reports;
 pub mod respondents;

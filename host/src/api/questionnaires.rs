@@ -13,10 +13,13 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::api::extract::{PathParams, QueryParams};
+use crate::api::questionnaire_schema::{PageSchema, QuestionSchema};
 use crate::domain::catalog::CatalogQuestionnaire;
-use crate::domain::text::Text;
+use crate::domain::condition::ConditionDef;
+use crate::domain::questionnaire::Kind;
+use crate::domain::text::{Text, is_language_code};
 use crate::domain::variant::Variant;
-use crate::error::{ApiError, ErrorBody, json};
+use crate::error::{ApiError, ErrorBody, Errors, json};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -33,8 +36,14 @@ pub struct QuestionnaireView {
     pub description: Option<String>,
     pub short_description: String,
     /// Question key to `{title, type, options}`; options map option key to
-    /// `{value, description}`. In definition order.
-    #[schema(value_type = Object)]
+    /// `{value, description}` (and `exclusive: true` for a checkbox option
+    /// that excludes the others). In definition order. Besides, only where
+    /// used: `min`, `max`, `step`, `min_label`, `max_label` (slider), `min`,
+    /// `max`, `unit` (integer, decimal), `precision` (date: `day`, `month`
+    /// or `year`), `max_length` (string, textarea), `shown_if` (the
+    /// condition on earlier answers it is shown under). A `display` item
+    /// has `text` instead of `title` and no answer.
+    #[schema(value_type = BTreeMap<String, QuestionSchema>)]
     pub questions: Map<String, Value>,
     /// Score key to `{label}`.
     #[schema(value_type = Object)]
@@ -43,6 +52,16 @@ pub struct QuestionnaireView {
     /// benchmarking standard (SBG), else null.
     #[schema(value_type = Option<Object>)]
     pub sbg_info: Option<Value>,
+    /// Only for a questionnaire divided into pages: each `{key, title,
+    /// intro, questions, shown_if}`, `questions` its question keys in
+    /// order (title, intro and shown_if only when given).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<PageSchema>>)]
+    pub pages: Option<Vec<Value>>,
+    /// Only for a questionnaire with translations: the languages its texts
+    /// can be read in (`?language=`), its own first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub languages: Option<Vec<String>>,
 }
 
 /// `{"questionnaire": ...}`.
@@ -53,9 +72,15 @@ pub struct QuestionnaireEnvelope {
 
 impl QuestionnaireView {
     /// `legacy`: question keys as `<questionnaire key>_N` instead of `v_N`.
-    pub fn new(q: &CatalogQuestionnaire, legacy: bool) -> QuestionnaireView {
+    /// Texts in `language` where the questionnaire has them, else in its
+    /// own.
+    pub fn new(
+        q: &CatalogQuestionnaire,
+        legacy: bool,
+        language: Option<&str>,
+    ) -> QuestionnaireView {
         let def = &q.def;
-        let lang = def.language.as_str();
+        let lang = language.unwrap_or(&def.language);
         // Texts as a respondent without flags or textvars reads them: every
         // `{{name}}` filled with its textvar's default.
         let plain = Variant::default();
@@ -67,6 +92,9 @@ impl QuestionnaireView {
                 k.to_owned()
             }
         };
+        let condition = |c: &ConditionDef| {
+            serde_json::to_value(c.map_questions(&key_of)).unwrap_or(Value::Null)
+        };
         let questions = def
             .questions
             .iter()
@@ -74,10 +102,29 @@ impl QuestionnaireView {
                 let options: Map<String, Value> = question
                     .options
                     .iter()
-                    .map(|o| (o.key.clone(), value!({"value": o.value, "description": text(&o.description)})))
+                    .map(|o| {
+                        let mut option =
+                            value!({"value": o.value, "description": text(&o.description)});
+                        if o.exclusive {
+                            option["exclusive"] = Value::Bool(true);
+                        }
+                        (o.key.clone(), option)
+                    })
                     .collect();
-                let body = value!({"title": text(&question.title), "type": question.kind, "options": options});
-                (key_of(&question.key), body)
+                let mut body = Map::new();
+                let title = if question.answerable() {
+                    "title"
+                } else {
+                    "text"
+                };
+                body.insert(title.into(), Value::String(text(&question.title)));
+                body.insert("type".into(), value!(question.kind.name()));
+                body.insert("options".into(), Value::Object(options));
+                limits(&question.kind, &text, &mut body);
+                if let Some(c) = &question.shown_if {
+                    body.insert("shown_if".into(), condition(c));
+                }
+                (key_of(&question.key), Value::Object(body))
             })
             .collect();
         let scores = def
@@ -86,7 +133,7 @@ impl QuestionnaireView {
             .map(|s| {
                 (
                     s.key.clone(),
-                    value!({"label": s.label.resolve(lang, lang)}),
+                    value!({"label": s.label.resolve(lang, &def.language)}),
                 )
             })
             .collect();
@@ -98,16 +145,97 @@ impl QuestionnaireView {
                 .collect();
             value!({"sbg_key": sbg.sbg_key, "questions": questions, "scores": sbg.scores})
         });
+        let pages = def.paged.then(|| {
+            def.pages
+                .iter()
+                .map(|page| {
+                    let mut body = Map::new();
+                    body.insert("key".into(), value!(page.key));
+                    if let Some(t) = &page.title {
+                        body.insert("title".into(), Value::String(text(t)));
+                    }
+                    if let Some(t) = &page.intro {
+                        body.insert("intro".into(), Value::String(text(t)));
+                    }
+                    let keys: Vec<Value> = def.questions[page.questions.clone()]
+                        .iter()
+                        .map(|question| Value::String(key_of(&question.key)))
+                        .collect();
+                    body.insert("questions".into(), Value::Array(keys));
+                    if let Some(c) = &page.shown_if {
+                        body.insert("shown_if".into(), condition(c));
+                    }
+                    Value::Object(body)
+                })
+                .collect()
+        });
+        let languages = (!def.translations.is_empty()).then(|| {
+            std::iter::once(def.language.clone())
+                .chain(def.translations.keys().cloned())
+                .collect()
+        });
         QuestionnaireView {
             id: q.id.0,
             key: def.key.clone(),
-            name: def.name.clone(),
+            name: def.name_in(lang).to_owned(),
             description: def.description.as_ref().map(text),
             short_description: text(&def.short_description),
             questions,
             scores,
             sbg_info,
+            pages,
+            languages,
         }
+    }
+}
+
+/// The limits of a question's type, into its JSON object.
+fn limits(kind: &Kind, text: &impl Fn(&Text) -> String, body: &mut Map<String, Value>) {
+    let mut put = |name: &str, value: Value| {
+        body.insert(name.into(), value);
+    };
+    match kind {
+        Kind::Slider {
+            min,
+            max,
+            step,
+            min_label,
+            max_label,
+        } => {
+            put("min", value!(min));
+            put("max", value!(max));
+            put("step", value!(step));
+            put("min_label", Value::String(text(min_label)));
+            put("max_label", Value::String(text(max_label)));
+        }
+        Kind::Integer { min, max, unit } => {
+            min.map(|m| put("min", value!(m)));
+            max.map(|m| put("max", value!(m)));
+            if let Some(u) = unit {
+                put("unit", Value::String(text(u)));
+            }
+        }
+        Kind::Decimal { min, max, unit } => {
+            min.map(|m| put("min", value!(m)));
+            max.map(|m| put("max", value!(m)));
+            if let Some(u) = unit {
+                put("unit", Value::String(text(u)));
+            }
+        }
+        Kind::Date { precision } => put("precision", value!(precision.name())),
+        Kind::String { max_length } | Kind::Textarea { max_length } => {
+            put("max_length", value!(max_length));
+        }
+        Kind::Radio | Kind::Select | Kind::Checkbox | Kind::Display => {}
+    }
+}
+
+/// `?language=`: an ISO 639-1 code, else 422 `invalid`.
+fn language(query: &QueryParams) -> Result<Option<String>, ApiError> {
+    match query.single("language") {
+        None => Ok(None),
+        Some(code) if is_language_code(code) => Ok(Some(code.to_owned())),
+        Some(_) => Err(ApiError::Invalid(Errors::one("language", "invalid"))),
     }
 }
 
@@ -115,7 +243,9 @@ impl QuestionnaireView {
 ///
 /// `use_legacy_keys` (default true) gives question keys as
 /// `<questionnaire key>_N`; false gives the `v_N` keys that response values
-/// use (recommended). Also with a `.json` suffix.
+/// use (recommended). `language` (ISO 639-1) gives the texts in that
+/// language where the questionnaire has them (a translation), else in its
+/// own. Also with a `.json` suffix.
 #[utoipa::path(
     get,
     path = "/questionnaires/{key}",
@@ -123,11 +253,12 @@ impl QuestionnaireView {
     params(
         ("key" = String, Path, description = "Questionnaire key"),
         ("use_legacy_keys" = Option<bool>, Query, description = "true (default) or false"),
+        ("language" = Option<String>, Query, description = "ISO 639-1 code of the language to show the texts in, where the questionnaire has it; default its own"),
     ),
     responses(
         (status = 200, body = QuestionnaireEnvelope),
         (status = 404, description = "`{\"errors\":{\"questionnaire\":[\"not_found\"]}}`", body = ErrorBody),
-        (status = 422, description = "`{\"errors\":{\"use_legacy_keys\":[\"invalid\"]}}`", body = ErrorBody),
+        (status = 422, description = "`{\"errors\":{\"use_legacy_keys\":[\"invalid\"]}}`, or `language` `invalid`", body = ErrorBody),
     )
 )]
 pub async fn get_questionnaire(
@@ -136,6 +267,7 @@ pub async fn get_questionnaire(
     query: QueryParams,
 ) -> Result<Response, ApiError> {
     let legacy = query.boolean("use_legacy_keys", true)?;
+    let language = language(&query)?;
     let catalog = app.catalog();
     let q = params
         .get("key")
@@ -144,7 +276,7 @@ pub async fn get_questionnaire(
     Ok(json(
         StatusCode::OK,
         &QuestionnaireEnvelope {
-            questionnaire: QuestionnaireView::new(q, legacy),
+            questionnaire: QuestionnaireView::new(q, legacy, language.as_deref()),
         },
     ))
 }
@@ -157,10 +289,13 @@ pub async fn get_questionnaire(
     get,
     path = "/questionnaires",
     tag = "questionnaires",
-    params(("use_legacy_keys" = Option<bool>, Query, description = "true (default) or false")),
+    params(
+        ("use_legacy_keys" = Option<bool>, Query, description = "true (default) or false"),
+        ("language" = Option<String>, Query, description = "ISO 639-1 code of the language to show the texts in, where a questionnaire has it; default each one's own"),
+    ),
     responses(
         (status = 200, body = [QuestionnaireView]),
-        (status = 422, description = "`{\"errors\":{\"use_legacy_keys\":[\"invalid\"]}}`", body = ErrorBody),
+        (status = 422, description = "`{\"errors\":{\"use_legacy_keys\":[\"invalid\"]}}`, or `language` `invalid`", body = ErrorBody),
     )
 )]
 pub async fn list_questionnaires(
@@ -168,11 +303,12 @@ pub async fn list_questionnaires(
     query: QueryParams,
 ) -> Result<Response, ApiError> {
     let legacy = query.boolean("use_legacy_keys", true)?;
+    let language = language(&query)?;
     let catalog = app.catalog();
     let views: Vec<QuestionnaireView> = catalog
         .questionnaires()
         .iter()
-        .map(|q| QuestionnaireView::new(q, legacy))
+        .map(|q| QuestionnaireView::new(q, legacy, language.as_deref()))
         .collect();
     Ok(json(StatusCode::OK, &views))
 }

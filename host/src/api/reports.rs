@@ -258,7 +258,7 @@ fn response_info(r: &StoredResponse) -> ResponseInfo {
             .completed_at
             .map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true))
             .unwrap_or_default(),
-        values: r.answers.0.iter().cloned().collect(),
+        values: r.answers.texts(),
         outcome,
     }
 }

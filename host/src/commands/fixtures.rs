@@ -15,7 +15,7 @@ use anyhow::{Context, bail};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use crate::domain::answers::Answers;
+use crate::domain::answers::GivenAnswers;
 use crate::domain::questionnaire::{self, DEFINITION_FILE, Questionnaire};
 use crate::domain::variant::Variant;
 use crate::scoring::{ScoringContext, scorer_input};
@@ -100,7 +100,7 @@ fn filled_input(q: &Questionnaire, input: &Map<String, Value>) -> anyhow::Result
     let Some(Value::Object(given)) = input.get("answers") else {
         bail!("input.answers must be an object of question key to option key");
     };
-    let answers = Answers::check(q, given).map_err(|bad| {
+    let given = GivenAnswers::check(q, given).map_err(|bad| {
         let list: Vec<String> = bad
             .iter()
             .map(|(k, e)| format!("{k}: {}", e.code()))
@@ -111,6 +111,10 @@ fn filled_input(q: &Questionnaire, input: &Map<String, Value>) -> anyhow::Result
         let codes: Vec<&str> = e.iter().map(|e| e.code()).collect();
         anyhow::anyhow!("input.flags/textvars: {}", codes.join(", "))
     })?;
+    // As the service stores them: answers to questions that are not
+    // enabled are taken out (a fixture may give them, to show they count
+    // for nothing).
+    let answers = given.enabled(q, &variant).answers;
     let completed_at = match input.get("completed_at") {
         None => DEFAULT_COMPLETED_AT,
         Some(Value::String(s)) => s,

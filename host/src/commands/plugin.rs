@@ -18,7 +18,8 @@ use crate::plugins::{PluginSettings, Plugins, profile, selftest};
 #[derive(Debug, Subcommand)]
 pub enum PluginCommand {
     /// Run a module under the production limits against golden fixtures
-    /// and print, per fixture: pass or fail with a JSON diff, fuel used vs
+    /// and print the contract version it was built against (older ones
+    /// get the input of their version) and, per fixture: pass or fail with a JSON diff, fuel used vs
     /// budget, peak memory vs cap, input and output size vs caps, wall time
     /// and the plugin's log lines. Exits non-zero when any fixture fails.
     Test {
@@ -209,6 +210,26 @@ fn fixtures(dir: &Path, check: bool) -> anyhow::Result<bool> {
     Ok(!(check && stale > 0))
 }
 
+/// What `plugin test` adds to the contract version a module declares: an
+/// older one still serves, with the input of its time.
+fn contract_note(contract: u32) -> String {
+    use std::cmp::Ordering;
+    match contract.cmp(&plugin_sdk::CONTRACT_VERSION) {
+        Ordering::Equal => String::new(),
+        Ordering::Less => format!(
+            " of {}: built against an older plugin-sdk; it gets the input of contract \
+             {contract} (no typed answers, no enabled questions); rebuild with the current \
+             plugin-sdk to get them",
+            plugin_sdk::CONTRACT_VERSION
+        ),
+        Ordering::Greater => format!(
+            " of {}: newer than this service knows; it gets the input of contract {}",
+            plugin_sdk::CONTRACT_VERSION,
+            plugin_sdk::CONTRACT_VERSION
+        ),
+    }
+}
+
 fn runtime(config: &Config) -> anyhow::Result<Plugins> {
     let settings = PluginSettings {
         cache_dir: None,
@@ -235,10 +256,12 @@ fn test(
     };
     let l = plugin.limits;
     println!(
-        "{} {} ({}), sha256 {}, limits: fuel {} + {} per input byte, memory {}, input {}, output {}, deadline {} ms",
+        "{} {} ({}, contract {}{}), sha256 {}, limits: fuel {} + {} per input byte, memory {}, input {}, output {}, deadline {} ms",
         plugin.name(),
         plugin.version(),
         plugin.kind(),
+        plugin.manifest.contract,
+        contract_note(plugin.manifest.contract),
         plugin.sha256,
         l.fuel,
         l.fuel_per_input_byte,

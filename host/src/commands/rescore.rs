@@ -123,7 +123,8 @@ pub async fn rescore(store: &Store, config: &Config, args: RescoreArgs) -> anyho
                 professional: r.completer_type == "profess",
                 variant: &variant,
             };
-            let (outcome, provenance) = score_with(&metrics, &plugin, &q.def, &r.answers, ctx);
+            let answers = r.answers.typed(&q.def, &variant);
+            let (outcome, provenance) = score_with(&metrics, &plugin, &q.def, &answers, ctx);
             if outcome == r.outcome && (args.exact || provenance == r.provenance) {
                 continue;
             }

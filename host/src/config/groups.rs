@@ -60,6 +60,11 @@ settings! {
         questionnaires_dir: PathBuf [DIR] = "questionnaires", shown("./questionnaires");
         /// Folder with one <key>.toml per protocol
         protocols_dir: PathBuf [DIR] = "protocols", shown("./protocols");
+        /// Folder with translation overlays of questionnaires, one
+        /// <questionnaire key>/<language>.toml each, besides those in each
+        /// questionnaire's translations/ folder (and in their place for the
+        /// same language): a licensee's texts kept outside the definitions
+        translations_dir: PathBuf [DIR], shown("none");
     }
 
     /// Which plugin modules may serve: the service, `rescore` and the

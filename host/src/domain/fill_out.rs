@@ -122,7 +122,7 @@ mod tests {
     use serde_json::Map;
 
     use super::*;
-    use crate::domain::answers::Answers;
+    use crate::domain::answers::StoredAnswers;
     use crate::domain::ids::QuestionnaireId;
     use crate::domain::outcome::{Outcome, Provenance};
     use crate::domain::response::ResponseTimes;
@@ -149,7 +149,9 @@ mod tests {
             non_response_id: None,
             protocol_subscription_id: None,
             times,
-            answers: Answers::default(),
+            answers: StoredAnswers::default(),
+            language: None,
+            translation_sha256: None,
             outcome: Outcome::empty(),
             provenance: Provenance::default(),
             requesters: Vec::new(),

@@ -11,20 +11,20 @@
 //! the bundled definitions name options `a0`, `a1`, ….
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 use serde::Deserialize;
 
 use plugin_sdk::{Norm, Tonality};
 
-use super::text::Text;
-use super::variant::placeholders;
+use super::condition::{self, Condition, ConditionDef, Target};
+pub use super::kind::{Kind, OptionDef, QUESTION_TYPES};
+use super::question::{self as item};
+pub use super::question::{OptionsDef, Page, PageDef, Question, QuestionDef, is_valid_key};
+use super::text::{Text, Translation, placeholders};
 
 /// The name of the definition file inside a questionnaire's folder.
 pub const DEFINITION_FILE: &str = "questionnaire.toml";
-
-/// The only question type the API promises
-/// (docs/api/catalog.md#question-types).
-pub const QUESTION_TYPES: &[&str] = &["radio"];
 
 /// A definition file as written, before validation.
 #[derive(Debug, Clone, Deserialize)]
@@ -51,6 +51,9 @@ pub struct QuestionnaireFile {
     #[serde(default)]
     pub option_sets: BTreeMap<String, Vec<OptionDef>>,
     pub questions: Vec<QuestionDef>,
+    /// How the questions are divided into pages; none is one page.
+    #[serde(default)]
+    pub pages: Vec<PageDef>,
     #[serde(default)]
     pub scores: Vec<ScoreDef>,
     #[serde(default)]
@@ -59,47 +62,6 @@ pub struct QuestionnaireFile {
     pub textvars: BTreeMap<String, TextvarDef>,
     #[serde(default)]
     pub sbg_info: Option<SbgInfo>,
-}
-
-/// One question as written.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct QuestionDef {
-    pub key: String,
-    pub title: Text,
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub options: OptionsDef,
-    /// Whether a respondent must answer it to complete the questionnaire.
-    #[serde(default = "yes")]
-    pub required: bool,
-    /// Shown only when this flag is true.
-    #[serde(default)]
-    pub shown_if_flag: Option<String>,
-    /// Hidden when this flag is true.
-    #[serde(default)]
-    pub hidden_if_flag: Option<String>,
-}
-
-fn yes() -> bool {
-    true
-}
-
-/// A question's options: inline, or the name of an entry of `option_sets`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-pub enum OptionsDef {
-    Set(String),
-    Inline(Vec<OptionDef>),
-}
-
-/// One answer option.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct OptionDef {
-    pub key: String,
-    pub value: i64,
-    pub description: Text,
 }
 
 /// A score the scorer computes.
@@ -177,7 +139,11 @@ pub struct Questionnaire {
     pub source: Option<String>,
     pub scorer: String,
     pub vendor_key: String,
+    /// Questions and display items, in definition order.
     pub questions: Vec<Question>,
+    /// At least one; `paged` says whether the definition declared them.
+    pub pages: Vec<Page>,
+    pub paged: bool,
     pub scores: Vec<ScoreDef>,
     pub flags: BTreeMap<String, FlagDef>,
     pub textvars: BTreeMap<String, TextvarDef>,
@@ -193,6 +159,10 @@ pub struct Questionnaire {
     /// version in `questionnaire_versions`, recorded with every outcome
     /// scored with it.
     pub sha256: String,
+    /// Translation overlays applied to the texts, by language
+    /// (`translation.rs`): their texts are in the [`Text`]s above, the name
+    /// in [`Questionnaire::name_in`].
+    pub translations: BTreeMap<String, Arc<Translation>>,
 }
 
 /// A value derived from a definition on first use and kept with it. A clone
@@ -229,29 +199,29 @@ impl<T> std::fmt::Debug for Derived<T> {
     }
 }
 
-/// A validated question with its options resolved.
-#[derive(Debug, Clone)]
-pub struct Question {
-    pub key: String,
-    pub title: Text,
-    pub kind: String,
-    pub options: Vec<OptionDef>,
-    pub required: bool,
-    pub shown_if_flag: Option<String>,
-    pub hidden_if_flag: Option<String>,
-}
-
-impl Question {
-    /// The option with this key, if the question has one.
-    pub fn option(&self, key: &str) -> Option<&OptionDef> {
-        self.options.iter().find(|o| o.key == key)
-    }
-}
-
 impl Questionnaire {
     /// The question with this key (`v_` form).
     pub fn question(&self, key: &str) -> Option<&Question> {
         self.questions.iter().find(|q| q.key == key)
+    }
+
+    /// The position of the question with this key.
+    pub fn position(&self, key: &str) -> Option<usize> {
+        self.questions.iter().position(|q| q.key == key)
+    }
+
+    /// The questions that take an answer (all but display items), in
+    /// definition order.
+    pub fn answerable(&self) -> impl Iterator<Item = &Question> {
+        self.questions.iter().filter(|q| q.answerable())
+    }
+
+    /// The name in `language`: a translation's, else the definition's.
+    pub fn name_in(&self, language: &str) -> &str {
+        self.translations
+            .get(language)
+            .and_then(|t| t.name.as_deref())
+            .unwrap_or(&self.name)
     }
 
     /// The legacy form of a question key: `v_1` of `phq9` is `phq9_1`.
@@ -285,15 +255,6 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// Keys of questionnaires, scores, flags and textvars: lower-case ASCII
-/// letters, digits and underscores, starting with a letter, at most 64 long.
-pub fn is_valid_key(key: &str) -> bool {
-    let mut chars = key.chars();
-    key.len() <= 64
-        && chars.next().is_some_and(|c| c.is_ascii_lowercase())
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-}
-
 fn validate(file: QuestionnaireFile, folder: &str) -> Result<Questionnaire, DefinitionErrors> {
     let mut errors = Vec::new();
     let mut err = |msg: String| errors.push(msg);
@@ -324,7 +285,7 @@ fn validate(file: QuestionnaireFile, folder: &str) -> Result<Questionnaire, Defi
         err("short_description is blank".into());
     }
     for (name, set) in &file.option_sets {
-        check_options(set, &format!("option_sets.{name}"), &mut err);
+        item::check_options(set, &format!("option_sets.{name}"), &mut err);
     }
 
     let mut questions = Vec::with_capacity(file.questions.len());
@@ -332,54 +293,45 @@ fn validate(file: QuestionnaireFile, folder: &str) -> Result<Questionnaire, Defi
     if file.questions.is_empty() {
         err("questions: a questionnaire needs at least one question".into());
     }
+    let flag_known = |name: &str| file.flags.contains_key(name);
+    let mut conditions = Vec::with_capacity(file.questions.len());
     for (i, q) in file.questions.into_iter().enumerate() {
         let at = format!("questions[{i}] ({})", q.key);
-        if !q.key.starts_with("v_") || !is_valid_key(&q.key) {
-            err(format!(
-                "{at}: question keys look like v_1, v_2a (lower-case, starting with v_)"
-            ));
-        }
         if !seen.insert(q.key.clone()) {
             err(format!("{at}: duplicate question key"));
         }
-        if q.title.is_blank() {
-            err(format!("{at}: title is blank"));
-        }
-        if !QUESTION_TYPES.contains(&q.kind.as_str()) {
-            err(format!(
-                "{at}: type {:?} is not one of {QUESTION_TYPES:?}",
-                q.kind
-            ));
-        }
-        for flag in [&q.shown_if_flag, &q.hidden_if_flag].into_iter().flatten() {
-            if !file.flags.contains_key(flag) {
-                err(format!("{at}: flag {flag:?} is not defined under [flags]"));
-            }
-        }
-        let options = match q.options {
-            OptionsDef::Inline(options) => {
-                check_options(&options, &at, &mut err);
-                options
-            }
-            OptionsDef::Set(name) => match file.option_sets.get(&name) {
-                Some(options) => options.clone(),
-                None => {
-                    err(format!(
-                        "{at}: option set {name:?} is not defined under [option_sets]"
-                    ));
-                    Vec::new()
-                }
-            },
+        let set = match &q.options {
+            Some(OptionsDef::Set(name)) => Some(name.clone()),
+            _ => None,
         };
-        questions.push(Question {
-            key: q.key,
-            title: q.title,
-            kind: q.kind,
-            options,
-            required: q.required,
-            shown_if_flag: q.shown_if_flag,
-            hidden_if_flag: q.hidden_if_flag,
-        });
+        if let Some(question) = item::build(q, &at, &file.option_sets, &flag_known, &mut err) {
+            conditions.push(at);
+            questions.push(Question {
+                option_set: set,
+                ..question
+            });
+        }
+    }
+    if !questions.iter().any(Question::answerable) && !questions.is_empty() {
+        err("questions: a questionnaire needs a question that takes an answer".into());
+    }
+    let mut pages = item::pages(file.pages, &mut questions, &mut err);
+    // Conditions test questions defined before: a question's any earlier
+    // question, a page's those of earlier pages. So none can depend on
+    // itself, and evaluating in definition order settles every one.
+    for (i, at) in conditions.iter().enumerate() {
+        let Some(def) = questions[i].shown_if.clone() else {
+            continue;
+        };
+        let resolved = resolve_condition(&def, &format!("{at}: shown_if"), &questions, i, &mut err);
+        questions[i].condition = resolved;
+    }
+    for (p, page) in pages.iter_mut().enumerate() {
+        let Some(def) = page.shown_if.clone() else {
+            continue;
+        };
+        let at = format!("pages[{p}] ({}): shown_if", page.key);
+        page.condition = resolve_condition(&def, &at, &questions, page.questions.start, &mut err);
     }
 
     let mut score_keys = HashSet::new();
@@ -397,6 +349,11 @@ fn validate(file: QuestionnaireFile, folder: &str) -> Result<Questionnaire, Defi
             if !seen.contains(item) {
                 err(format!(
                     "scores[{i}] ({}): items names no question {item:?}",
+                    s.key
+                ));
+            } else if questions.iter().any(|q| &q.key == item && !q.answerable()) {
+                err(format!(
+                    "scores[{i}] ({}): {item} is a display item, which has no answer to score",
                     s.key
                 ));
             }
@@ -427,29 +384,6 @@ fn validate(file: QuestionnaireFile, folder: &str) -> Result<Questionnaire, Defi
             err(format!("flag or textvar {name:?}: invalid name"));
         }
     }
-    // Every `{{name}}` in a text must be a declared textvar, or respondents
-    // would read the braces.
-    let mut texts: Vec<(String, &Text)> =
-        vec![("short_description".into(), &file.short_description)];
-    texts.extend(file.description.iter().map(|d| ("description".into(), d)));
-    for q in &questions {
-        texts.push((format!("questions ({}) title", q.key), &q.title));
-        for o in &q.options {
-            texts.push((
-                format!("questions ({}) option {}", q.key, o.key),
-                &o.description,
-            ));
-        }
-    }
-    for (at, text) in texts {
-        for name in text.all().flat_map(placeholders) {
-            if !file.textvars.contains_key(name) {
-                err(format!(
-                    "{at}: {{{{{name}}}}} is not a textvar declared under [textvars]"
-                ));
-            }
-        }
-    }
     if let Some(sbg) = &file.sbg_info {
         if sbg.sbg_key.trim().is_empty() {
             err("sbg_info.sbg_key is blank".into());
@@ -466,10 +400,7 @@ fn validate(file: QuestionnaireFile, folder: &str) -> Result<Questionnaire, Defi
         }
     }
 
-    if !errors.is_empty() {
-        return Err(DefinitionErrors(errors));
-    }
-    Ok(Questionnaire {
+    let q = Questionnaire {
         vendor_key: file.vendor_key.unwrap_or_else(|| file.key.clone()),
         key: file.key,
         name: file.name,
@@ -480,6 +411,8 @@ fn validate(file: QuestionnaireFile, folder: &str) -> Result<Questionnaire, Defi
         source: file.source,
         scorer: file.scorer,
         questions,
+        paged: pages.len() > 1 || pages.first().is_some_and(|p| !p.key.is_empty()),
+        pages,
         scores: file.scores,
         flags: file.flags,
         textvars: file.textvars,
@@ -487,29 +420,136 @@ fn validate(file: QuestionnaireFile, folder: &str) -> Result<Questionnaire, Defi
         scorer_json: Derived::default(),
         scorer_json_hashed: Derived::default(),
         sha256: String::new(),
-    })
+        translations: BTreeMap::new(),
+    };
+    // Every `{{name}}` in a text must be a declared textvar, or respondents
+    // would read the braces.
+    q.each_text(|at, text| {
+        for name in text.all().flat_map(placeholders) {
+            if !q.textvars.contains_key(name) {
+                err(format!(
+                    "{at}: {{{{{name}}}}} is not a textvar declared under [textvars]"
+                ));
+            }
+        }
+    });
+    if !errors.is_empty() {
+        return Err(DefinitionErrors(errors));
+    }
+    Ok(q)
 }
 
-fn check_options(options: &[OptionDef], at: &str, err: &mut impl FnMut(String)) {
-    if options.is_empty() {
-        err(format!("{at}: options are empty"));
-    }
-    let mut keys = HashSet::new();
-    for o in options {
-        if o.key.is_empty()
-            || o.key.len() > 64
-            || !o.key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        {
-            err(format!(
-                "{at}: option key {:?} must be 1-64 ASCII letters, digits or _",
-                o.key
+/// The condition `def` checked, for the item at `at` whose condition may
+/// test the questions before position `before`.
+fn resolve_condition(
+    def: &ConditionDef,
+    at: &str,
+    questions: &[Question],
+    before: usize,
+    err: &mut impl FnMut(String),
+) -> Option<Condition> {
+    let target = |key: &str| -> Result<Target<'_>, String> {
+        let Some(index) = questions.iter().position(|q| q.key == key) else {
+            return Err(format!("{key} is not a question of this questionnaire"));
+        };
+        let q = &questions[index];
+        if index >= before {
+            return Err(format!(
+                "{key} is not defined before it: a condition tests earlier questions only"
             ));
         }
-        if !keys.insert(o.key.as_str()) {
-            err(format!("{at}: duplicate option key {:?}", o.key));
+        if !q.answerable() {
+            return Err(format!("{key} is a display item: it has no answer to test"));
         }
-        if o.description.is_blank() {
-            err(format!("{at}: option {:?} has a blank description", o.key));
+        Ok(Target {
+            index,
+            kind: &q.kind,
+            options: &q.options,
+        })
+    };
+    condition::resolve(def, at, &target, err)
+}
+
+impl Questionnaire {
+    /// Every text a respondent reads, each with the key a translation
+    /// gives it under (`translation.rs`), in definition order. The options
+    /// of an option set are named once, under `option_sets.<set>`.
+    pub fn each_text(&self, mut f: impl FnMut(String, &Text)) {
+        f("short_description".into(), &self.short_description);
+        if let Some(d) = &self.description {
+            f("description".into(), d);
+        }
+        let mut sets = HashSet::new();
+        for q in &self.questions {
+            let at = format!("questions.{}", q.key);
+            let title = if q.answerable() { "title" } else { "text" };
+            f(format!("{at}.{title}"), &q.title);
+            for (field, text) in q.kind.texts() {
+                f(format!("{at}.{field}"), text);
+            }
+            match &q.option_set {
+                Some(set) if !sets.insert(set.as_str()) => {}
+                Some(set) => {
+                    for o in &q.options {
+                        f(format!("option_sets.{set}.{}", o.key), &o.description);
+                    }
+                }
+                None => {
+                    for o in &q.options {
+                        f(format!("{at}.options.{}", o.key), &o.description);
+                    }
+                }
+            }
+        }
+        for page in self.pages.iter().filter(|_| self.paged) {
+            for (field, text) in [("title", &page.title), ("intro", &page.intro)] {
+                if let Some(text) = text {
+                    f(format!("pages.{}.{field}", page.key), text);
+                }
+            }
+        }
+        for (name, var) in &self.textvars {
+            if let Some(default) = &var.default {
+                f(format!("textvars.{name}.default"), default);
+            }
+        }
+    }
+
+    /// [`Questionnaire::each_text`] to change the texts: an option set's
+    /// options come once per question that uses it, under the set's key.
+    pub fn each_text_mut(&mut self, mut f: impl FnMut(&str, &mut Text)) {
+        f("short_description", &mut self.short_description);
+        if let Some(d) = &mut self.description {
+            f("description", d);
+        }
+        for q in &mut self.questions {
+            let at = format!("questions.{}", q.key);
+            let title = if q.kind.answerable() { "title" } else { "text" };
+            f(&format!("{at}.{title}"), &mut q.title);
+            for (field, text) in q.kind.texts_mut() {
+                f(&format!("{at}.{field}"), text);
+            }
+            let options = match &q.option_set {
+                Some(set) => format!("option_sets.{set}"),
+                None => format!("{at}.options"),
+            };
+            for o in &mut q.options {
+                f(&format!("{options}.{}", o.key), &mut o.description);
+            }
+        }
+        if self.paged {
+            for page in &mut self.pages {
+                for (field, text) in [("title", &mut page.title), ("intro", &mut page.intro)] {
+                    if let Some(text) = text {
+                        f(&format!("pages.{}.{field}", page.key), text);
+                    }
+                }
+            }
+        }
+        for (name, var) in &mut self.textvars {
+            if let Some(default) = &mut var.default {
+                f(&format!("textvars.{name}.default"), default);
+            }
         }
     }
 }
@@ -551,6 +591,20 @@ mod tests {
         let text = DEFINITION.replace("scorer = \"mini\"", "scorer = \"mini\"\nscorrer = 1");
         let err = parse(&text, "mini").expect_err("invalid").0;
         assert!(err[0].contains("scorrer"), "{err:?}");
+    }
+
+    #[test]
+    fn a_score_cannot_count_a_display_item() {
+        let text = DEFINITION.replace(
+            "[[scores]]\nkey = \"total\"",
+            "[[questions]]\nkey = \"v_4\"\ntype = \"display\"\ntext = \"Thanks\"\n\n[[scores]]\nkey = \"total\"",
+        )
+        .replace("items = [\"v_1\", \"v_2\"]", "items = [\"v_1\", \"v_4\"]");
+        let err = parse(&text, "mini").expect_err("invalid").0;
+        assert_eq!(
+            err,
+            ["scores[0] (total): v_4 is a display item, which has no answer to score"]
+        );
     }
 
     #[test]

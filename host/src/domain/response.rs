@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::answers::Answers;
+use super::answers::{Answers, StoredAnswers};
 use super::ids::{
     DossierId, MeasurementId, NonResponseId, QuestionnaireId, RespondentId, ResponseId,
     SubscriptionId,
@@ -96,7 +96,13 @@ pub struct Response {
     pub protocol_subscription_id: Option<SubscriptionId>,
     pub times: ResponseTimes,
     /// Answers given so far (all of them once completed).
-    pub answers: Answers,
+    pub answers: StoredAnswers,
+    /// The language it was filled out in (ISO 639-1); None before it was,
+    /// or when completed before the service recorded it.
+    pub language: Option<String>,
+    /// SHA-256 of the translation overlay whose texts it was filled out
+    /// in; None for the definition's own texts.
+    pub translation_sha256: Option<String>,
     pub outcome: Outcome,
     pub provenance: Provenance,
     /// EPD ids of the professionals who requested the completion.
@@ -123,6 +129,11 @@ pub struct Completion {
     /// The flags and textvars it was filled out with: those of the pending
     /// response it completes, or those given with a POST.
     pub variant: Variant,
+    /// The language it was filled out in (ISO 639-1).
+    pub language: String,
+    /// SHA-256 of the translation overlay of that language, if its texts
+    /// came from one.
+    pub translation_sha256: Option<String>,
     pub outcome: Outcome,
     pub provenance: Provenance,
 }

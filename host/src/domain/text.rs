@@ -1,4 +1,6 @@
-//! Texts that a definition may give in one language or in several.
+//! Texts that a definition may give in one language or in several, the
+//! `{{name}}` placeholders in them, and translations of a definition's
+//! texts.
 
 use std::collections::BTreeMap;
 
@@ -42,6 +44,22 @@ impl Text {
         }
     }
 
+    /// Sets the text in `language`: a plain text becomes one in
+    /// `default_language` (its own) and `language`.
+    pub fn set(&mut self, language: &str, value: &str, default_language: &str) {
+        match self {
+            Text::Plain(s) => {
+                *self = Text::Localized(BTreeMap::from([
+                    (default_language.to_owned(), std::mem::take(s)),
+                    (language.to_owned(), value.to_owned()),
+                ]));
+            }
+            Text::Localized(map) => {
+                map.insert(language.to_owned(), value.to_owned());
+            }
+        }
+    }
+
     /// Every language's text.
     pub fn all(&self) -> impl Iterator<Item = &str> {
         let (plain, localized) = match self {
@@ -58,6 +76,66 @@ impl Text {
             Text::Localized(map) => map.values().all(|s| s.trim().is_empty()),
         }
     }
+}
+
+/// A translation of a definition's texts into one language, read from an
+/// overlay file (`translation.rs`): the texts by key, with where they come
+/// from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Translation {
+    /// ISO 639-1.
+    pub language: String,
+    /// SHA-256 of the file, recorded with every response filled out in it.
+    pub sha256: String,
+    /// Where the texts come from.
+    pub source: String,
+    /// Under what licence they may be used.
+    pub licence: String,
+    /// The questionnaire's name, when translated.
+    pub name: Option<String>,
+    /// Every other text, by key (`questions.v_1.title`, ...).
+    pub texts: BTreeMap<String, String>,
+    /// The file as read: checked again when the definition changes, so a
+    /// translation that no longer fits stops serving.
+    pub file: String,
+}
+
+/// Whether `code` has the form of an ISO 639-1 language code: two
+/// lower-case ASCII letters.
+pub fn is_language_code(code: &str) -> bool {
+    code.len() == 2 && code.bytes().all(|b| b.is_ascii_lowercase())
+}
+
+/// The names of the `{{name}}` placeholders in `text`, in order.
+pub fn placeholders(text: &str) -> Vec<&str> {
+    let mut names = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else { break };
+        names.push(after[..end].trim());
+        rest = &after[end + 2..];
+    }
+    names
+}
+
+/// Replaces each `{{name}}` in `text` by `value(name)`, leaving it as
+/// written when that gives nothing.
+pub fn substitute(text: &str, value: impl Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else { break };
+        out.push_str(&rest[..start]);
+        match value(after[..end].trim()) {
+            Some(v) => out.push_str(&v),
+            None => out.push_str(&rest[start..start + 2 + end + 2]),
+        }
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]
@@ -79,5 +157,11 @@ mod tests {
         assert_eq!(Text::Plain("Ja".into()).language("en", "nl"), "nl");
         assert!(!t.is_blank());
         assert!(Text::Plain("  ".into()).is_blank());
+    }
+
+    #[test]
+    fn placeholders_are_found_and_unclosed_ones_ignored() {
+        assert_eq!(placeholders("a {{x}} b {{ y }} c {{z"), ["x", "y"]);
+        assert!(placeholders("none").is_empty());
     }
 }

@@ -7,18 +7,15 @@
 //! textvars passed when a questionnaire is filled out,
 //! docs/api/protocols-and-subscriptions.md#flags-and-textvars) and keeps them;
 //! the same values decide what a respondent is shown and what the scorer
-//! sees: a hidden question is not required and its answer is ignored.
-//!
-//! **Invariant:** scoring sees a hidden question as unanswered; the answer
-//! itself is kept with the response.
+//! sees: a hidden question is not enabled (`enabled.rs`), so it is not
+//! required and an answer to it is neither stored nor scored.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::answers::Answers;
 use super::questionnaire::{Question, Questionnaire};
-use super::text::Text;
+use super::text::{Text, substitute};
 
 /// The flags and textvars a response was created with. Only names the
 /// questionnaire declares; a flag left out takes its definition's default.
@@ -165,23 +162,6 @@ impl Variant {
                 .is_some_and(|f| self.flag(q, f))
     }
 
-    /// `answers` with the answers to hidden questions taken out (as if
-    /// unanswered), which is what scoring sees.
-    pub fn visible_answers(&self, q: &Questionnaire, answers: &Answers) -> Answers {
-        Answers(
-            answers
-                .0
-                .iter()
-                .map(|(key, answer)| {
-                    let shown = q
-                        .question(key)
-                        .is_none_or(|question| self.shows(q, question));
-                    (key.clone(), if shown { answer.clone() } else { None })
-                })
-                .collect(),
-        )
-    }
-
     /// `text` in `language` with every `{{name}}` of a declared textvar
     /// replaced by this variant's value or the definition's default (in
     /// the same language). A placeholder without either is left as written,
@@ -197,38 +177,6 @@ impl Variant {
             })
         })
     }
-}
-
-/// The names of the `{{name}}` placeholders in `text`, in order.
-pub fn placeholders(text: &str) -> Vec<&str> {
-    let mut names = Vec::new();
-    let mut rest = text;
-    while let Some(start) = rest.find("{{") {
-        let after = &rest[start + 2..];
-        let Some(end) = after.find("}}") else { break };
-        names.push(after[..end].trim());
-        rest = &after[end + 2..];
-    }
-    names
-}
-
-/// Replaces each `{{name}}` in `text` by `value(name)`, leaving it as
-/// written when that gives nothing.
-fn substitute(text: &str, value: impl Fn(&str) -> Option<String>) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("{{") {
-        let after = &rest[start + 2..];
-        let Some(end) = after.find("}}") else { break };
-        out.push_str(&rest[..start]);
-        match value(after[..end].trim()) {
-            Some(v) => out.push_str(&v),
-            None => out.push_str(&rest[start..start + 2 + end + 2]),
-        }
-        rest = &after[end + 2..];
-    }
-    out.push_str(rest);
-    out
 }
 
 #[cfg(test)]
@@ -255,25 +203,6 @@ mod tests {
         let extra = Variant::check([&q], Some(&json!({"extra": true, "short": false})), None)
             .expect("valid");
         assert_eq!(shown(&q, &extra), ["v_1", "v_2", "v_3"]);
-    }
-
-    #[test]
-    fn hidden_answers_are_unanswered_for_scoring() {
-        let q = questionnaire();
-        let answers = Answers(vec![
-            ("v_1".into(), Some("a1".into())),
-            ("v_2".into(), Some("a1".into())),
-            ("v_3".into(), Some("a0".into())),
-        ]);
-        let short = Variant::check([&q], Some(&json!({"short": true})), None).expect("valid");
-        assert_eq!(
-            short.visible_answers(&q, &answers),
-            Answers(vec![
-                ("v_1".into(), Some("a1".into())),
-                ("v_2".into(), None),
-                ("v_3".into(), None),
-            ])
-        );
     }
 
     #[test]
@@ -342,11 +271,5 @@ mod tests {
         )
         .expect("valid");
         assert_eq!(Variant::from_stored(&v.flags_json(), &v.textvars_json()), v);
-    }
-
-    #[test]
-    fn placeholders_are_found_and_unclosed_ones_ignored() {
-        assert_eq!(placeholders("a {{x}} b {{ y }} c {{z"), ["x", "y"]);
-        assert!(placeholders("none").is_empty());
     }
 }

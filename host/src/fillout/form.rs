@@ -21,7 +21,8 @@ use super::i18n::{Lang, Msg};
 use super::pages::{self, Form, QuestionError};
 use super::session::{Live, accept_language, failed, html, log_refusal, page, redirect};
 use crate::AppState;
-use crate::domain::answers::Answers;
+use crate::domain::answer::Answer;
+use crate::domain::answers::{Answers, GivenAnswers};
 use crate::domain::catalog::Catalog;
 use crate::domain::fill_out::Progress;
 use crate::domain::ids::ResponseId;
@@ -53,12 +54,8 @@ pub async fn show(
     let Some(q) = catalog.questionnaire_by_id(response.questionnaire_id) else {
         return not_available(&live, browser);
     };
-    let given: BTreeMap<String, String> = response
-        .answers
-        .0
-        .iter()
-        .filter_map(|(k, v)| v.clone().map(|v| (k.clone(), v)))
-        .collect();
+    let variant = Variant::from_stored(&response.flags, &response.textvars);
+    let given = chosen(&response.answers.typed(&q.def, &variant));
     // The page shows what the dossier's respondent answered so far: a read
     // of the dossier, logged before it is shown.
     let action = format!("GET /fill_out/session/responses/{}", response.id);
@@ -140,7 +137,7 @@ pub async fn submit(
         lang: Lang::for_questionnaire(accept_language(&parts.headers), &q.def),
     };
     let variant = view.variant();
-    let (valid, errors) = check(&q.def, &variant, &form.answers);
+    let (answers, errors) = check(&q.def, &variant, &form.answers);
     let now = app.now();
     let started_at = started_at(form.shown_at, live.session.logged_in_at, now);
     let action = format!("POST /fill_out/session/responses/{}", response.id);
@@ -148,7 +145,7 @@ pub async fn submit(
     if form.action == "interrupt" {
         let page_answers = PageAnswers {
             id: response.id,
-            answers: answers(&q.def, &valid),
+            answers,
             started_at,
         };
         return match app
@@ -161,14 +158,17 @@ pub async fn submit(
         };
     }
     if !errors.is_empty() {
-        return view.render(StatusCode::UNPROCESSABLE_ENTITY, &valid, &errors);
+        return view.render(StatusCode::UNPROCESSABLE_ENTITY, &chosen(&answers), &errors);
     }
+    let language = view.lang.code();
     let mut completion = Completion {
         questionnaire_id: response.questionnaire_id,
-        answers: answers(&q.def, &valid),
+        answers,
         started_at: Some(started_at),
         completed_at: now,
         variant,
+        language: language.to_owned(),
+        translation_sha256: q.def.translations.get(language).map(|t| t.sha256.clone()),
         outcome: Outcome::empty(),
         provenance: Provenance::default(),
     };
@@ -221,13 +221,13 @@ async fn completed_already(
     parts: &Parts,
     catalog: &Catalog,
     done: &StoredResponse,
-    given: &BTreeMap<String, String>,
+    given: &BTreeMap<String, Vec<String>>,
     lang: Lang,
 ) -> Response {
     if let Some(q) = catalog.questionnaire_by_id(done.questionnaire_id) {
         let variant = Variant::from_stored(&done.flags, &done.textvars);
-        let (valid, _) = check(&q.def, &variant, given);
-        if answers(&q.def, &valid) == done.answers {
+        let (answers, _) = check(&q.def, &variant, given);
+        if done.answers.same_as(&answers) {
             return redirect("/fill_out/session");
         }
     }
@@ -347,13 +347,14 @@ impl View<'_> {
     }
 }
 
-/// A submitted form: its fields, the last value of each.
+/// A submitted form: its fields, the last value of each; every value of a
+/// question's field (a checkbox sends one per option ticked).
 #[derive(Debug, Default)]
 struct Submitted {
     csrf: String,
     action: String,
     shown_at: Option<i64>,
-    answers: BTreeMap<String, String>,
+    answers: BTreeMap<String, Vec<String>>,
 }
 
 impl Submitted {
@@ -366,7 +367,10 @@ impl Submitted {
                 "shown_at" => form.shown_at = value.parse().ok(),
                 // Question keys are short; anything else is not one.
                 k if k.starts_with("v_") && k.len() <= 64 => {
-                    form.answers.insert(key.into_owned(), value.into_owned());
+                    form.answers
+                        .entry(key.into_owned())
+                        .or_default()
+                        .push(value.into_owned());
                 }
                 _ => {}
             }
@@ -375,46 +379,61 @@ impl Submitted {
     }
 }
 
-/// The answers of a submission that are options of questions the variant
-/// shows, and what is wrong with the rest: a required question left
-/// unanswered, or an answer that is not one of its options. Answers to
-/// questions not shown, or not in the questionnaire, are dropped.
+/// The answers of a submission, each read against its question, with
+/// those to questions that are not enabled taken out (the rule every path
+/// follows, `GivenAnswers::enabled`), and what is wrong with the rest: a
+/// required enabled question left unanswered, or an answer its question
+/// does not take. Fields that are no question are ignored.
 fn check(
     q: &Questionnaire,
     variant: &Variant,
-    given: &BTreeMap<String, String>,
-) -> (BTreeMap<String, String>, BTreeMap<String, QuestionError>) {
-    let mut valid = BTreeMap::new();
-    let mut errors = BTreeMap::new();
-    for question in q
-        .questions
-        .iter()
-        .filter(|question| variant.shows(q, question))
-    {
-        match given.get(&question.key) {
-            Some(option) if question.option(option).is_some() => {
-                valid.insert(question.key.clone(), option.clone());
-            }
-            Some(_) => {
-                errors.insert(question.key.clone(), QuestionError::InvalidOption);
-            }
-            None if question.required => {
-                errors.insert(question.key.clone(), QuestionError::Unanswered);
-            }
-            None => {}
+    given: &BTreeMap<String, Vec<String>>,
+) -> (Answers, BTreeMap<String, QuestionError>) {
+    let mut typed = GivenAnswers::none(q);
+    let mut unreadable = Vec::new();
+    for (i, question) in q.questions.iter().enumerate() {
+        if !question.answerable() {
+            continue;
+        }
+        let values: Vec<&str> = given
+            .get(&question.key)
+            .map(|v| v.iter().map(String::as_str).collect())
+            .unwrap_or_default();
+        match Answer::from_form(&question.kind, &question.options, &values) {
+            Ok(answer) => typed.set(i, answer),
+            Err(_) => unreadable.push(question.key.as_str()),
         }
     }
-    (valid, errors)
+    let answers = typed.enabled(q, variant).answers;
+    let mut errors = BTreeMap::new();
+    for ((key, enabled), (_, answer)) in answers.enabled().zip(answers.iter()) {
+        let required = q.question(key).is_some_and(|question| question.required);
+        if !enabled {
+            continue;
+        }
+        if unreadable.contains(&key) {
+            errors.insert(key.to_owned(), QuestionError::InvalidOption);
+        } else if answer.is_none() && required {
+            errors.insert(key.to_owned(), QuestionError::Unanswered);
+        }
+    }
+    (answers, errors)
 }
 
-/// Every question in definition order, with its answer or none.
-fn answers(q: &Questionnaire, valid: &BTreeMap<String, String>) -> Answers {
-    Answers(
-        q.questions
-            .iter()
-            .map(|question| (question.key.clone(), valid.get(&question.key).cloned()))
-            .collect(),
-    )
+/// Each answer as the page shows it chosen or filled in: an option key, a
+/// text, a date, a number.
+fn chosen(answers: &Answers) -> BTreeMap<String, String> {
+    answers
+        .iter()
+        .filter_map(|(key, answer)| {
+            let shown = match answer? {
+                Answer::Integer(n) => n.to_string(),
+                Answer::Decimal(n) => n.to_string(),
+                other => other.as_text()?.into_owned(),
+            };
+            Some((key.to_owned(), shown))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -437,17 +456,14 @@ mod tests {
     }
 
     #[test]
-    fn a_form_is_read_field_by_field_and_the_last_value_wins() {
+    fn a_form_is_read_field_by_field_keeping_every_value_of_a_question() {
         let form =
             Submitted::parse(b"csrf=t&action=interrupt&shown_at=17&v_1=a0&v_1=a1&other=x&v_9=%FF");
         assert_eq!(form.csrf, "t");
         assert_eq!(form.action, "interrupt");
         assert_eq!(form.shown_at, Some(17));
-        assert_eq!(form.answers.get("v_1").map(String::as_str), Some("a1"));
-        assert_eq!(
-            form.answers.get("v_9").map(String::as_str),
-            Some("\u{fffd}")
-        );
+        assert_eq!(form.answers["v_1"], ["a0", "a1"]);
+        assert_eq!(form.answers["v_9"], ["\u{fffd}"]);
         assert!(!form.answers.contains_key("other"));
     }
 
@@ -458,13 +474,13 @@ mod tests {
             flags: [("extra".to_owned(), true)].into(),
             ..Variant::default()
         };
-        let given = BTreeMap::from([
-            ("v_2".to_owned(), "a9".to_owned()),
-            ("v_3".to_owned(), "a0".to_owned()),
-            ("v_7".to_owned(), "a0".to_owned()),
-        ]);
-        let (valid, errors) = check(&q, &extra, &given);
-        assert_eq!(valid, BTreeMap::from([("v_3".to_owned(), "a0".to_owned())]));
+        let field = |key: &str, value: &str| (key.to_owned(), vec![value.to_owned()]);
+        let given = BTreeMap::from([field("v_2", "a9"), field("v_3", "a0"), field("v_7", "a0")]);
+        let (answers, errors) = check(&q, &extra, &given);
+        assert_eq!(
+            chosen(&answers),
+            BTreeMap::from([("v_3".to_owned(), "a0".to_owned())])
+        );
         assert_eq!(
             errors,
             BTreeMap::from([
@@ -476,19 +492,12 @@ mod tests {
             flags: [("short".to_owned(), true), ("extra".to_owned(), true)].into(),
             ..Variant::default()
         };
-        let given = BTreeMap::from([
-            ("v_1".to_owned(), "a1".to_owned()),
-            ("v_2".to_owned(), "a0".to_owned()),
-        ]);
-        let (valid, errors) = check(&q, &short_and_extra, &given);
+        let given = BTreeMap::from([field("v_1", "a1"), field("v_2", "a0")]);
+        let (answers, errors) = check(&q, &short_and_extra, &given);
         assert!(errors.is_empty());
         assert_eq!(
-            answers(&q, &valid).0,
-            [
-                ("v_1".to_owned(), Some("a1".to_owned())),
-                ("v_2".to_owned(), None),
-                ("v_3".to_owned(), None),
-            ]
+            serde_json::Value::Object(answers.to_json()),
+            serde_json::json!({"v_1": "a1", "v_2": null, "v_3": null})
         );
     }
 }

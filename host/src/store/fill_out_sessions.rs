@@ -515,7 +515,8 @@ impl Store {
                         "UPDATE responses SET answers = $2, started_at = COALESCE(started_at, $3), completed_at = $1, \
                          outcome = $4, outcome_plugin = $5, outcome_plugin_version = $6, outcome_plugin_sha256 = $7, \
                          outcome_computed_at = $1, updated_at = $1, outcome_abi_version = $10, \
-                         outcome_definition_sha256 = $11, outcome_input_sha256 = $12 \
+                         outcome_definition_sha256 = $11, outcome_input_sha256 = $12, language = $13, \
+                         translation_sha256 = $14 \
                          WHERE id = $8 AND dossier_id = $9 AND {FILLABLE}"
                     );
                     let done = sqlx::query(&sql)
@@ -531,6 +532,8 @@ impl Store {
                         .bind(completion.provenance.abi_version)
                         .bind(completion.provenance.definition_sha256.clone())
                         .bind(completion.provenance.input_sha256.clone())
+                        .bind(completion.language.clone())
+                        .bind(completion.translation_sha256.clone())
                         .execute(&mut *conn)
                         .await?;
                     let completed = done.rows_affected() == 1;

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use sqlx::AnyConnection;
 
 use super::{Scored, Store, StoreError, dossiers, placeholders};
-use crate::domain::answers::Answers;
+use crate::domain::answers::{Answers, StoredAnswers};
 use crate::domain::ids::{
     DossierId, MeasurementId, NonResponseId, QuestionnaireId, RespondentId, ResponseId,
     SubscriptionId,
@@ -77,7 +77,7 @@ pub(super) const COLUMNS: &str = "r.id, r.dossier_id, r.respondent_id, r.questio
     q.name AS questionnaire_name, r.external_id, r.completer_type, r.flags, r.textvars, r.measurement_id, \
     r.protocol_subscription_id, r.non_response_id, r.open_from, r.open_till, r.started_at, r.completed_at, \
     r.aborted_at, r.answers, r.outcome, r.outcome_plugin, r.outcome_plugin_version, r.outcome_plugin_sha256, \
-    r.outcome_abi_version, r.outcome_definition_sha256, r.outcome_input_sha256, r.requesters, r.entered_by, r.created_at, \
+    r.outcome_abi_version, r.outcome_definition_sha256, r.outcome_input_sha256, r.language, r.translation_sha256, r.requesters, r.entered_by, r.created_at, \
     (SELECT p.link_generation FROM respondents p WHERE p.id = r.respondent_id) AS link_generation";
 
 pub(super) const FROM: &str = "FROM responses r JOIN questionnaires q ON q.id = r.questionnaire_id";
@@ -110,6 +110,8 @@ pub(super) struct ResponseRow {
     pub outcome_abi_version: Option<i64>,
     pub outcome_definition_sha256: Option<String>,
     pub outcome_input_sha256: Option<String>,
+    pub language: Option<String>,
+    pub translation_sha256: Option<String>,
     pub requesters: String,
     pub entered_by: Option<String>,
     pub created_at: i64,
@@ -151,7 +153,11 @@ impl TryFrom<ResponseRow> for Response {
                 completed_at: at(r.completed_at),
                 aborted_at: at(r.aborted_at),
             },
-            answers: Answers::from_json(&json::<Map<String, Value>>(r.id, "answers", &r.answers)?),
+            answers: StoredAnswers::from_json(json::<Map<String, Value>>(
+                r.id, "answers", &r.answers,
+            )?),
+            language: r.language,
+            translation_sha256: r.translation_sha256,
             outcome: match r.outcome {
                 Some(text) => json(r.id, "outcome", &text)?,
                 None => Outcome::empty(),
@@ -379,7 +385,8 @@ impl Store {
                         "UPDATE responses SET answers = $1, started_at = COALESCE($2, started_at), completed_at = $3, \
                          outcome = $4, outcome_plugin = $5, outcome_plugin_version = $6, outcome_plugin_sha256 = $7, \
                          outcome_computed_at = $8, external_id = COALESCE(external_id, $9), updated_at = $8, \
-                         outcome_abi_version = $11, outcome_definition_sha256 = $12, outcome_input_sha256 = $13 \
+                         outcome_abi_version = $11, outcome_definition_sha256 = $12, outcome_input_sha256 = $13, \
+                         language = $14, translation_sha256 = $15 \
                          WHERE id = $10 AND completed_at IS NULL",
                     )
                     .bind(Value::Object(completion.answers.to_json()).to_string())
@@ -395,6 +402,8 @@ impl Store {
                     .bind(completion.provenance.abi_version)
                     .bind(completion.provenance.definition_sha256.clone())
                     .bind(completion.provenance.input_sha256.clone())
+                    .bind(completion.language.clone())
+                    .bind(completion.translation_sha256.clone())
                     .execute(&mut *conn)
                     .await?;
                     if updated.rows_affected() == 0 {

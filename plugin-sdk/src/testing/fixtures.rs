@@ -211,6 +211,8 @@ pub fn scorer_input<'a>(
         completed_at: "2026-03-01T09:30:00Z".to_owned(),
         respondent_type: "patient".to_owned(),
         patient: Default::default(),
+        typed_answers: Default::default(),
+        enabled: Default::default(),
     }
 }
 

@@ -13,7 +13,11 @@
 //!   dependence symptoms, 7–10 harmful alcohol use;
 //! - the skip instructions of the interview version: after "Never" on
 //!   question 1, and when questions 2 and 3 score 0 together, questions up
-//!   to 8 are not asked and go on to 9 and 10;
+//!   to 8 are not asked and go on to 9 and 10. These are conditions in the
+//!   definition (`questionnaire.toml`), so the host never stores or scores
+//!   an answer to a skipped question and tells the scorer which questions
+//!   were enabled (`input.enabled`); a question the instructions skipped
+//!   counts 0 here;
 //! - the risk zones (Zone I 0–7, II 8–15, III 16–19, IV 20–40) with the
 //!   manual's reading of them: scores of 8–15 call for simple advice on
 //!   reducing hazardous drinking, 16–19 for brief counselling and continued
@@ -31,7 +35,7 @@
 //!
 //! The manual says nothing about unanswered questions beyond the skip
 //! instructions: it sums every answer and prorates nothing. So a question
-//! neither answered nor skipped by those instructions leaves its scores
+//! neither answered nor skipped (enabled but unanswered) leaves its scores
 //! without a value (`missing_values`).
 //!
 //! A total without a value can still be certain to reach the cut-off:
@@ -44,11 +48,12 @@
 //! cut-off and zones to the lowest total the response could still have.
 //!
 //! Completion counts a question as done when it is answered or when the
-//! skip instructions leave it out: only questions 2–8 after "Never" on 1,
-//! or 4–8 after 0 on both 2 and 3, and only when those answers were given.
-//! Questions 9 and 10 are never skipped, so a respondent who stops early
-//! is never 100% complete: "Never" on question 1 and nothing else is 80%
-//! (1 answered, 2–8 skipped, 9 and 10 missing).
+//! skip instructions leave it out (it was not enabled: only questions 2–8
+//! after "Never" on 1, or 4–8 after 0 on both 2 and 3, the definition's
+//! conditions, which need those answers given). Questions 9 and 10 are
+//! never skipped, so a respondent who stops early is never 100% complete:
+//! "Never" on question 1 and nothing else is 80% (1 answered, 2–8 skipped,
+//! 9 and 10 missing).
 //!
 //! Not implemented, for lack of a rule in the manual: bands or cut-offs of
 //! the sub-scores (the AUDIT-C cut-offs belong to the separately validated
@@ -72,12 +77,6 @@ const DEPENDENCE: [&str; 3] = ["v_4", "v_5", "v_6"];
 
 /// Questions 9 and 10, alcohol-related injury and others' concern.
 const HARM: [&str; 2] = ["v_9", "v_10"];
-
-/// "Never" on question 1 skips questions 2–8 (interview version).
-const SKIPPED_AFTER_NEVER: std::ops::RangeInclusive<usize> = 2..=8;
-
-/// Questions 2 and 3 scoring 0 together skip questions 4–8.
-const SKIPPED_AFTER_LIGHT_DRINKING: std::ops::RangeInclusive<usize> = 4..=8;
 
 /// The risk zones of the manual, each from its lowest total: Zone I 0–7,
 /// Zone II 8–15, Zone III 16–19, Zone IV 20–40.
@@ -132,7 +131,7 @@ fn score(input: ScorerInput) -> ScorerOutput {
 }
 
 /// The points of the ten questions: answered ones as answered; the ones the
-/// skip instructions leave out as 0; `None` for the rest.
+/// skip instructions leave out (not enabled) as 0; `None` for the rest.
 #[derive(Debug)]
 struct Points {
     points: [Option<f64>; 10],
@@ -142,14 +141,11 @@ impl Points {
     fn of(input: &ScorerInput) -> Points {
         let mut points = [None; 10];
         for (point, key) in points.iter_mut().zip(ITEMS) {
-            *point = input.value(key);
-        }
-        // Question n is points[n - 1].
-        if points[0] == Some(0.0) {
-            skip(&mut points, SKIPPED_AFTER_NEVER);
-        }
-        if points[1] == Some(0.0) && points[2] == Some(0.0) {
-            skip(&mut points, SKIPPED_AFTER_LIGHT_DRINKING);
+            *point = if input.enabled(key) {
+                input.value(key)
+            } else {
+                Some(0.0)
+            };
         }
         Points { points }
     }
@@ -197,21 +193,11 @@ impl Points {
 
     /// Questions answered or skipped by the manual's instructions, over all
     /// ten: a skipped question was rightly not asked, so it does not make
-    /// the response incomplete. [`Points::of`] fills in only what the skip
-    /// instructions leave out after answers that trigger them, and never
-    /// questions 9 and 10, so a respondent who simply stopped is counted
-    /// incomplete.
+    /// the response incomplete. Only what the definition's conditions left
+    /// out counts so, never questions 9 and 10, so a respondent who simply
+    /// stopped is counted incomplete.
     fn completion(&self) -> f64 {
         scoring::completion(&self.points)
-    }
-}
-
-/// Sets the questions `numbers` (1-based) that have no answer to 0.
-fn skip(points: &mut [Option<f64>; 10], numbers: std::ops::RangeInclusive<usize>) {
-    for n in numbers {
-        if let Some(point) = points.get_mut(n - 1) {
-            point.get_or_insert(0.0);
-        }
     }
 }
 

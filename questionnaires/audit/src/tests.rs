@@ -14,6 +14,18 @@ fn input(points: [Option<f64>; 10]) -> ScorerInput {
     plugin_sdk::testing::scorer_input("audit", ITEMS.into_iter().zip(points))
 }
 
+/// [`input`] as the host sends it when the definition's skip conditions
+/// left out the questions `skipped` (1-based): not enabled, no value.
+fn skipping(points: [Option<f64>; 10], skipped: std::ops::RangeInclusive<usize>) -> ScorerInput {
+    let mut input = input(points);
+    for (n, key) in ITEMS.iter().enumerate() {
+        input
+            .enabled
+            .insert((*key).to_owned(), !skipped.contains(&(n + 1)));
+    }
+    input
+}
+
 fn all(points: [f64; 10]) -> ScorerInput {
     input(points.map(Some))
 }
@@ -172,7 +184,7 @@ fn skipped_questions_count_0_in_the_floor() {
     let mut points = [None; 10];
     points[0] = Some(0.0);
     points[8] = Some(4.0);
-    let p = Points::of(&input(points));
+    let p = Points::of(&skipping(points, 2..=8));
     assert_eq!(p.floor(&ITEMS), 4.0);
 }
 
@@ -188,15 +200,10 @@ fn a_respondent_who_stops_is_not_complete() {
     points[0] = Some(1.0);
     points[1] = Some(0.0);
     points[2] = Some(0.0);
-    assert_eq!(Points::of(&input(points)).completion(), 0.8);
+    assert_eq!(Points::of(&skipping(points, 4..=8)).completion(), 0.8);
     // 1–3 answered with 3 above 0, then stopped: no skip, 3 of 10.
     points[2] = Some(1.0);
     assert_eq!(Points::of(&input(points)).completion(), 0.3);
-    // A skip needs its answers: 1 unanswered skips nothing.
-    let mut points = [None; 10];
-    points[8] = Some(0.0);
-    points[9] = Some(0.0);
-    assert_eq!(Points::of(&input(points)).completion(), 0.2);
 }
 
 #[test]
@@ -205,7 +212,7 @@ fn never_drinking_skips_questions_2_to_8() {
     points[0] = Some(0.0);
     points[8] = Some(2.0);
     points[9] = Some(4.0);
-    let input = input(points);
+    let input = skipping(points, 2..=8);
     let p = Points::of(&input);
     assert_eq!(total(&input).value, Some(6.0));
     assert_eq!(p.sub_score(&CONSUMPTION).value, Some(0.0));
@@ -223,7 +230,7 @@ fn light_drinking_skips_questions_4_to_8() {
     points[2] = Some(0.0);
     points[8] = Some(0.0);
     points[9] = Some(2.0);
-    let input = input(points);
+    let input = skipping(points, 4..=8);
     assert_eq!(total(&input).value, Some(3.0));
     assert_eq!(Points::of(&input).completion(), 1.0);
 }
@@ -232,7 +239,7 @@ fn light_drinking_skips_questions_4_to_8() {
 fn skips_do_not_reach_questions_9_and_10() {
     let mut points = [None; 10];
     points[0] = Some(0.0);
-    let input = input(points);
+    let input = skipping(points, 2..=8);
     let score = total(&input);
     assert_eq!(score.value, None);
     assert_eq!(
@@ -243,14 +250,28 @@ fn skips_do_not_reach_questions_9_and_10() {
 }
 
 #[test]
-fn answers_after_a_skip_still_count() {
-    // "Never" on 1 but an answer on 4: the answer is scored as given.
+fn a_question_not_enabled_counts_0_whatever_an_input_carries_for_it() {
+    // The host never sends a value for a question that was not enabled;
+    // were one there, the skip still decides.
     let mut points = [None; 10];
     points[0] = Some(0.0);
     points[3] = Some(2.0);
     points[8] = Some(0.0);
     points[9] = Some(0.0);
-    assert_eq!(total(&input(points)).value, Some(2.0));
+    assert_eq!(total(&skipping(points, 2..=8)).value, Some(0.0));
+}
+
+#[test]
+fn an_input_that_says_nothing_of_enabled_questions_skips_nothing() {
+    // Contract 1, or a test input: every question enabled, so "never" on 1
+    // with 2–8 unanswered leaves them missing.
+    let mut points = [None; 10];
+    points[0] = Some(0.0);
+    points[8] = Some(0.0);
+    points[9] = Some(0.0);
+    let score = total(&input(points));
+    assert_eq!(score.value, None);
+    assert_eq!(score.missing_values.map(|m| m.len()), Some(7));
 }
 
 #[test]
@@ -266,25 +287,6 @@ fn an_unanswered_question_without_a_skip_leaves_no_value() {
         Some(vec!["v_5".to_string()])
     );
     assert_eq!(p.completion(), 0.9);
-}
-
-#[test]
-fn questions_2_and_3_scoring_zero_need_both_answered() {
-    // Question 3 unanswered: no skip, so 4–8 and 3 stay missing.
-    let mut points = [None; 10];
-    points[0] = Some(1.0);
-    points[1] = Some(0.0);
-    points[8] = Some(0.0);
-    points[9] = Some(0.0);
-    let score = total(&input(points));
-    assert_eq!(
-        score.missing_values,
-        Some(
-            ["v_3", "v_4", "v_5", "v_6", "v_7", "v_8"]
-                .map(String::from)
-                .to_vec()
-        )
-    );
 }
 
 #[test]

@@ -221,6 +221,51 @@ fn plugin_test_passes_the_assemblyscript_scorer_on_the_rust_scorers_fixtures() {
     assert!(plugin::run(run, &config).expect("the harness runs"));
 }
 
+/// `outcomes plugin test MODULE` run as the binary, in `dir`: its output.
+fn plugin_test_output(dir: &std::path::Path, module: &std::path::Path) -> String {
+    let out = std::process::Command::new(tests::processes::outcomes_binary())
+        .current_dir(dir)
+        .env_clear()
+        .args(["plugin", "test"])
+        .arg(module)
+        .output()
+        .expect("the binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn plugin_test_names_the_contract_version_a_module_was_built_against() {
+    // The AssemblyScript scorer's manifest has no `contract`: the first
+    // version, still served, with the input of its time.
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let module = assemblyscript_folder(&dir.path().join("plugins"));
+    let old = plugin_test_output(dir.path(), &module);
+    let first_line = old.lines().next().unwrap_or_default();
+    assert!(
+        first_line.contains(&format!(
+            "(scorer, contract 1 of {}: built against an older plugin-sdk",
+            plugin_sdk::CONTRACT_VERSION
+        )),
+        "{old}"
+    );
+    // A module built with this plugin-sdk declares its version.
+    let rust = tests::built_plugins().join("phq9/phq9.wasm");
+    let new = plugin_test_output(dir.path(), &rust);
+    let first_line = new.lines().next().unwrap_or_default();
+    assert!(
+        first_line.contains(&format!(
+            "(scorer, contract {}),",
+            plugin_sdk::CONTRACT_VERSION
+        )),
+        "{new}"
+    );
+}
+
 /// A host serving the AssemblyScript scorer as `phq9`, alone.
 async fn spawn_assemblyscript(db: Db) -> TestApp {
     TestApp::spawn_with(db, |config| {

@@ -54,10 +54,22 @@ fn phq9(app: &TestApp, legacy: bool) -> Value {
         } else {
             frequency.clone()
         };
-        questions.insert(
-            key,
-            json!({"title": title, "type": "radio", "options": options}),
-        );
+        let mut question = json!({"title": title, "type": "radio", "options": options});
+        if i == 9 {
+            // Asked only of a respondent who checked off any problem.
+            let any: Vec<Value> = (1..=9)
+                .map(|n| {
+                    let item = if legacy {
+                        format!("phq9_{n}")
+                    } else {
+                        format!("v_{n}")
+                    };
+                    json!({"question": item, "greater_than": 0})
+                })
+                .collect();
+            question["shown_if"] = json!({"any": any});
+        }
+        questions.insert(key, question);
     }
     json!({
         "id": questionnaire_id(app, "phq9").0,

@@ -160,6 +160,32 @@ struct Definition {
     toml: toml::Table,
 }
 
+/// A condition as the definition writes it, as the questionnaire object
+/// shows it: the same fields, question keys as `key_of` gives them.
+fn condition_json(condition: &toml::Value, key_of: &impl Fn(&str) -> String) -> Value {
+    match condition {
+        toml::Value::Table(t) => Value::Object(
+            t.iter()
+                .map(|(k, v)| {
+                    let v = match (k.as_str(), v) {
+                        ("question", toml::Value::String(q)) => Value::String(key_of(q)),
+                        _ => condition_json(v, key_of),
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        toml::Value::Array(list) => {
+            Value::Array(list.iter().map(|c| condition_json(c, key_of)).collect())
+        }
+        toml::Value::String(s) => Value::String(s.clone()),
+        toml::Value::Integer(n) => json!(n),
+        toml::Value::Float(n) => json!(n),
+        toml::Value::Boolean(b) => json!(b),
+        other => panic!("not in a condition: {other:?}"),
+    }
+}
+
 impl Definition {
     fn load(key: &str) -> Definition {
         let path = folder(key).join("questionnaire.toml");
@@ -232,10 +258,11 @@ impl Definition {
                     json!({"value": o["value"].as_integer(), "description": self.text(&o["description"])}),
                 );
             }
-            questions.insert(
-                key_of(q["key"].as_str().unwrap_or_default()),
-                json!({"title": self.text(&q["title"]), "type": q["type"].as_str(), "options": options}),
-            );
+            let mut question = json!({"title": self.text(&q["title"]), "type": q["type"].as_str(), "options": options});
+            if let Some(condition) = q.get("shown_if") {
+                question["shown_if"] = condition_json(condition, &key_of);
+            }
+            questions.insert(key_of(q["key"].as_str().unwrap_or_default()), question);
         }
         let mut scores = Map::new();
         for s in self.toml["scores"].as_array().into_iter().flatten() {
@@ -354,13 +381,27 @@ db_test!(async fn answers_posted_with_v_keys_line_up_with_the_questionnaire_with
             )
             .await;
         assert_eq!(posted.status, 201, "{key}: {}", posted.text);
+        // A first option can skip questions (the AUDIT's "Never", PHQ-9's
+        // "Not at all" everywhere): their answers are dropped, named, and
+        // stored as null.
+        let dropped: Vec<&str> = posted.body["dropped_answers"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
         let listed = app.get(&responses(&dossier)).await.body;
         let stored = &listed[0];
         assert_eq!(keys(&stored["values"]), keys(&Value::Object(questions.clone())), "{key}: key for key, in order");
         for (k, q) in &questions {
+            if dropped.contains(&k.as_str()) {
+                assert_eq!(stored["values"][k], Value::Null, "{key}.{k}: dropped");
+                continue;
+            }
             let option = stored["values"][k].as_str().unwrap_or_default();
             assert!(q["options"].get(option).is_some(), "{key}.{k}: {option} is an option of the question");
         }
+        let expected_dropped: &[&str] = match key {
+            "phq9" => &["v_10"],
+            "audit" => &["v_2", "v_3", "v_4", "v_5", "v_6", "v_7", "v_8"],
+            _ => &[],
+        };
+        assert_eq!(dropped, expected_dropped, "{key}");
         // With legacy keys the same questions, renamed.
         let legacy = app.get(&format!("/api/v1/questionnaires/{key}")).await.body;
         let renamed: Vec<String> = keys(&Value::Object(questions)).iter().map(|k| k.replacen("v_", &format!("{key}_"), 1)).collect();
@@ -377,7 +418,7 @@ fn phq9_all_twos() -> Value {
     Value::Object(answers)
 }
 
-db_test!(async fn a_hidden_question_is_ignored_by_scoring_and_the_response_keeps_its_flags(app) {
+db_test!(async fn a_hidden_question_is_neither_stored_nor_scored_and_the_response_keeps_its_flags(app) {
     let posted = app
         .post(
             &responses("d1"),
@@ -391,8 +432,10 @@ db_test!(async fn a_hidden_question_is_ignored_by_scoring_and_the_response_keeps
     assert_eq!(body["outcome"]["scores"]["total"]["value"], 16.0);
     assert_eq!(body["outcome"]["alarm"], Value::Null);
     assert_eq!(body["outcome"]["scores"]["total"]["global"], true);
-    // The answer itself is kept as given.
-    assert_eq!(body["values"]["v_9"], "a2");
+    // A question the flag hides is not enabled: its answer is dropped, and
+    // the answer says so.
+    assert_eq!(body["values"]["v_9"], Value::Null);
+    assert_eq!(body["dropped_answers"], json!(["v_9"]));
     // Without the flag the same answers are a PHQ-9 with the item-9 alarm.
     let phq9 = app
         .post(

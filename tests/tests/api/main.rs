@@ -72,6 +72,16 @@
 //! - `smoke`: the host starts, answers /health and the OpenAPI document.
 //! - `support`: shared helpers (request bodies, preparing responses through
 //!   the store, times on the wire); no tests.
+//! - `answer_types`: answers of every question type stored in their own
+//!   form; every refusal code of docs/api/responses.md#answer-data, nothing
+//!   stored; answers to questions not enabled dropped and named (chains,
+//!   pages, flags, retries) or refused under `?strict=true`; PUT likewise;
+//!   the language a response was filled out in; the PHQ-9's difficulty item
+//!   and the AUDIT's skips as conditions; the OpenAPI document's question
+//!   types, conditions, pages and `dropped_answers`.
+//! - `translations`: overlays shown with `?language=`, the SHA-256 of the
+//!   one a response was filled out in, hot reload, a broken overlay
+//!   leaving the previous one serving.
 //! - `responses_create`: POST a response: the Response object, retries,
 //!   external ids, answer validation, field types, dossier creation.
 //! - `responses_update`: PUT on a pending response by external id or by the
@@ -169,6 +179,7 @@
 mod access_log;
 mod access_log_chain;
 mod access_log_roles;
+mod answer_types;
 mod api_docs_browser;
 mod assemblyscript;
 mod auth;
@@ -214,5 +225,6 @@ mod stats;
 mod subscriptions;
 mod support;
 mod tls;
+mod translations;
 mod verification;
 mod visitor;

@@ -33,16 +33,18 @@ db_test!(async fn stored_response_is_a_complete_completed_response(app) {
         "status": "completed",
         "started_at": null,
         "values": phq9_all_answered(),
+        "language": "en",
         "name": "PHQ-9",
+        "dropped_answers": [],
     });
     assert_eq!(body, expected);
     // The fields in the order of docs/api/responses.md#response-object,
-    // nothing more.
+    // then the answer's `dropped_answers`, nothing more.
     let keys: Vec<&str> = body.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
     let api_fields = [
         "id", "external_id", "respondent_id", "completed_at", "completer_type", "completing_url", "flags", "textvars",
         "measurement_id", "non_response_id", "open_from", "open_till", "outcome", "questionnaire_name",
-        "questionnaire_key", "requesters", "status", "started_at", "values", "name",
+        "questionnaire_key", "requesters", "status", "started_at", "values", "language", "name", "dropped_answers",
     ];
     assert_eq!(keys, api_fields);
     // Scores arrive with the scoring plugins; the outcome's shape is fixed now.

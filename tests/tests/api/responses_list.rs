@@ -2,7 +2,7 @@
 //! over time, and the shape of responses that are not completed.
 
 use chrono::Duration;
-use host::domain::answers::Answers;
+use host::domain::answers::GivenAnswers;
 use host::domain::ids::{ResponseId, SubscriptionId};
 use host::store::Preparation;
 use serde_json::Value;
@@ -266,7 +266,11 @@ db_test!(async fn responses_that_are_not_completed_have_an_empty_outcome_and_no_
     let open = prepare(&app, "d1", "phq9", None, None).await;
     let aborted = prepare(&app, "d1", "phq9", None, None).await;
     // Aborting keeps the answers given so far; they are not shown.
-    let partial = Answers(vec![("v_1".to_owned(), Some("a2".to_owned()))]);
+    let phq9 = app.state.catalog().questionnaire("phq9").expect("phq9").def.clone();
+    let partial = GivenAnswers::check(&phq9, json!({"v_1": "a2"}).as_object().expect("an object"))
+        .expect("valid answers")
+        .enabled(&phq9, &Default::default())
+        .answers;
     let store = app.state.store();
     store.abort_response("d1".to_owned(), ResponseId(aborted), partial, app.state.now()).await.expect("aborted");
     let list = app.get(&responses("d1")).await.body;

@@ -4,7 +4,7 @@
 
 use chrono::Duration;
 use futures_util::future::join_all;
-use host::domain::answers::Answers;
+use host::domain::answers::GivenAnswers;
 use host::domain::outcome::{Outcome, Provenance};
 use host::domain::response::Completion;
 use host::domain::variant::Variant;
@@ -35,7 +35,7 @@ db_test!(async fn pending_response_is_completed_by_its_external_id(app) {
     let body = json!({"questionnaire_key": "phq9", "answer_data": {"v_1": "a2", "v_9": "a0"}, "started_at": START_UNIX});
     let answer = app.put(&response("d1", "epd-77"), &body).await;
     assert_eq!(answer.status, 200, "{}", answer.text);
-    let r = &answer.body;
+    let r = &nothing_dropped(answer.body);
     assert_eq!(id_of(r), id);
     assert_eq!(r["external_id"], "epd-77");
     assert_eq!(r["status"], "completed");
@@ -64,7 +64,7 @@ db_test!(async fn prepared_response_is_completed_by_its_numeric_id(app) {
     let body = json!({"questionnaire_key": "phq9", "answer_data": phq9_all_answered(), "filled_out_at": START_UNIX - 60});
     let answer = app.put(&response("d1", id), &body).await;
     assert_eq!(answer.status, 200, "{}", answer.text);
-    let r = &answer.body;
+    let r = &nothing_dropped(answer.body);
     assert_eq!(id_of(r), id);
     assert_eq!(r["status"], "completed");
     // Completed through the API, it now carries the id it was stored under.
@@ -206,10 +206,15 @@ db_test!(async fn a_pending_response_is_completed_once_when_two_hosts_race(app) 
             let data = phq9_answers(n).as_object().cloned().unwrap_or_default();
             let completion = Completion {
                 questionnaire_id: phq9_id,
-                answers: Answers::check(phq9, &data).expect("valid answers"),
+                answers: GivenAnswers::check(phq9, &data)
+                    .expect("valid answers")
+                    .enabled(phq9, &Variant::default())
+                    .answers,
                 started_at: None,
                 completed_at: now,
                 variant: Variant::default(),
+                language: "en".to_owned(),
+                translation_sha256: None,
                 outcome: Outcome::empty(),
                 provenance: Provenance::default(),
             };

@@ -205,7 +205,10 @@ db_test!(
         assert_eq!(body["outcome"]["action"], Value::Null);
         assert_eq!(body["outcome"]["complete"], Value::Null);
         // The list shows the stored response with its failure.
-        assert_eq!(app.get(&responses("d1")).await.body, json!([body]));
+        assert_eq!(
+            app.get(&responses("d1")).await.body,
+            json!([nothing_dropped(body.clone())])
+        );
         // And operators see it counted.
         let series = r#"outcomes_scoring_failures_total{questionnaire="phq9",code="not_loaded"}"#;
         assert_eq!(metric(&metrics_text(&app).await, series), Some(1.0));

@@ -51,11 +51,23 @@ pub async fn post_phq9(app: &TestApp, dossier: &str, external_id: &str, answers:
     app.post(&responses(dossier), &body).await
 }
 
-/// POSTs a fully answered PHQ-9 response that must be stored; its body.
+/// POSTs a fully answered PHQ-9 response that must be stored; its body,
+/// the Response object as a GET lists it (the answer's `dropped_answers`,
+/// which must be empty, taken out).
 pub async fn posted(app: &TestApp, dossier: &str, external_id: &str) -> Value {
     let answer = post_phq9(app, dossier, external_id, phq9_all_answered()).await;
     assert_eq!(answer.status, 201, "{}", answer.text);
-    answer.body
+    nothing_dropped(answer.body)
+}
+
+/// The body of a POST or PUT that stored a response, as the Response object
+/// a GET lists: its `dropped_answers` must be `[]` and is taken out.
+pub fn nothing_dropped(mut body: Value) -> Value {
+    let dropped = body
+        .as_object_mut()
+        .and_then(|o| o.remove("dropped_answers"));
+    assert_eq!(dropped, Some(json!([])), "{body}");
+    body
 }
 
 /// The stable id of a questionnaire.

@@ -13,9 +13,9 @@ use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 
 use super::body::NewResponseBody;
-use super::view::ResponseView;
+use super::view::{ResponseView, StoredResponseView};
 use crate::AppState;
-use crate::api::extract::{DossierPath, JsonObject};
+use crate::api::extract::{DossierPath, JsonObject, QueryParams};
 use crate::auth::guard::{AccessLogged, PendingAccess};
 use crate::error::{ApiError, ErrorBody, Errors, json};
 use crate::scoring;
@@ -24,8 +24,13 @@ use crate::store::{CreateResult, NewResponse};
 /// Store a response
 ///
 /// Stores a completed response and makes the dossier (with its patient) on
-/// first write. `answer_data` maps question keys (`v_` form) to option keys;
-/// null is unanswered. `respondent` is `patient` (default) or `profess`
+/// first write. `answer_data` maps question keys (`v_` form) to answers in
+/// the form of each question's type (an option key for radio and select);
+/// null is unanswered. Each answer is checked against its question's type,
+/// options, range and length. Answers to questions that are not enabled
+/// (hidden by flags or conditions on earlier answers) are not stored or
+/// scored: they are named in `dropped_answers`, or with `strict=true`
+/// refused (`not_enabled`). `respondent` is `patient` (default) or `profess`
 /// (`respondent_type` is accepted as an alias). `started_at` and
 /// `filled_out_at` are Unix seconds, at least 946598400 (1999-12-31), at most
 /// an hour ahead of the service's clock; `filled_out_at` defaults to now.
@@ -37,26 +42,32 @@ use crate::store::{CreateResult, NewResponse};
     post,
     path = "/dossiers/{dossier_id}/responses",
     tag = "responses",
-    params(("dossier_id" = String, Path, description = "The EPD's identifier of the patient")),
+    params(
+        ("dossier_id" = String, Path, description = "The EPD's identifier of the patient"),
+        ("strict" = Option<bool>, Query, description = "true: refuse answers to questions that are not enabled (422 `not_enabled`) instead of dropping them; default false"),
+    ),
     request_body(content = NewResponseBody, content_type = "application/json"),
     responses(
-        (status = 201, description = "Stored", body = ResponseView),
-        (status = 200, description = "A retry: same external_id, questionnaire_key and answer_data as a stored response, which is returned unchanged", body = ResponseView),
+        (status = 201, description = "Stored", body = StoredResponseView),
+        (status = 200, description = "A retry: same external_id, questionnaire_key and answer_data as a stored response, which is returned unchanged", body = StoredResponseView),
         (status = 404, description = "`{\"errors\":{\"questionnaire_key\":[\"not_found\"]}}`", body = ErrorBody),
-        (status = 422, description = "Field errors: `blank`, `invalid`, `too_early`, `taken` (external_id used for other data), under `answer_data` per question `unknown_question` / `invalid_option`, or under `base` `flag_does_not_exist` / `flag_value_invalid` / `textvar_does_not_exist` / `invalid` for flags and textvars", body = ErrorBody),
+        (status = 422, description = "Field errors: `blank`, `invalid`, `too_early`, `taken` (external_id used for other data), `language` `invalid`, `strict` `invalid`; under `answer_data` per question `unknown_question`, `invalid_option` (radio), `not_an_option` (select, checkbox), `invalid`, `out_of_range`, `too_long`, `not_enabled` (strict only); or under `base` `flag_does_not_exist` / `flag_value_invalid` / `textvar_does_not_exist` / `invalid` for flags and textvars", body = ErrorBody),
     )
 )]
 pub async fn create_response(
     State(app): State<AppState>,
     access: Option<Extension<PendingAccess>>,
     DossierPath(dossier): DossierPath,
+    query: QueryParams,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
+    let strict = query.boolean("strict", false)?;
     let now = app.now();
     // One catalog snapshot: the questionnaire the answers are checked
     // against is the one that scores them, whatever a reload swaps in.
     let catalog = app.catalog();
-    let body = NewResponseBody::parse(&body, &catalog, now)?;
+    let body = NewResponseBody::parse(&body, &catalog, now, strict)?;
+    let dropped = body.dropped;
     let mut new = NewResponse {
         epd_id: dossier,
         external_id: body.external_id,
@@ -82,7 +93,7 @@ pub async fn create_response(
     .await;
     let logged = new.access.is_some();
     let result = app.store().create_response(new).await?;
-    let mut response = answer(&app, result, now);
+    let mut response = answer(&app, result, now, dropped);
     if logged {
         response.extensions_mut().insert(AccessLogged);
     }
@@ -91,12 +102,20 @@ pub async fn create_response(
 
 /// The answer to what a POST came to: 201 with the stored response, 200
 /// with the one stored before (a retry), 422 when the external id is taken.
-fn answer(app: &AppState, result: CreateResult, now: DateTime<Utc>) -> Response {
+fn answer(
+    app: &AppState,
+    result: CreateResult,
+    now: DateTime<Utc>,
+    dropped: Vec<String>,
+) -> Response {
     let status = StatusCode::from_u16(result.status()).unwrap_or(StatusCode::OK);
     match result {
         CreateResult::Created(r) | CreateResult::Retry(r) => json(
             status,
-            &ResponseView::new(&r, app.config().time_zone, now, app.links()),
+            &StoredResponseView {
+                response: ResponseView::new(&r, app.config().time_zone, now, app.links()),
+                dropped_answers: dropped,
+            },
         ),
         CreateResult::Taken => {
             ApiError::Invalid(Errors::one("external_id", "taken")).into_response()

@@ -8,9 +8,9 @@ use axum::http::StatusCode;
 use axum::response::Response;
 
 use super::body::CompleteResponseBody;
-use super::view::ResponseView;
+use super::view::{ResponseView, StoredResponseView};
 use crate::AppState;
-use crate::api::extract::{DossierPath, JsonObject, PathParams};
+use crate::api::extract::{DossierPath, JsonObject, PathParams, QueryParams};
 use crate::domain::variant::Variant;
 use crate::error::{ApiError, ErrorBody, Errors, json};
 use crate::scoring;
@@ -22,6 +22,9 @@ use crate::store::{CompleteError, Scored};
 /// matches and it is a decimal number, against the id of a response the
 /// service prepared (invitation, subscription), which then also takes it as
 /// its external id. A response that already stores data cannot be updated.
+/// The answers are checked as for POST, in the flags and textvars the
+/// response was prepared with: answers to questions that are not enabled
+/// are named in `dropped_answers` (or refused with `strict=true`).
 #[utoipa::path(
     put,
     path = "/dossiers/{dossier_id}/responses/{external_id}",
@@ -29,10 +32,11 @@ use crate::store::{CompleteError, Scored};
     params(
         ("dossier_id" = String, Path, description = "The EPD's identifier of the patient"),
         ("external_id" = String, Path, description = "External id, or id of a prepared response"),
+        ("strict" = Option<bool>, Query, description = "true: refuse answers to questions that are not enabled (422 `not_enabled`) instead of dropping them; default false"),
     ),
     request_body(content = CompleteResponseBody, content_type = "application/json"),
     responses(
-        (status = 200, description = "Stored", body = ResponseView),
+        (status = 200, description = "Stored", body = StoredResponseView),
         (status = 403, description = "`{\"errors\":{\"base\":[\"already_completed\"]}}`", body = ErrorBody),
         (status = 404, description = "`{\"errors\":{\"external_id\":[\"not_found\"]}}` or `questionnaire_key`", body = ErrorBody),
         (status = 422, description = "Field errors as for POST; `questionnaire_key: invalid` when the response is of another questionnaire", body = ErrorBody),
@@ -42,8 +46,10 @@ pub async fn update_response(
     State(app): State<AppState>,
     DossierPath(dossier): DossierPath,
     params: PathParams,
+    query: QueryParams,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
+    let strict = query.boolean("strict", false)?;
     let segment = params
         .get("external_id")
         .filter(|s| s.len() <= 255)
@@ -53,12 +59,15 @@ pub async fn update_response(
     // One catalog snapshot: the definition the answers are checked
     // against is the one that scores them.
     let catalog = app.catalog();
-    let (mut completion, questionnaire) = CompleteResponseBody::parse(&body, &catalog, now)?;
-    // Scored in the variant the pending response was prepared with; what
-    // is not found is answered by complete_response below.
-    if let Some(pending) = app.store().response_to_complete(&dossier, &segment).await? {
-        completion.variant = Variant::from_stored(&pending.flags, &pending.textvars);
-    }
+    let parsed = CompleteResponseBody::parse(&body, &catalog, now)?;
+    let questionnaire = parsed.questionnaire.clone();
+    // Checked and scored in the variant the pending response was prepared
+    // with; what is not found is answered by complete_response below.
+    let variant = match app.store().response_to_complete(&dossier, &segment).await? {
+        Some(pending) => Variant::from_stored(&pending.flags, &pending.textvars),
+        None => Variant::default(),
+    };
+    let (mut completion, dropped) = parsed.complete(variant, strict)?;
     scoring::score_completion(
         app.trials(),
         app.metrics(),
@@ -79,7 +88,10 @@ pub async fn update_response(
     {
         Ok(r) => Ok(json(
             StatusCode::OK,
-            &ResponseView::new(&r, app.config().time_zone, now, app.links()),
+            &StoredResponseView {
+                response: ResponseView::new(&r, app.config().time_zone, now, app.links()),
+                dropped_answers: dropped,
+            },
         )),
         Err(CompleteError::NotFound) => Err(ApiError::NotFound("external_id")),
         Err(CompleteError::AlreadyCompleted) => Err(ApiError::Forbidden("already_completed")),

@@ -63,13 +63,32 @@ pub struct ResponseView {
     pub status: &'static str,
     /// Time filling out started; null if unknown.
     pub started_at: Option<String>,
-    /// Question key (`v_` form) to answered option key, every question in
-    /// definition order, null when unanswered; empty unless completed.
+    /// Question key (`v_` form) to the answer, every question in
+    /// definition order (display items excepted), null when unanswered or
+    /// not enabled; empty unless completed. An answer has the form of its
+    /// question's type: an option key, a list of option keys, a number, an
+    /// ISO date, a text.
     #[schema(value_type = Object)]
     pub values: Map<String, Value>,
+    /// The language it was filled out in (ISO 639-1); null before it was
+    /// completed, or when completed before the service recorded it.
+    pub language: Option<String>,
     /// Deprecated: use `questionnaire_name`.
     #[schema(deprecated)]
     pub name: String,
+}
+
+/// The answer to a POST or PUT that stored a response: the Response, and
+/// which answers were not stored.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StoredResponseView {
+    #[serde(flatten)]
+    pub response: ResponseView,
+    /// Keys of the questions answered in `answer_data` whose answers were
+    /// not stored because the question is not enabled for this response
+    /// (its flags or conditions hide it), in definition order; `[]` when
+    /// none. With `?strict=true` such answers are refused instead.
+    pub dropped_answers: Vec<String>,
 }
 
 /// A professional that requested the completion.
@@ -161,10 +180,11 @@ impl ResponseView {
             status: status.as_str(),
             started_at: at(r.times.started_at),
             values: if completed {
-                r.answers.to_json()
+                r.answers.to_json().clone()
             } else {
                 Map::new()
             },
+            language: r.language.clone(),
             name: r.questionnaire_name.clone(),
         }
     }

@@ -27,7 +27,6 @@ pub(super) use plan::Plan;
 
 use super::access_log::AccessEntry;
 use super::{Store, StoreError};
-use crate::domain::answers::Answers;
 use crate::domain::questionnaire::Questionnaire;
 use crate::domain::response::{Completion, Response};
 
@@ -96,24 +95,13 @@ impl CreateResult {
     /// else taken.
     fn of_earlier(stored: Response, completion: &Completion) -> CreateResult {
         if stored.questionnaire_id == completion.questionnaire_id
-            && answered(&stored.answers) == answered(&completion.answers)
+            && stored.answers.same_as(&completion.answers)
         {
             CreateResult::Retry(stored)
         } else {
             CreateResult::Taken
         }
     }
-}
-
-/// The answered entries, for comparing a retry with what was stored.
-fn answered(answers: &Answers) -> Vec<(&str, &str)> {
-    let mut pairs: Vec<_> = answers
-        .0
-        .iter()
-        .filter_map(|(k, v)| v.as_deref().map(|v| (k.as_str(), v)))
-        .collect();
-    pairs.sort_unstable();
-    pairs
 }
 
 impl Store {

@@ -64,8 +64,9 @@ async fn insert(
         "INSERT INTO responses (dossier_id, respondent_id, questionnaire_id, external_id, completer_type, \
          started_at, completed_at, answers, outcome, outcome_plugin, outcome_plugin_version, outcome_plugin_sha256, \
          outcome_computed_at, entered_by, flags, textvars, created_at, updated_at, outcome_abi_version, \
-         outcome_definition_sha256, outcome_input_sha256) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $13, $13, $17, $18, $19) RETURNING id",
+         outcome_definition_sha256, outcome_input_sha256, language, translation_sha256) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $13, $13, $17, $18, $19, $20, $21) \
+         RETURNING id",
     )
     .bind(dossier.0)
     .bind(respondent.0)
@@ -86,6 +87,8 @@ async fn insert(
     .bind(c.provenance.abi_version)
     .bind(c.provenance.definition_sha256.clone())
     .bind(c.provenance.input_sha256.clone())
+    .bind(c.language.as_str())
+    .bind(c.translation_sha256.clone())
     .fetch_one(&mut *conn)
     .await?;
     Ok(ResponseId(row.0))

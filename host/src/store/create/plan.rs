@@ -15,7 +15,7 @@ use crate::store::access_log::Chain;
 use crate::store::responses::{ResponseRow, outcome_json};
 use crate::store::{Backend, Script, StoreError, dossiers};
 
-/// Rows per multi-row INSERT: 22 parameters each stays far below the
+/// Rows per multi-row INSERT: 24 parameters each stays far below the
 /// parameter limits of SQLite (32766) and PostgreSQL (65535).
 const INSERT_CHUNK: usize = 128;
 
@@ -343,11 +343,11 @@ impl<'a> Plan<'a> {
 const INSERT_ROWS: &str = "INSERT INTO responses (dossier_id, respondent_id, questionnaire_id, external_id, completer_type, \
      flags, textvars, started_at, completed_at, answers, outcome, outcome_plugin, outcome_plugin_version, outcome_plugin_sha256, \
      outcome_computed_at, entered_by, created_at, updated_at, outcome_abi_version, outcome_definition_sha256, \
-     outcome_input_sha256) VALUES ";
+     outcome_input_sha256, language, translation_sha256) VALUES ";
 const INSERT_ROWS_WITH_ID: &str = "INSERT INTO responses (id, dossier_id, respondent_id, questionnaire_id, external_id, completer_type, \
      flags, textvars, started_at, completed_at, answers, outcome, outcome_plugin, outcome_plugin_version, outcome_plugin_sha256, \
      outcome_computed_at, entered_by, created_at, updated_at, outcome_abi_version, outcome_definition_sha256, \
-     outcome_input_sha256) VALUES ";
+     outcome_input_sha256, language, translation_sha256) VALUES ";
 
 /// The values of a row for [`INSERT_ROWS`], as create_one's INSERT binds them.
 fn push_values(script: &mut Script, row: &NewRow<'_>) {
@@ -394,7 +394,11 @@ fn push_values(script: &mut Script, row: &NewRow<'_>) {
         .sql(", ")
         .bind(c.provenance.definition_sha256.clone())
         .sql(", ")
-        .bind(c.provenance.input_sha256.clone());
+        .bind(c.provenance.input_sha256.clone())
+        .sql(", ")
+        .bind(c.language.clone())
+        .sql(", ")
+        .bind(c.translation_sha256.clone());
 }
 
 /// The row a read back of a response a [`Plan`] inserted would return: what
@@ -434,6 +438,8 @@ fn stored_row(
         outcome_abi_version: c.provenance.abi_version,
         outcome_definition_sha256: c.provenance.definition_sha256.clone(),
         outcome_input_sha256: c.provenance.input_sha256.clone(),
+        language: Some(c.language.clone()),
+        translation_sha256: c.translation_sha256.clone(),
         requesters: "[]".to_owned(),
         entered_by: row.item.entered_by.clone(),
         created_at: to_millis(row.item.now),

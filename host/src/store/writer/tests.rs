@@ -8,7 +8,7 @@ use tokio::sync::oneshot;
 use super::commit::{Batch, Op, Pending, run_batch};
 use super::items::Results;
 use super::{BoxFuture, Writer};
-use crate::domain::answers::Answers;
+use crate::domain::answers::{Answers, GivenAnswers};
 use crate::domain::ids::{DossierId, QuestionnaireId, RespondentId};
 use crate::domain::outcome::{Outcome, Provenance};
 use crate::domain::response::Completion;
@@ -28,6 +28,37 @@ fn now() -> DateTime<Utc> {
     from_millis(1_700_000_000_123)
 }
 
+/// Two text questions: the writer stores whatever it is given, so any text
+/// will do as an answer (the shared test questionnaire has options only).
+const TEXTS: &str = r#"
+key = "texts"
+name = "Texts"
+short_description = "Two texts"
+language = "en"
+licence = "test"
+scorer = "texts"
+
+[[questions]]
+key = "v_1"
+type = "string"
+title = "First"
+
+[[questions]]
+key = "v_2"
+type = "string"
+title = "Second"
+"#;
+
+/// `answer` to `v_1`, nothing to `v_2`.
+fn answers(answer: &str) -> Answers {
+    let q = crate::domain::questionnaire::parse(TEXTS, "texts").expect("valid");
+    let data = serde_json::json!({ "v_1": answer });
+    GivenAnswers::check(&q, data.as_object().expect("an object"))
+        .expect("valid answers")
+        .enabled(&q, &Default::default())
+        .answers
+}
+
 fn item(epd_id: &str, external_id: &str, professional: bool, answer: &str) -> NewResponse {
     NewResponse {
         epd_id: epd_id.to_owned(),
@@ -36,13 +67,12 @@ fn item(epd_id: &str, external_id: &str, professional: bool, answer: &str) -> Ne
         entered_by: professional.then(|| "dr. x".to_owned()),
         completion: Completion {
             questionnaire_id: QuestionnaireId(7),
-            answers: Answers(vec![
-                ("v_1".into(), Some(answer.into())),
-                ("v_2".into(), None),
-            ]),
+            answers: answers(answer),
             started_at: Some(from_millis(1_699_999_999_000)),
             completed_at: now(),
             variant: Default::default(),
+            language: "en".to_owned(),
+            translation_sha256: None,
             outcome: Outcome::empty(),
             provenance: Provenance::default(),
         },
