@@ -120,6 +120,7 @@ fn arrived(c: &Config, key: &str) -> String {
         "secrets_key_file" => path(&c.secrets_key_file),
         "questionnaires_dir" => path(&c.questionnaires_dir),
         "protocols_dir" => path(&c.protocols_dir),
+        "translations_dir" => c.translations_dir.as_deref().map_or_else(none, path),
         "plugins_dir" => path(&c.plugins.dir),
         "plugin_allow" => array(c.plugins.allow.iter().map(|h| text(h)).collect()),
         "plugin_cache_dir" => c.plugins.cache_dir.as_deref().map_or_else(none, path),
