@@ -180,10 +180,6 @@ pub const FAMILIES: &[Family] = &[
         SHADOW_DROPPED,
         "Shadow-scoring jobs dropped because the worker's queue was full, by plugin.",
     ),
-    gauge(
-        CANDIDATES_REFUSED,
-        "Candidate scorer rows in the database this host refused to use (seal not valid under its secrets key, module not in plugin_allow, missing or refused): they serve nothing.",
-    ),
     counter(
         "outcomes_scoring_failures_total",
         "Responses stored with a scoring failure recorded in their outcome.",
@@ -191,6 +187,10 @@ pub const FAMILIES: &[Family] = &[
     counter(
         "outcomes_plugin_reloads_total",
         "Plugin folder loads by result (loaded or failed).",
+    ),
+    gauge(
+        CANDIDATES_REFUSED,
+        "Candidate scorer rows in the database this host refused to use (seal not valid under its secrets key, module not in plugin_allow, missing or refused): they serve nothing.",
     ),
     gauge("outcomes_plugins_serving", "Plugins serving."),
     gauge(
