@@ -295,9 +295,10 @@ pub async fn list(
     key: Result<&SecretsKey, String>,
     config: &Config,
 ) -> anyhow::Result<()> {
-    for c in store.candidates().await? {
+    let candidates = store.candidates().await?;
+    for c in &candidates {
         let refused = match &key {
-            Ok(key) if !trials::is_sealed(key, &c) => Some(trials::UNSEALED.to_owned()),
+            Ok(key) if !trials::is_sealed(key, c) => Some(trials::UNSEALED.to_owned()),
             _ if !config.plugins.allows(&c.sha256) => Some(Plugins::not_allowed(&c.sha256)),
             _ => None,
         };
@@ -320,7 +321,7 @@ pub async fn list(
             println!("           serves nothing: {why}");
         }
     }
-    if let Err(why) = key {
+    if let (Err(why), false) = (&key, candidates.is_empty()) {
         println!("candidates: seals not checked: {why}");
     }
     Ok(())
