@@ -192,7 +192,13 @@ impl App {
             translations_dir: config.translations_dir.clone(),
             definition_reloads: tokio::sync::watch::Sender::new(0),
         });
-        let shadow = Shadow::new(queue, store.clone(), clock.clone());
+        let shadow = Shadow::new(
+            queue,
+            store.clone(),
+            clock.clone(),
+            secrets_key.clone(),
+            metrics.clone(),
+        );
         let state = AppState::new(Parts {
             config,
             store,

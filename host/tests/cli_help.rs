@@ -149,6 +149,13 @@ fn each_command_lists_the_groups_it_uses() {
         (&["plugin", "list"], "plugins-dir", "plugin-cache-dir"),
         // Candidate versions are kept in the database.
         (&["plugin", "candidate"], "database-url", "listen"),
+        // ... sealed with the service's secrets key.
+        (
+            &["plugin", "candidate"],
+            "secrets-key-file",
+            "plugin-cache-dir",
+        ),
+        (&["plugin", "promote"], "secrets-key-file", "listen"),
         (&["rescore"], "plugin-cache-dir", "listen"),
         (&["rescore"], "questionnaires-dir", "fill-out-secret"),
         (&["verify"], "plugin-cache-dir", "listen"),

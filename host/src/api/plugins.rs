@@ -48,8 +48,13 @@ pub struct CandidateView {
     /// `shadowing`: it scores every response the serving version scores,
     /// in the background. `promoted`: it serves in place of the version it
     /// was tried against. `superseded`: promoted, but the plugin folder
-    /// now holds another version, which serves.
+    /// now holds another version, which serves. `refused`: this host uses
+    /// it neither in the shadow nor to serve (`error` says why: its row is
+    /// not sealed with the service's secrets key, `plugin_allow` does not
+    /// list it, its module is missing or refused).
     pub state: String,
+    /// Why it is `refused`.
+    pub error: Option<String>,
     /// The serving version it was tried against.
     pub live_version: String,
     pub live_sha256: String,
@@ -87,6 +92,7 @@ pub struct PluginsView {
 pub async fn list_plugins(State(app): State<AppState>) -> Result<Response, ApiError> {
     let registry = app.plugins().registry();
     let candidates = app.store().candidates().await?;
+    let trials = app.trials();
     let view = PluginsView {
         generation: registry.generation,
         plugins: registry
@@ -94,13 +100,17 @@ pub async fn list_plugins(State(app): State<AppState>) -> Result<Response, ApiEr
             .into_iter()
             .map(|s| {
                 let candidate = s.serving.as_ref().and_then(|serving| {
-                    candidates
-                        .iter()
-                        .find(|c| c.name == serving.name)
-                        .map(|c| CandidateView {
+                    candidates.iter().find(|c| c.name == serving.name).map(|c| {
+                        let error = trials.refusal(&c.name);
+                        CandidateView {
                             version: c.version.clone(),
                             sha256: c.sha256.clone(),
-                            state: candidate_state(c, &serving.sha256).to_owned(),
+                            state: if error.is_some() {
+                                "refused".to_owned()
+                            } else {
+                                candidate_state(c, &serving.sha256).to_owned()
+                            },
+                            error,
                             live_version: c.live_version.clone(),
                             live_sha256: c.live_sha256.clone(),
                             installed_at: c
@@ -109,7 +119,8 @@ pub async fn list_plugins(State(app): State<AppState>) -> Result<Response, ApiEr
                             calls: c.calls,
                             differences: c.differences,
                             dropped: c.dropped,
-                        })
+                        }
+                    })
                 });
                 PluginStatusView {
                     folder: s.folder,

@@ -13,12 +13,18 @@
 //! The sealed form is `aes256gcm:` and the hex of a random 96-bit nonce
 //! followed by the ciphertext and its tag. The secret's name is the
 //! associated data, so a sealed value moved to another name does not open.
+//!
+//! The same key also authenticates rows the service must be able to
+//! believe although others may write the database (which scorer version
+//! serves: `trials.rs`): HMAC-SHA256 under a key derived from it, over a
+//! purpose and the row's fields ([`SecretsKey::mac`]).
 
 use std::io::{Read as _, Write};
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
 use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+use ring::hmac;
 use ring::rand::{SecureRandom, SystemRandom};
 
 /// What a sealed value starts with; a stored value without it is a secret
@@ -47,8 +53,16 @@ pub enum AtRestError {
     WrongKey,
 }
 
-/// The key that seals secrets kept in the database.
-pub struct SecretsKey(LessSafeKey);
+/// What the MAC key is derived with from the secrets key, so that no
+/// value is ever both encrypted and authenticated under one key.
+const MAC_KEY_LABEL: &[u8] = b"outcomes secrets key: row authentication v1";
+
+/// The key that seals secrets kept in the database, and authenticates
+/// rows the service writes for itself.
+pub struct SecretsKey {
+    sealing: LessSafeKey,
+    mac: hmac::Key,
+}
 
 impl std::fmt::Debug for SecretsKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -67,11 +81,10 @@ impl SecretsKey {
             path: path.to_owned(),
             source,
         };
-        match read_private(path) {
-            Ok(text) => return SecretsKey::from_hex(text.trim(), path),
+        match SecretsKey::load(path) {
             Err(AtRestError::Io { source, .. })
                 if source.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
+            found => return found,
         }
         // A command run before the service ever started (`outcomes token
         // create` on a new machine) finds no data folder yet: make it, for
@@ -108,6 +121,14 @@ impl SecretsKey {
         }
     }
 
+    /// The key in `path`, as [`SecretsKey::load_or_create`] reads it; a
+    /// missing file is an error (`Io`, not found), not made: for commands
+    /// whose work is useless under another key than the service's.
+    pub fn load(path: &Path) -> Result<SecretsKey, AtRestError> {
+        let text = read_private(path)?;
+        SecretsKey::from_hex(text.trim(), path)
+    }
+
     fn from_hex(text: &str, path: &Path) -> Result<SecretsKey, AtRestError> {
         let bytes: [u8; KEY_LEN] =
             hex::FromHex::from_hex(text).map_err(|_| AtRestError::BadKey(path.to_owned()))?;
@@ -118,7 +139,34 @@ impl SecretsKey {
     fn from_bytes(bytes: &[u8; KEY_LEN]) -> SecretsKey {
         let key = UnboundKey::new(&AES_256_GCM, bytes)
             .unwrap_or_else(|_| unreachable!("AES-256-GCM takes a 32-byte key"));
-        SecretsKey(LessSafeKey::new(key))
+        let derived = hmac::sign(&hmac::Key::new(hmac::HMAC_SHA256, bytes), MAC_KEY_LABEL);
+        SecretsKey {
+            sealing: LessSafeKey::new(key),
+            mac: hmac::Key::new(hmac::HMAC_SHA256, derived.as_ref()),
+        }
+    }
+
+    /// The MAC (hex) of `message` for `purpose`: a MAC made for one
+    /// purpose never checks for another.
+    pub fn mac(&self, purpose: &str, message: &[u8]) -> String {
+        let mut context = hmac::Context::with_key(&self.mac);
+        context.update(purpose.as_bytes());
+        context.update(&[0]);
+        context.update(message);
+        hex::encode(context.sign().as_ref())
+    }
+
+    /// Whether `tag` is the MAC of `message` for `purpose` (compared in
+    /// constant time).
+    pub fn mac_matches(&self, purpose: &str, message: &[u8], tag: &str) -> bool {
+        let Ok(tag) = hex::decode(tag) else {
+            return false;
+        };
+        let mut signed = Vec::with_capacity(purpose.len() + 1 + message.len());
+        signed.extend_from_slice(purpose.as_bytes());
+        signed.push(0);
+        signed.extend_from_slice(message);
+        hmac::verify(&self.mac, &signed, &tag).is_ok()
     }
 
     /// The stored form of the secret called `name`.
@@ -126,7 +174,7 @@ impl SecretsKey {
         let mut nonce = [0u8; NONCE_LEN];
         fill(&mut nonce);
         let mut sealed = secret.as_bytes().to_vec();
-        self.0
+        self.sealing
             .seal_in_place_append_tag(
                 Nonce::assume_unique_for_key(nonce),
                 Aad::from(name.as_bytes()),
@@ -147,7 +195,7 @@ impl SecretsKey {
         let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| AtRestError::WrongKey)?;
         let mut sealed = sealed.to_vec();
         let plain = self
-            .0
+            .sealing
             .open_in_place(nonce, Aad::from(name.as_bytes()), &mut sealed)
             .map_err(|_| AtRestError::WrongKey)?;
         String::from_utf8(plain.to_vec()).map_err(|_| AtRestError::WrongKey)
@@ -341,6 +389,22 @@ mod tests {
         assert!(key.open("fill_out_links", &flipped).is_err());
         assert!(key.open("fill_out_links", "the secret").is_err());
         assert!(!is_sealed("the secret"));
+    }
+
+    #[test]
+    fn a_mac_checks_for_its_key_purpose_and_message_only() {
+        let key = SecretsKey::from_bytes(&[7; KEY_LEN]);
+        let tag = key.mac("row", b"fields");
+        assert_eq!(tag.len(), 64);
+        assert!(key.mac_matches("row", b"fields", &tag));
+        assert!(!key.mac_matches("row", b"fields!", &tag));
+        assert!(!key.mac_matches("other", b"fields", &tag));
+        // The purpose and the message do not run into each other.
+        assert!(!key.mac_matches("ro", b"wfields", &tag));
+        assert!(!key.mac_matches("row", b"fields", "not hex"));
+        assert!(!key.mac_matches("row", b"fields", &tag[..62]));
+        let other = SecretsKey::from_bytes(&[8; KEY_LEN]);
+        assert!(!other.mac_matches("row", b"fields", &tag));
     }
 
     #[test]

@@ -8,8 +8,10 @@
 //! file and the database, once, at start-up. Must not: sign or check a
 //! link (`links.rs` does), or be called while serving.
 //!
-//! A secret an older version kept in the database in plain text is sealed
-//! in place, so links handed out before keep working.
+//! A secret an older version kept in the database in plain text is
+//! replaced by a new one, sealed: every copy of the database made before
+//! (a backup, a replica) holds the old one, which must then sign nothing.
+//! Links signed with it stop working (docs/operations.md#secrets).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -100,8 +102,9 @@ pub async fn signer(
 
 /// The secret that signs fill-out links: the configured one (text or a
 /// file), else the one kept in the database, sealed with the secrets key.
-/// A secret an older version kept there in plain text is sealed now, so
-/// links handed out before keep working.
+/// A secret an older version kept there in plain text is replaced by a new
+/// one (of hosts doing it at once, one does, and all read the one it
+/// stored).
 async fn link_secret(
     configured: Option<&SecretSource>,
     store: &Store,
@@ -124,21 +127,26 @@ async fn link_secret(
         }
         None => {}
     }
+    let fresh = || key.seal(LINK_SECRET, &super::secret::generate());
     let stored = store
-        .host_secret(
-            LINK_SECRET,
-            || key.seal(LINK_SECRET, &super::secret::generate()),
-            now,
-        )
+        .host_secret(LINK_SECRET, &fresh, now)
         .await
         .context("reading the secret of fill-out links")?;
     if at_rest::is_sealed(&stored) {
         return Ok(key.open(LINK_SECRET, &stored)?);
     }
     store
-        .replace_host_secret(LINK_SECRET, &stored, key.seal(LINK_SECRET, &stored))
+        .replace_host_secret(LINK_SECRET, &stored, fresh())
         .await
-        .context("sealing the secret of fill-out links")?;
-    tracing::info!("the secret of fill-out links kept in the database is now encrypted");
-    Ok(stored)
+        .context("replacing the plain-text secret of fill-out links")?;
+    // This host's replacement, or another's that came first.
+    let replaced = store
+        .host_secret(LINK_SECRET, &fresh, now)
+        .await
+        .context("reading the secret of fill-out links")?;
+    tracing::warn!(
+        "the secret of fill-out links was kept in the database in plain text: replaced by a new \
+         one, encrypted; links signed with the old one no longer work"
+    );
+    Ok(key.open(LINK_SECRET, &replaced)?)
 }

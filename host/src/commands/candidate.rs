@@ -2,7 +2,10 @@
 //! `outcomes plugin list`: trying a new scorer version on real responses
 //! before it serves (docs/operations.md#verifying-outcomes-and-trying-a-new-scorer).
 //! Candidates are kept in the database, so every host sharing it shadows
-//! with them and a promotion switches every host.
+//! with them and a promotion switches every host. What these commands
+//! write is sealed with the service's secrets key (`trials::seal`), after
+//! the module passed `plugin_allow` and its fixtures: hosts believe no
+//! other row.
 #![allow(
     clippy::print_stdout,
     reason = "the commands report on standard output"
@@ -15,25 +18,51 @@ use anyhow::Context;
 use chrono::Utc;
 use plugin_sdk::PluginKind;
 
+use crate::auth::at_rest::SecretsKey;
 use crate::config::Config;
+use crate::domain::questionnaire::sha256_hex;
+use crate::domain::time::to_millis;
 use crate::metrics::Metrics;
 use crate::plugins::{Plugins, selftest};
-use crate::store::{ArchivedModule, NewCandidate, Store};
+use crate::store::{ArchivedModule, NewCandidate, Store, StoredCandidate};
+use crate::trials::{self, Sealed};
 use crate::verify::differences;
 
 /// Differences a refused promotion prints.
 const SHOWN: i64 = 20;
 
+/// The secrets key of the service, which seals what these commands write;
+/// never made here: a key the hosts do not have would seal nothing they
+/// believe.
+fn secrets_key(config: &Config) -> anyhow::Result<SecretsKey> {
+    SecretsKey::load(&config.secrets_key_file).with_context(|| {
+        "reading the secrets key that seals candidate versions: run this command as the \
+         service's user, with the service's settings (secrets_key_file)"
+    })
+}
+
 /// Installs the module at `module` as the candidate of the scorer `name`,
 /// tried against the version the plugin folder serves. `Ok(false)` when
-/// the module is refused.
+/// the module is refused: not in `plugin_allow`, not loadable, or failing
+/// its fixtures.
 pub async fn install(
     store: &Store,
     config: &Config,
     name: &str,
     module: &Path,
 ) -> anyhow::Result<bool> {
+    let key = secrets_key(config)?;
     let bytes = std::fs::read(module).with_context(|| format!("reading {}", module.display()))?;
+    let sha = sha256_hex(&bytes);
+    if !config.plugins.allows(&sha) {
+        // Refused before it is compiled or run, as a folder's would be.
+        println!(
+            "REFUSED  {}: {}",
+            module.display(),
+            Plugins::not_allowed(&sha)
+        );
+        return Ok(false);
+    }
     let plugins = Plugins::new(config.plugins.clone(), Arc::new(Metrics::default()))
         .context("starting the plugin runtime")?;
     let now = Utc::now();
@@ -82,12 +111,12 @@ pub async fn install(
         live.name(),
         live.version()
     );
-    if let Some(promoted) = store
-        .candidates()
-        .await?
-        .into_iter()
-        .find(|c| c.name == name && c.promoted_at.is_some() && c.live_sha256 == live.sha256)
-    {
+    if let Some(promoted) = store.candidates().await?.into_iter().find(|c| {
+        c.name == name
+            && c.promoted_at.is_some()
+            && c.live_sha256 == live.sha256
+            && trials::is_sealed(&key, c)
+    }) {
         anyhow::bail!(
             "{name} {} was promoted and serves in place of {}: put its module in the plugin \
              folders first, or withdraw the promotion with `outcomes plugin discard {name}`",
@@ -107,6 +136,20 @@ pub async fn install(
             now,
         )
         .await?;
+    let fixtures_passed = i64::try_from(passed).unwrap_or(i64::MAX);
+    let seal = trials::seal(
+        &key,
+        &Sealed {
+            name,
+            sha256: &candidate.sha256,
+            version: candidate.version(),
+            live_sha256: &live.sha256,
+            live_version: live.version(),
+            installed_at: to_millis(now),
+            fixtures_passed,
+            promoted_at: None,
+        },
+    );
     store
         .install_candidate(
             NewCandidate {
@@ -115,6 +158,8 @@ pub async fn install(
                 version: candidate.version().to_owned(),
                 live_sha256: live.sha256.clone(),
                 live_version: live.version().to_owned(),
+                fixtures_passed,
+                seal,
             },
             now,
         )
@@ -132,8 +177,15 @@ pub async fn install(
 /// Promotes the candidate of `name`: it serves in place of the version it
 /// was tried against, on every host. Refused (`Ok(false)`, the
 /// differences printed) while it has recorded differences, unless
-/// `accept_differences`.
-pub async fn promote(store: &Store, name: &str, accept_differences: bool) -> anyhow::Result<bool> {
+/// `accept_differences`; refused (an error) when its row is not sealed
+/// with the service's key or `plugin_allow` does not name it.
+pub async fn promote(
+    store: &Store,
+    config: &Config,
+    name: &str,
+    accept_differences: bool,
+) -> anyhow::Result<bool> {
+    let key = secrets_key(config)?;
     let Some(c) = store
         .candidates()
         .await?
@@ -146,6 +198,18 @@ pub async fn promote(store: &Store, name: &str, accept_differences: bool) -> any
         c.promoted_at.is_none(),
         "{name} {} is promoted already",
         c.version
+    );
+    // Promoting seals the row anew: never a row this command did not seal.
+    let Some(sealed) = c.seal.as_deref().filter(|_| trials::is_sealed(&key, &c)) else {
+        anyhow::bail!(
+            "not promoted: the candidate of {name}: {}",
+            trials::UNSEALED
+        );
+    };
+    anyhow::ensure!(
+        config.plugins.allows(&c.sha256),
+        "not promoted: the candidate of {name}: {}",
+        Plugins::not_allowed(&c.sha256)
     );
     if c.differences > 0 && !accept_differences {
         println!(
@@ -170,8 +234,15 @@ pub async fn promote(store: &Store, name: &str, accept_differences: bool) -> any
     if c.calls == 0 {
         println!("note: {name} {} has not scored any response yet", c.version);
     }
+    let now = Utc::now();
+    let promoted = StoredCandidate {
+        promoted_at: Some(now),
+        ..c.clone()
+    };
+    let fields = Sealed::of(&promoted).context("a sealed row has its fixture count")?;
+    let seal = trials::seal(&key, &fields);
     anyhow::ensure!(
-        store.promote_candidate(name, Utc::now()).await?,
+        store.promote_candidate(name, sealed, seal, now).await?,
         "the candidate of {name} changed meanwhile; look again with `outcomes plugin list`"
     );
     println!(
@@ -215,24 +286,43 @@ pub async fn discard(store: &Store, name: &str) -> anyhow::Result<bool> {
     Ok(true)
 }
 
-/// Prints the candidates with their counts over every host.
-pub async fn list(store: &Store) -> anyhow::Result<()> {
-    for c in store.candidates().await? {
+/// Prints the candidates with their counts over every host; a row whose
+/// seal does not check under `key`, or whose module `plugin_allow` does
+/// not name, as `REFUSED` with why (hosts use neither). Without a key the
+/// seals are not checked, and the listing says so.
+pub async fn list(
+    store: &Store,
+    key: Result<&SecretsKey, String>,
+    config: &Config,
+) -> anyhow::Result<()> {
+    let candidates = store.candidates().await?;
+    for c in &candidates {
+        let refused = match &key {
+            Ok(key) if !trials::is_sealed(key, c) => Some(trials::UNSEALED.to_owned()),
+            _ if !config.plugins.allows(&c.sha256) => Some(Plugins::not_allowed(&c.sha256)),
+            _ => None,
+        };
+        let state = match (&refused, c.promoted_at) {
+            (Some(_), _) => "REFUSED",
+            (None, Some(_)) => "promoted",
+            (None, None) => "shadowing",
+        };
         println!(
-            "candidate  {:<20} {} sha256 {} {}, tried against {}: {} calls, {} differences, {} dropped",
+            "candidate  {:<20} {} sha256 {} {state}, tried against {}: {} calls, {} differences, {} dropped",
             c.name,
             c.version,
             &c.sha256[..16.min(c.sha256.len())],
-            if c.promoted_at.is_some() {
-                "promoted"
-            } else {
-                "shadowing"
-            },
             c.live_version,
             c.calls,
             c.differences,
             c.dropped
         );
+        if let Some(why) = refused {
+            println!("           serves nothing: {why}");
+        }
+    }
+    if let (Err(why), false) = (&key, candidates.is_empty()) {
+        println!("candidates: seals not checked: {why}");
     }
     Ok(())
 }
@@ -249,8 +339,9 @@ pub async fn list_configured(config: &Config) {
                 return;
             }
         };
+    let key = SecretsKey::load(&config.secrets_key_file).map_err(|e| e.to_string());
     let listed = match store.migrate().await {
-        Ok(()) => list(&store).await,
+        Ok(()) => list(&store, key.as_ref().map_err(Clone::clone), config).await,
         Err(e) => Err(e.into()),
     };
     store.close().await;

@@ -36,9 +36,11 @@ pub enum PluginCommand {
         profile: Option<PathBuf>,
     },
     /// Load every plugin folder as the service does (validate, compile,
-    /// self-test) and list what would serve and what is refused. Exits
-    /// non-zero when any module is refused. A running service shows its own
-    /// state at GET /api/v1/plugins.
+    /// self-test) and list what would serve and what is refused, then the
+    /// candidate versions in the database (REFUSED: a row whose seal does
+    /// not check under the secrets key, or a module plugin_allow does not
+    /// list; hosts use neither). Exits non-zero when any module is refused.
+    /// A running service shows its own state at GET /api/v1/plugins.
     List,
     /// Fill in each scorer fixture's input from the questionnaire
     /// definition: authors write `input.answers` (option keys; flags and
@@ -84,12 +86,16 @@ pub enum PluginCommand {
         sdk_git: Option<String>,
     },
     // (#21 verify)
-    /// Install a new version of a scorer as a candidate: checked and
-    /// self-tested with the fixtures/ beside it, kept in the database, and
+    /// Install a new version of a scorer as a candidate: refused unless
+    /// plugin_allow (when set) lists its SHA-256, checked and self-tested
+    /// with the fixtures/ beside it, kept in the database sealed with the
+    /// secrets key (run it as the service's user, with its settings), and
     /// from then on it scores every response the serving version scores, in
     /// the background on every host of the database, without touching
     /// stored outcomes; responses it scores otherwise are recorded with
-    /// both outcomes. Replaces an earlier candidate of that scorer.
+    /// both outcomes. Replaces an earlier candidate of that scorer. Hosts
+    /// use no candidate row without a valid seal, nor one whose module
+    /// their own plugin_allow does not list.
     Candidate {
         /// The scorer's name
         name: String,
@@ -98,7 +104,9 @@ pub enum PluginCommand {
     },
     /// Let the candidate of a scorer serve in place of the version it was
     /// tried against, on every host of the database within seconds.
-    /// Refused, listing them, while it has recorded differences.
+    /// Refused, listing them, while it has recorded differences; refused
+    /// when its row is not sealed with the secrets key (not installed by
+    /// `outcomes plugin candidate`) or plugin_allow does not list it.
     Promote {
         /// The scorer's name
         name: String,
@@ -143,7 +151,7 @@ pub async fn run_with_store(
         PluginCommand::Promote {
             name,
             accept_differences,
-        } => candidate::promote(store, &name, accept_differences).await,
+        } => candidate::promote(store, config, &name, accept_differences).await,
         PluginCommand::Discard { name } => candidate::discard(store, &name).await,
         other => tokio::task::block_in_place(|| run(other, config)),
     }

@@ -65,14 +65,15 @@ bundle! {
 }
 
 bundle! {
-    /// `plugin`: the plugin folder and allow-list, and the database for the
+    /// `plugin`: the plugin folder and allow-list, the database for the
     /// candidate versions kept there (`plugin candidate|promote|discard`,
-    /// and the candidates `plugin list` shows); no cache (the tools compile
-    /// in memory, `host/src/commands/plugin.rs`).
+    /// and the candidates `plugin list` shows) and the key that seals them;
+    /// no cache (the tools compile in memory, `host/src/commands/plugin.rs`).
     PluginToolSettings {
         storage: StorageArgs,
         logging: LogArgs,
         plugins: PluginArgs,
+        secrets: SecretsArgs,
     }
 }
 

@@ -43,13 +43,16 @@ settings! {
         time_zone: String [ZONE] = "UTC";
     }
 
-    /// The key that seals secrets kept in the database: the service and the
-    /// token commands (webhook keys).
+    /// The key that seals secrets kept in the database: the service, the
+    /// token commands (webhook keys) and the plugin commands (candidate
+    /// versions).
     group secrets: SecretsArgs, "Secrets" {
         /// Key file (32 random bytes) that encrypts the secrets the service
         /// keeps in the database (the link-signing secret when none is
-        /// configured). Made, readable by its owner only, on first start if
-        /// missing; hosts that share a database must share it
+        /// configured) and seals candidate scorer versions (`outcomes
+        /// plugin candidate|promote`; hosts use no other). Made, readable by
+        /// its owner only, on first start if missing; hosts that share a
+        /// database must share it
         secrets_key_file: PathBuf [FILE], shown("<data-dir>/secrets.key");
     }
 

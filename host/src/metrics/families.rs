@@ -41,6 +41,7 @@ pub const PLUGIN_FAILURES: &str = "outcomes_plugin_call_failures_total";
 pub const SHADOW_CALLS: &str = "outcomes_shadow_calls_total";
 pub const SHADOW_DIFFERENCES: &str = "outcomes_shadow_differences_total";
 pub const SHADOW_DROPPED: &str = "outcomes_shadow_dropped_total";
+pub const CANDIDATES_REFUSED: &str = "outcomes_plugin_candidates_refused";
 // Scheduler (scheduler/).
 pub const SCHEDULER_TICKS: &str = "outcomes_scheduler_ticks_total";
 pub const SCHEDULER_STEP: &str = "outcomes_scheduler_step_duration_seconds";
@@ -186,6 +187,10 @@ pub const FAMILIES: &[Family] = &[
     counter(
         "outcomes_plugin_reloads_total",
         "Plugin folder loads by result (loaded or failed).",
+    ),
+    gauge(
+        CANDIDATES_REFUSED,
+        "Candidate scorer rows in the database this host refused to use (seal not valid under its secrets key, module not in plugin_allow, missing or refused): they serve nothing.",
     ),
     gauge("outcomes_plugins_serving", "Plugins serving."),
     gauge(

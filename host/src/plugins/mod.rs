@@ -38,7 +38,9 @@
 //! (`crate::trials` does).
 //!
 //! A module whose SHA-256 is not in `plugin_allow` (when that is set) is
-//! refused before it is compiled.
+//! refused before it is compiled: a folder's here, a candidate's by its
+//! loader (`shadow/`, `outcomes plugin candidate`) through
+//! [`Plugins::allows`].
 
 mod abi;
 mod cache;
@@ -100,6 +102,15 @@ pub struct PluginSettings {
     /// any module that passes its checks.
     pub allow: Vec<String>,
     pub limits: LimitSettings,
+}
+
+impl PluginSettings {
+    /// Whether `plugin_allow` lets the module with this SHA-256 serve (an
+    /// empty list lets any module). The one check for folder, candidate and
+    /// promoted versions alike.
+    pub fn allows(&self, sha256: &str) -> bool {
+        self.allow.is_empty() || self.allow.iter().any(|a| a == sha256)
+    }
 }
 
 /// The plugin runtime of one host.
@@ -185,6 +196,17 @@ impl Plugins {
         self.generation.subscribe()
     }
 
+    /// Whether `plugin_allow` lets the module with this SHA-256 serve
+    /// ([`PluginSettings::allows`]).
+    pub fn allows(&self, sha256: &str) -> bool {
+        self.settings.allows(sha256)
+    }
+
+    /// Why `plugin_allow` refuses the module with this SHA-256.
+    pub fn not_allowed(sha256: &str) -> String {
+        format!("module sha256 {sha256} is not in plugin_allow")
+    }
+
     /// Validates and compiles a module without registering it: the author
     /// harness, and recomputing an outcome with an old version by hash.
     pub fn load_module(&self, bytes: &[u8]) -> Result<Plugin, PluginError> {
@@ -250,9 +272,9 @@ impl Plugins {
         if reload.keeps(folder, &sha) {
             return;
         }
-        if !self.settings.allow.is_empty() && !self.settings.allow.contains(&sha) {
+        if !self.allows(&sha) {
             // Refused before it is compiled or run.
-            let why = format!("module sha256 {sha} is not in plugin_allow");
+            let why = Plugins::not_allowed(&sha);
             return reload.refuse(folder, Some(sha), why);
         }
         let loaded = self.load_module(&bytes).and_then(|plugin| {

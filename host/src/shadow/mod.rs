@@ -17,6 +17,11 @@
 //! on a thread that gets only idle CPU, and writing the counts at most
 //! every half second, differences at once.
 //!
+//! A candidate row is used only when its seal checks under the secrets
+//! key (`trials::is_sealed`) and `plugin_allow` names its module: others
+//! may write the database. A row refused is logged, counted
+//! (`outcomes_plugin_candidates_refused`) and shown as `refused`.
+//!
 //! Must not: touch stored outcomes, make a request wait, or decide which
 //! version serves (that is `trials.rs`; this file only sets it from the
 //! database).
@@ -34,11 +39,14 @@ use plugin_sdk::PluginKind;
 
 pub use queue::{Job, QUEUE, Queue};
 
+use crate::auth::at_rest::SecretsKey;
 use crate::clock::Clock;
 use crate::domain::questionnaire::sha256_hex;
-use crate::plugins::Plugin;
-use crate::store::{Store, StoreError};
-use crate::trials::{OnTrial, Trials};
+use crate::metrics::Metrics;
+use crate::metrics::families::CANDIDATES_REFUSED;
+use crate::plugins::{Plugin, Plugins};
+use crate::store::{Store, StoreError, StoredCandidate};
+use crate::trials::{self, OnTrial, Trials};
 
 /// A host's shadow scoring: its queue, and what its worker and
 /// [`refresh`] read and write.
@@ -47,22 +55,45 @@ pub struct Shadow {
     queue: Queue,
     store: Store,
     clock: Arc<dyn Clock>,
+    /// What checks the seals of candidate rows.
+    secrets: Arc<SecretsKey>,
+    metrics: Arc<Metrics>,
     /// The candidate rows the trials were last built from.
     seen: Arc<tokio::sync::Mutex<Vec<CandidateRow>>>,
 }
 
-/// A candidate row as [`refresh`] compares them: name, hash, the hash of
-/// the folder version it is tried against, promoted or not.
-type CandidateRow = (String, String, String, bool);
+/// A candidate row as [`refresh`] compares them: the row without its
+/// counts (which change all the time and decide nothing).
+type CandidateRow = StoredCandidate;
+
+/// What [`refresh`] compares of a row.
+fn compared(c: &StoredCandidate) -> CandidateRow {
+    StoredCandidate {
+        calls: 0,
+        dropped: 0,
+        differences: 0,
+        ..c.clone()
+    }
+}
 
 impl Shadow {
     /// The shadow of `queue` (the sink `store` was given), writing to
-    /// `store` at times read from `clock`.
-    pub fn new(queue: Queue, store: Store, clock: Arc<dyn Clock>) -> Shadow {
+    /// `store` at times read from `clock`, believing candidate rows sealed
+    /// with `secrets`.
+    pub fn new(
+        queue: Queue,
+        store: Store,
+        clock: Arc<dyn Clock>,
+        secrets: Arc<SecretsKey>,
+        metrics: Arc<Metrics>,
+    ) -> Shadow {
+        metrics.set(CANDIDATES_REFUSED, &[], 0.0);
         Shadow {
             queue,
             store,
             clock,
+            secrets,
+            metrics,
             seen: Arc::default(),
         }
     }
@@ -78,8 +109,9 @@ impl Shadow {
 }
 
 /// Reads the candidates from the database and loads any new one from the
-/// module archive (its bytes checked against its hash); the trials change
-/// only when the rows did. Writes the counts of dropped jobs first.
+/// module archive (its row's seal checked, its hash in `plugin_allow`, its
+/// bytes checked against its hash); the trials change only when the rows
+/// did. Writes the counts of dropped jobs first.
 pub async fn refresh(shadow: &Shadow) -> Result<(), StoreError> {
     let dropped = shadow.queue.take_dropped();
     if !dropped.is_empty() {
@@ -90,37 +122,31 @@ pub async fn refresh(shadow: &Shadow) -> Result<(), StoreError> {
     }
     let mut seen = shadow.seen.lock().await;
     let rows = shadow.store.candidates().await?;
-    let now: Vec<CandidateRow> = rows
-        .iter()
-        .map(|c| {
-            (
-                c.name.clone(),
-                c.sha256.clone(),
-                c.live_sha256.clone(),
-                c.promoted_at.is_some(),
-            )
-        })
-        .collect();
+    let now: Vec<CandidateRow> = rows.iter().map(compared).collect();
     if *seen == now {
         return Ok(());
     }
     let current = shadow.trials().on_trial();
     let mut trials = OnTrial::default();
-    for (name, sha, live_sha, promoted) in &now {
-        let Some(plugin) = candidate_plugin(shadow, &current, sha).await? else {
-            continue;
+    for row in &now {
+        let name = &row.name;
+        let plugin = match usable(shadow, &current, row).await? {
+            Ok(plugin) => plugin,
+            Err(why) => {
+                tracing::error!(
+                    candidate = %name,
+                    sha256 = %row.sha256,
+                    promoted = row.promoted_at.is_some(),
+                    "the candidate scorer version serves nothing: {why}"
+                );
+                trials.refused.insert(name.clone(), why);
+                continue;
+            }
         };
-        if plugin.name() != name || plugin.kind() != PluginKind::Scorer {
-            tracing::warn!(
-                candidate = name,
-                "the candidate module is not a scorer of that name; ignored"
-            );
-            continue;
-        }
-        if *promoted {
+        if row.promoted_at.is_some() {
             trials
                 .promoted
-                .insert(name.clone(), (live_sha.clone(), plugin));
+                .insert(name.clone(), (row.live_sha256.clone(), plugin));
         } else {
             trials.candidates.insert(name.clone(), plugin);
         }
@@ -128,11 +154,45 @@ pub async fn refresh(shadow: &Shadow) -> Result<(), StoreError> {
     tracing::info!(
         candidates = trials.candidates.len(),
         promoted = trials.promoted.len(),
+        refused = trials.refused.len(),
         "scorer versions on trial changed"
     );
+    shadow
+        .metrics
+        .set(CANDIDATES_REFUSED, &[], trials.refused.len() as f64);
     shadow.trials().set(trials);
     *seen = now;
     Ok(())
+}
+
+/// The module of the candidate row `row`, or why it may not serve: its
+/// seal does not check, `plugin_allow` does not name it, or its module is
+/// missing, altered, refused or not a scorer of that name.
+async fn usable(
+    shadow: &Shadow,
+    current: &OnTrial,
+    row: &StoredCandidate,
+) -> Result<Result<Arc<Plugin>, String>, StoreError> {
+    if !trials::is_sealed(&shadow.secrets, row) {
+        return Ok(Err(trials::UNSEALED.to_owned()));
+    }
+    if !shadow.trials().plugins().allows(&row.sha256) {
+        return Ok(Err(Plugins::not_allowed(&row.sha256)));
+    }
+    let Some(plugin) = candidate_plugin(shadow, current, &row.sha256).await? else {
+        return Ok(Err(
+            "its module is missing from the archive, altered or refused (logged)".to_owned(),
+        ));
+    };
+    if plugin.name() != row.name || plugin.kind() != PluginKind::Scorer {
+        return Ok(Err(format!(
+            "its module is the {} {}, not the scorer {}",
+            plugin.kind(),
+            plugin.name(),
+            row.name
+        )));
+    }
+    Ok(Ok(plugin))
 }
 
 /// The candidate module with hash `sha`: as loaded before, else from the

@@ -2,7 +2,9 @@
 //! (docs/operations.md#verifying-outcomes-and-trying-a-new-scorer). Kept
 //! in the database, so every host sharing it shadows with the same
 //! candidate and the counts are summed over all of them; the module
-//! itself is in `plugin_modules` (store/outcomes.rs).
+//! itself is in `plugin_modules` (store/outcomes.rs). A row's `seal` is
+//! kept and read here, never made or checked (`trials.rs` does): whoever
+//! can write these tables can write a row, not a seal.
 
 use chrono::{DateTime, Utc};
 use sqlx::Row;
@@ -19,6 +21,10 @@ pub struct NewCandidate {
     pub version: String,
     pub live_sha256: String,
     pub live_version: String,
+    /// Fixtures it passed when installed.
+    pub fixtures_passed: i64,
+    /// The seal over the row as installed (`trials::seal`).
+    pub seal: String,
 }
 
 /// An installed candidate with its counts over every host.
@@ -38,6 +44,11 @@ pub struct StoredCandidate {
     pub differences: i64,
     /// Set once promoted: it then serves in place of `live_sha256`.
     pub promoted_at: Option<DateTime<Utc>>,
+    /// Fixtures it passed when installed; None in rows older than seals.
+    pub fixtures_passed: Option<i64>,
+    /// The seal over the row (`trials::seal`); None in rows older than
+    /// seals, or written by other means than `outcomes plugin candidate`.
+    pub seal: Option<String>,
 }
 
 /// A response a candidate scored otherwise than the serving version.
@@ -81,8 +92,8 @@ impl Store {
                         .execute(&mut *conn)
                         .await?;
                     sqlx::query(
-                        "INSERT INTO plugin_candidates (name, sha256, version, live_sha256, live_version, installed_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6)",
+                        "INSERT INTO plugin_candidates (name, sha256, version, live_sha256, live_version, \
+                         installed_at, fixtures_passed, seal) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
                     )
                     .bind(candidate.name)
                     .bind(candidate.sha256)
@@ -90,6 +101,8 @@ impl Store {
                     .bind(candidate.live_sha256)
                     .bind(candidate.live_version)
                     .bind(to_millis(now))
+                    .bind(candidate.fixtures_passed)
+                    .bind(candidate.seal)
                     .execute(&mut *conn)
                     .await?;
                     Ok(())
@@ -102,7 +115,7 @@ impl Store {
     pub async fn candidates(&self) -> Result<Vec<StoredCandidate>, StoreError> {
         let rows = sqlx::query(
             "SELECT c.name, c.sha256, c.version, c.live_sha256, c.live_version, c.installed_at, c.calls, \
-             c.dropped, c.promoted_at, (SELECT COUNT(*) FROM shadow_differences d \
+             c.dropped, c.promoted_at, c.fixtures_passed, c.seal, (SELECT COUNT(*) FROM shadow_differences d \
              WHERE d.plugin = c.name AND d.candidate_sha256 = c.sha256) AS differences \
              FROM plugin_candidates c ORDER BY c.name",
         )
@@ -123,6 +136,8 @@ impl Store {
                     promoted_at: row
                         .try_get::<Option<i64>, _>("promoted_at")?
                         .map(from_millis),
+                    fixtures_passed: row.try_get("fixtures_passed")?,
+                    seal: row.try_get("seal")?,
                 })
             })
             .collect()
@@ -158,22 +173,29 @@ impl Store {
             .collect()
     }
 
-    /// Marks the candidate `name` promoted; false when there is no
-    /// candidate of that name still on trial.
+    /// Marks the candidate `name` promoted at `now`, with the seal of the
+    /// promoted row; false when there is no candidate of that name still
+    /// on trial with the seal `sealed` (the row the promotion was decided
+    /// on).
     pub async fn promote_candidate(
         &self,
         name: &str,
+        sealed: &str,
+        seal: String,
         now: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
-        let name = name.to_owned();
+        let (name, sealed) = (name.to_owned(), sealed.to_owned());
         self.writer
             .write(move |conn| {
                 Box::pin(async move {
                     let done = sqlx::query(
-                        "UPDATE plugin_candidates SET promoted_at = $2 WHERE name = $1 AND promoted_at IS NULL",
+                        "UPDATE plugin_candidates SET promoted_at = $2, seal = $3 \
+                         WHERE name = $1 AND promoted_at IS NULL AND seal = $4",
                     )
                     .bind(name)
                     .bind(to_millis(now))
+                    .bind(seal)
+                    .bind(sealed)
                     .execute(&mut *conn)
                     .await?;
                     Ok(done.rows_affected() == 1)

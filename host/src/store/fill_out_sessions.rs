@@ -201,8 +201,9 @@ impl Store {
     }
 
     /// Replaces the stored value of the secret `name` with `new` if it is
-    /// still `old` (sealing a secret an older version kept in plain text;
-    /// of hosts doing it at once, one does, and all agree on the secret).
+    /// still `old` (replacing a secret an older version kept in plain
+    /// text; of hosts doing it at once, one does, and all then read the
+    /// one it stored).
     pub async fn replace_host_secret(
         &self,
         name: &str,

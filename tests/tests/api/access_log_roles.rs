@@ -7,7 +7,7 @@
 
 use host::store::{Store, StoreOptions, Verification};
 use sqlx::{Connection as _, Executor as _, PgConnection};
-use tests::{Db, TestApp, json};
+use tests::{TestApp, json};
 
 use crate::support::*;
 
@@ -41,7 +41,7 @@ fn url_as(user: &str, database: &str) -> String {
 }
 
 /// Drops the test's database and roles, however the test ends.
-struct Cleanup(String);
+pub(crate) struct Cleanup(String);
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
@@ -79,7 +79,7 @@ async fn run_all(url: &str, statements: &[String]) {
 
 /// A fresh database set up as `deploy/` says, served as the service role:
 /// what drops it all afterwards, the service role's URL, and the host.
-async fn deployed() -> (Cleanup, String, TestApp) {
+pub(crate) async fn deployed() -> (Cleanup, String, TestApp) {
     let prefix = format!(
         "outcomes_roles_{}_{}",
         std::process::id(),
@@ -102,8 +102,7 @@ async fn deployed() -> (Cleanup, String, TestApp) {
     run_all(&owner, &statements("postgres-grants.sql", &prefix)).await;
     // 3. The service as the service role.
     let service = url_as(&format!("{prefix}_service"), &prefix);
-    let app =
-        TestApp::spawn_with(Db::Postgres, |config| config.database_url = service.clone()).await;
+    let app = TestApp::spawn_on_postgres(service.clone(), |_| {}).await;
     (cleanup, service, app)
 }
 

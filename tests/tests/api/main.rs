@@ -141,7 +141,8 @@
 //! - `respondent_links`: links as credentials: a mail scanner's GET spends
 //!   no one-time link, a `completing_url` expires and is revoked (API and
 //!   command line), the link secret from a file or encrypted in the
-//!   database (and an older plain one encrypted on start).
+//!   database (and an older plain one replaced on start: links it signed
+//!   stop working).
 //! - `golden`: every plugin crate's fixtures give the same bytes natively
 //!   and as wasm through the host's runtime (no database).
 //! - `health_checks`: `/livez`, `/readyz` (200 when healthy; 503 naming
@@ -175,6 +176,11 @@
 //!   difference, differences with both outcomes, promote (refused, then
 //!   accepted), discard, two hosts on one database; a response stored by
 //!   POST, PUT or a fill-out page is scored by the candidate, once.
+//! - `sealed_promotions`: candidate and promoted rows written with SQL
+//!   alone (also as the PostgreSQL service role) change no outcome on
+//!   either of two hosts and are reported; a version outside
+//!   `plugin_allow` is neither installed nor served; the commands' path
+//!   still promotes on both hosts.
 
 mod access_log;
 mod access_log_chain;
@@ -219,6 +225,7 @@ mod responses_list;
 mod responses_pages;
 mod responses_update;
 mod scoring;
+mod sealed_promotions;
 mod shadow;
 mod smoke;
 mod stats;

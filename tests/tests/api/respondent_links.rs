@@ -351,28 +351,44 @@ db_test!(
 );
 
 db_test!(
-    async fn a_plain_secret_of_an_older_version_is_encrypted_on_start(app) {
+    async fn a_plain_secret_of_an_older_version_is_replaced_on_start_and_signs_nothing(app) {
         let plain = "a plain secret kept by an older version";
         app.sql(&format!(
             "UPDATE host_secrets SET value = '{plain}' WHERE name = 'fill_out_links' RETURNING created_at"
         ))
         .await
         .expect("the secret row");
+        // The upgraded host starts on the database.
         let other = app.another_host().await;
         let stored = stored_secret(&app).await;
         assert!(stored.starts_with("aes256gcm:"), "{stored}");
         assert!(!stored.contains(plain));
         let key = SecretsKey::load_or_create(&app.config.secrets_key_file).expect("the key");
-        assert_eq!(key.open("fill_out_links", &stored).expect("opens"), plain);
-        // Links signed with it before keep working on the new host.
+        let secret = key.open("fill_out_links", &stored).expect("opens");
+        assert_ne!(secret, plain, "a new secret, not the old one sealed");
+        // A link signed with the old secret (what a copy of the database
+        // made before the upgrade would forge) no longer works.
         prepare(&app, "d1", "phq9", None, None).await;
-        let (_, respondent) = completing_url(&app, "d1").await;
-        let link = signer(&other, plain).completing_url(
-            host::domain::ids::RespondentId(respondent),
-            0,
-            other.state.now(),
+        let (_, respondent) = completing_url(&other, "d1").await;
+        let now = other.state.now();
+        let forged =
+            signer(&other, plain).completing_url(host::domain::ids::RespondentId(respondent), 0, now);
+        Visitor::new(&other)
+            .get(&forged)
+            .await
+            .assert_message(403, "This link does not work");
+        // The links the upgraded host hands out work, signed with the new one.
+        let (url, _) = completing_url(&other, "d1").await;
+        assert_eq!(
+            signer(&other, &secret).completing_url(host::domain::ids::RespondentId(respondent), 0, now),
+            url
         );
-        assert_eq!(Visitor::new(&other).get(&link).await.status, 303);
+        assert_eq!(Visitor::new(&other).get(&url).await.status, 303);
+        // A host started later reads that secret: it replaces nothing more.
+        let third = app.another_host().await;
+        assert_eq!(stored_secret(&app).await, stored);
+        let on_third = url.replace(&other.base, &third.base);
+        assert_eq!(Visitor::new(&third).get(&on_third).await.status, 303);
     }
 );
 

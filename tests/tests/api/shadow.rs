@@ -28,19 +28,26 @@ use crate::visitor::{Visitor, pairs, phq9_form};
 const BOUND: Duration = Duration::from_secs(30);
 
 /// Runs `outcomes plugin ...` on `app`'s database.
-async fn run_plugin(app: &TestApp, command: PluginCommand) -> anyhow::Result<bool> {
-    let config = app.command_config();
+pub(crate) async fn run_plugin(app: &TestApp, command: PluginCommand) -> anyhow::Result<bool> {
+    run_plugin_with(&app.command_config(), command).await
+}
+
+/// Runs `outcomes plugin ...` with `config`.
+pub(crate) async fn run_plugin_with(
+    config: &host::config::Config,
+    command: PluginCommand,
+) -> anyhow::Result<bool> {
     let store = Store::connect(&config.database_url, &StoreOptions::default())
         .await
         .expect("the database");
-    let result = run_with_store(command, &store, &config).await;
+    let result = run_with_store(command, &store, config).await;
     store.close().await;
     result
 }
 
 /// `bytes` as `phq9.wasm` in a folder of its own (with the built PHQ-9
 /// fixtures when `fixtures`), as an author hands a new version over.
-fn candidate_file(app: &TestApp, folder: &str, bytes: &[u8], fixtures: bool) -> PathBuf {
+pub(crate) fn candidate_file(app: &TestApp, folder: &str, bytes: &[u8], fixtures: bool) -> PathBuf {
     let dir = app.dir().join(folder);
     std::fs::create_dir_all(&dir).expect("candidate folder");
     if fixtures {
@@ -56,7 +63,7 @@ fn candidate_file(app: &TestApp, folder: &str, bytes: &[u8], fixtures: bool) -> 
     file
 }
 
-async fn install(app: &TestApp, file: PathBuf) {
+pub(crate) async fn install(app: &TestApp, file: PathBuf) {
     let installed = run_plugin(
         app,
         PluginCommand::Candidate {
@@ -71,7 +78,7 @@ async fn install(app: &TestApp, file: PathBuf) {
         .expect("candidates read");
 }
 
-async fn promote(app: &TestApp, accept_differences: bool) -> bool {
+pub(crate) async fn promote(app: &TestApp, accept_differences: bool) -> bool {
     run_plugin(
         app,
         PluginCommand::Promote {
@@ -94,7 +101,7 @@ async fn discard(app: &TestApp) -> anyhow::Result<bool> {
 }
 
 /// The PHQ-9 folder's `candidate` at GET /api/v1/plugins.
-async fn candidate(app: &TestApp) -> Value {
+pub(crate) async fn candidate(app: &TestApp) -> Value {
     let answer = app.get("/api/v1/plugins").await;
     assert_eq!(answer.status, 200, "{}", answer.text);
     answer.body["plugins"]
