@@ -284,7 +284,10 @@ mod tests {
                 })
             })
         });
-        assert!(chained, "no bundled question is shown under a chained condition");
+        assert!(
+            chained,
+            "no bundled question is shown under a chained condition"
+        );
     }
 
     /// A folder `key` holding the shared test definition (`mini`), with

@@ -199,7 +199,10 @@ mod tests {
         // `answers` holds the answers that are one string; the others are
         // in `typed_answers` alone.
         assert_eq!(value["input"]["answers"]["v_4"], Value::Null);
-        assert_eq!(value["input"]["typed_answers"]["v_4"], serde_json::json!(["a0", "a1"]));
+        assert_eq!(
+            value["input"]["typed_answers"]["v_4"],
+            serde_json::json!(["a0", "a1"])
+        );
         assert_eq!(value["input"]["typed_answers"]["v_5"], 7);
         assert_eq!(fill(&q, &once).expect("fills again"), once);
         // An author's change to `answers` still counts.

@@ -36,17 +36,36 @@ fn input(answers: [Option<f64>; 6]) -> ScorerInput {
 
 /// The feelings cheerful, relaxed, down, anxious; a middling day.
 fn feeling(v1: f64, v2: f64, v3: f64, v4: f64) -> ScorerInput {
-    input([Some(v1), Some(v2), Some(v3), Some(v4), Some(20.0), Some(50.0)])
+    input([
+        Some(v1),
+        Some(v2),
+        Some(v3),
+        Some(v4),
+        Some(20.0),
+        Some(50.0),
+    ])
 }
 
 #[test]
 fn mood_is_the_mean_of_the_feelings_with_the_unpleasant_ones_reversed() {
     // (8 + 6 + (10 - 2) + (10 - 4)) / 4 = 7
-    assert_eq!(score(feeling(8.0, 6.0, 2.0, 4.0)).scores["mood"].value, Some(7.0));
-    assert_eq!(score(feeling(10.0, 10.0, 0.0, 0.0)).scores["mood"].value, Some(10.0));
-    assert_eq!(score(feeling(0.0, 0.0, 10.0, 10.0)).scores["mood"].value, Some(0.0));
+    assert_eq!(
+        score(feeling(8.0, 6.0, 2.0, 4.0)).scores["mood"].value,
+        Some(7.0)
+    );
+    assert_eq!(
+        score(feeling(10.0, 10.0, 0.0, 0.0)).scores["mood"].value,
+        Some(10.0)
+    );
+    assert_eq!(
+        score(feeling(0.0, 0.0, 10.0, 10.0)).scores["mood"].value,
+        Some(0.0)
+    );
     // (5 + 4 + 7 + 7) / 4 = 5.75: quarters, exact.
-    assert_eq!(score(feeling(5.0, 4.0, 3.0, 3.0)).scores["mood"].value, Some(5.75));
+    assert_eq!(
+        score(feeling(5.0, 4.0, 3.0, 3.0)).scores["mood"].value,
+        Some(5.75)
+    );
 }
 
 #[test]
@@ -85,27 +104,61 @@ fn a_mood_below_the_cutoff_asks_for_attention_and_at_it_does_not() {
 
 #[test]
 fn interference_at_the_cutoff_asks_for_attention_and_below_it_does_not() {
-    let high = score(input([Some(5.0), Some(5.0), Some(5.0), Some(5.0), Some(70.0), Some(40.0)]));
+    let high = score(input([
+        Some(5.0),
+        Some(5.0),
+        Some(5.0),
+        Some(5.0),
+        Some(70.0),
+        Some(40.0),
+    ]));
     let interference = &high.scores["interference"];
     assert_eq!(interference.value, Some(70.0));
     assert_eq!(interference.status, Some(ScoreStatus::Attention));
     assert_eq!(interference.norm.as_deref(), Some(">= 70"));
     assert_eq!(high.attention, Some(vec!["v_5".into()]));
-    let below = score(input([Some(5.0), Some(5.0), Some(5.0), Some(5.0), Some(69.0), Some(40.0)]));
+    let below = score(input([
+        Some(5.0),
+        Some(5.0),
+        Some(5.0),
+        Some(5.0),
+        Some(69.0),
+        Some(40.0),
+    ]));
     assert_eq!(below.scores["interference"].status, None);
     assert_eq!(below.attention, Some(vec![]));
 }
 
 #[test]
 fn the_cutoffs_are_read_from_the_definition_and_without_them_nothing_is_flagged() {
-    let mut strict = input([Some(6.0), Some(6.0), Some(4.0), Some(4.0), Some(50.0), Some(50.0)]);
+    let mut strict = input([
+        Some(6.0),
+        Some(6.0),
+        Some(4.0),
+        Some(4.0),
+        Some(50.0),
+        Some(50.0),
+    ]);
     strict.questionnaire.scores[0].cutoff = Some(7.0);
     strict.questionnaire.scores[1].cutoff = Some(50.0);
     assert_eq!(
         score(strict).attention,
-        Some(vec!["v_1".into(), "v_2".into(), "v_3".into(), "v_4".into(), "v_5".into()])
+        Some(vec![
+            "v_1".into(),
+            "v_2".into(),
+            "v_3".into(),
+            "v_4".into(),
+            "v_5".into()
+        ])
     );
-    let mut none = input([Some(0.0), Some(0.0), Some(10.0), Some(10.0), Some(100.0), Some(0.0)]);
+    let mut none = input([
+        Some(0.0),
+        Some(0.0),
+        Some(10.0),
+        Some(10.0),
+        Some(100.0),
+        Some(0.0),
+    ]);
     none.questionnaire.scores.clear();
     let output = score(none);
     assert_eq!(output.attention, Some(vec![]));
@@ -116,7 +169,14 @@ fn the_cutoffs_are_read_from_the_definition_and_without_them_nothing_is_flagged(
 
 #[test]
 fn satisfaction_is_the_answer_and_never_flagged() {
-    let output = score(input([Some(5.0), Some(5.0), Some(5.0), Some(5.0), Some(10.0), Some(0.0)]));
+    let output = score(input([
+        Some(5.0),
+        Some(5.0),
+        Some(5.0),
+        Some(5.0),
+        Some(10.0),
+        Some(0.0),
+    ]));
     assert_eq!(output.scores["satisfaction"].value, Some(0.0));
     assert_eq!(output.scores["satisfaction"].status, None);
     assert_eq!(output.alarm, None);

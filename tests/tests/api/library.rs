@@ -293,9 +293,19 @@ impl Definition {
                 put("max", number("max"));
                 put("unit", text("unit"));
             }
-            "date" => put("precision", Some(json!(q.get("precision").and_then(toml::Value::as_str).unwrap_or("day")))),
+            "date" => put(
+                "precision",
+                Some(json!(
+                    q.get("precision")
+                        .and_then(toml::Value::as_str)
+                        .unwrap_or("day")
+                )),
+            ),
             "string" => put("max_length", Some(json!(int("max_length").unwrap_or(1000)))),
-            "textarea" => put("max_length", Some(json!(int("max_length").unwrap_or(10_000)))),
+            "textarea" => put(
+                "max_length",
+                Some(json!(int("max_length").unwrap_or(10_000))),
+            ),
             _ => {}
         }
     }
