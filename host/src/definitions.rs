@@ -231,6 +231,65 @@ mod tests {
         assert!(defs.protocols.iter().any(|p| !p.def.automatic));
     }
 
+    #[test]
+    fn the_bundled_dutch_overlays_load_with_their_source_and_licence() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let defs = load(&root.join("questionnaires"), &root.join("protocols"))
+            .expect("bundled definitions are valid");
+        assert!(
+            defs.refused_translations.is_empty(),
+            "{:?}",
+            defs.refused_translations
+        );
+        for key in ["intake", "diary"] {
+            let q = defs
+                .questionnaires
+                .iter()
+                .find(|q| q.def.key == key)
+                .unwrap_or_else(|| panic!("{key} is bundled"));
+            let nl = q.def.translations.get("nl").expect("a Dutch overlay");
+            assert!(nl.source.contains("Written for this project"), "{key}");
+            assert!(nl.licence.contains("EUPL-1.2"), "{key}");
+            // Every text a respondent reads has its Dutch.
+            assert!(nl.name.is_some(), "{key}: name");
+            q.def.each_text(|at, text| {
+                assert_eq!(text.language("nl", &q.def.language), "nl", "{key}: {at}");
+            });
+        }
+    }
+
+    #[test]
+    fn the_bundled_questionnaires_use_every_type_pages_and_a_chained_condition() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let defs = load(&root.join("questionnaires"), &root.join("protocols"))
+            .expect("bundled definitions are valid");
+        let mut types: Vec<&str> = defs
+            .questionnaires
+            .iter()
+            .flat_map(|q| q.def.questions.iter().map(|question| question.kind.name()))
+            .collect();
+        types.sort_unstable();
+        types.dedup();
+        let mut all = crate::domain::kind::QUESTION_TYPES.to_vec();
+        all.sort_unstable();
+        assert_eq!(types, all);
+        assert!(defs.questionnaires.iter().any(|q| q.def.paged));
+        // A chain: a condition on a question that has a condition itself.
+        let chained = defs.questionnaires.iter().any(|q| {
+            q.def.questions.iter().any(|question| {
+                question.shown_if.as_ref().is_some_and(|c| {
+                    c.questions()
+                        .iter()
+                        .any(|k| q.def.question(k).is_some_and(|t| t.shown_if.is_some()))
+                })
+            })
+        });
+        assert!(
+            chained,
+            "no bundled question is shown under a chained condition"
+        );
+    }
+
     /// A folder `key` holding the shared test definition (`mini`), with
     /// `overlay` as its Dutch translation when given.
     fn mini(dir: &Path, overlay: Option<&str>) {

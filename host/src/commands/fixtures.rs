@@ -96,11 +96,29 @@ pub fn fill(q: &Questionnaire, text: &str) -> anyhow::Result<String> {
     Ok(out)
 }
 
-fn filled_input(q: &Questionnaire, input: &Map<String, Value>) -> anyhow::Result<Value> {
-    let Some(Value::Object(given)) = input.get("answers") else {
-        bail!("input.answers must be an object of question key to option key");
+/// The answers a fixture gives: `answers` as its author wrote them (each in
+/// the form a client POSTs), with the answers a filled-in `answers` cannot
+/// hold (a list of options, a number: only in `typed_answers`) taken from
+/// `typed_answers`, so that filling a filled fixture changes nothing.
+fn given_answers(input: &Map<String, Value>) -> anyhow::Result<Map<String, Value>> {
+    let Some(Value::Object(answers)) = input.get("answers") else {
+        bail!("input.answers must be an object of question key to answer");
     };
-    let given = GivenAnswers::check(q, given).map_err(|bad| {
+    let mut given = answers.clone();
+    if let Some(Value::Object(typed)) = input.get("typed_answers") {
+        for (key, value) in typed {
+            let only_typed = matches!(value, Value::Array(_) | Value::Number(_));
+            if only_typed && given.get(key).is_none_or(Value::is_null) {
+                given.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    Ok(given)
+}
+
+fn filled_input(q: &Questionnaire, input: &Map<String, Value>) -> anyhow::Result<Value> {
+    let given = given_answers(input)?;
+    let given = GivenAnswers::check(q, &given).map_err(|bad| {
         let list: Vec<String> = bad
             .iter()
             .map(|(k, e)| format!("{k}: {}", e.code()))
@@ -165,6 +183,33 @@ mod tests {
         assert_eq!(input["flags"]["extra"], true);
         assert_eq!(input["completed_at"], "2026-03-01T09:30:00.000Z");
         assert_eq!(fill(&q, &once).expect("fills again"), once);
+    }
+
+    #[test]
+    fn filling_again_keeps_answers_that_are_lists_or_numbers() {
+        let text = format!(
+            "{}\n[[questions]]\nkey = \"v_4\"\ntype = \"checkbox\"\ntitle = \"Which?\"\noptions = \"yn\"\n\n[[questions]]\nkey = \"v_5\"\ntype = \"integer\"\ntitle = \"How many?\"\n",
+            crate::domain::testing::DEFINITION
+        );
+        let q = questionnaire::parse(&text, "mini").expect("valid");
+        let written = r#"{"description": "d", "output": {"scores": {}},
+            "input": {"answers": {"v_1": "a1", "v_4": ["a0", "a1"], "v_5": 7}}}"#;
+        let once = fill(&q, written).expect("fills");
+        let value: Value = serde_json::from_str(&once).expect("json");
+        // `answers` holds the answers that are one string; the others are
+        // in `typed_answers` alone.
+        assert_eq!(value["input"]["answers"]["v_4"], Value::Null);
+        assert_eq!(
+            value["input"]["typed_answers"]["v_4"],
+            serde_json::json!(["a0", "a1"])
+        );
+        assert_eq!(value["input"]["typed_answers"]["v_5"], 7);
+        assert_eq!(fill(&q, &once).expect("fills again"), once);
+        // An author's change to `answers` still counts.
+        let changed = once.replacen("\"v_1\": \"a1\"", "\"v_1\": \"a0\"", 1);
+        let again: Value = serde_json::from_str(&fill(&q, &changed).expect("fills")).expect("json");
+        assert_eq!(again["input"]["typed_answers"]["v_1"], "a0");
+        assert_eq!(again["input"]["typed_answers"]["v_5"], 7);
     }
 
     #[test]

@@ -43,10 +43,11 @@ pub enum PluginCommand {
     /// A running service shows its own state at GET /api/v1/plugins.
     List,
     /// Fill in each scorer fixture's input from the questionnaire
-    /// definition: authors write `input.answers` (option keys; flags and
-    /// textvars if the case needs them) and the expected output by hand;
-    /// this adds the questionnaire part, the option values and the flags
-    /// exactly as the service sends them. Rewrites DIR/fixtures/*.json.
+    /// definition: authors write `input.answers` (as a client POSTs them;
+    /// flags and textvars if the case needs them) and the expected output
+    /// by hand; this adds the questionnaire part, the option values and
+    /// the flags exactly as the service sends them. Rewrites
+    /// DIR/fixtures/*.json.
     Fixtures {
         /// The scorer's folder, holding questionnaire.toml and fixtures/
         dir: PathBuf,

@@ -94,6 +94,8 @@ golden! {
     dass21_answers_every_fixture_the_same_natively_and_as_wasm: dass21 in "questionnaires";
     audit_answers_every_fixture_the_same_natively_and_as_wasm: audit in "questionnaires";
     mood_diary_answers_every_fixture_the_same_natively_and_as_wasm: mood_diary in "questionnaires";
+    intake_answers_every_fixture_the_same_natively_and_as_wasm: intake in "questionnaires";
+    diary_answers_every_fixture_the_same_natively_and_as_wasm: diary in "questionnaires";
     score_series_answers_every_fixture_the_same_natively_and_as_wasm: score_series in "calculators";
     reliable_change_answers_every_fixture_the_same_natively_and_as_wasm: reliable_change in "calculators";
     alarm_summary_answers_every_fixture_the_same_natively_and_as_wasm: alarm_summary in "calculators";

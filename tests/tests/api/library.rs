@@ -13,7 +13,7 @@ use tests::{db_test, json};
 use crate::support::*;
 
 /// The instruments we ship, by questionnaire key.
-const INSTRUMENTS: [&str; 8] = [
+const INSTRUMENTS: [&str; 10] = [
     "phq9",
     "gad7",
     "who5",
@@ -22,6 +22,8 @@ const INSTRUMENTS: [&str; 8] = [
     "dass21",
     "audit",
     "mood_diary",
+    "intake",
+    "diary",
 ];
 
 /// What the host adds to a score besides what the scorer computed.
@@ -62,14 +64,14 @@ fn every_questionnaire_folder_is_an_instrument_with_eight_current_fixtures_or_mo
     }
 }
 
-/// The POST body that gives `fixture`'s input: its answers (null for
-/// unanswered), flags and textvars.
+/// The POST body that gives `fixture`'s input: its answers in their own
+/// form (`typed_answers`; null for unanswered), flags and textvars.
 fn post_body(key: &str, fixture: &Fixture) -> Value {
     let input = &fixture.input;
     let mut body = json!({
         "questionnaire_key": key,
         "external_id": format!("{key}-{}", fixture.name),
-        "answer_data": input["answers"],
+        "answer_data": input["typed_answers"],
     });
     for field in ["flags", "textvars"] {
         if let Some(v) = input.get(field) {
@@ -195,6 +197,23 @@ impl Definition {
         }
     }
 
+    /// The languages of the overlays in the questionnaire's
+    /// `translations/` folder, in order.
+    fn translations(&self) -> Vec<String> {
+        let key = self.toml["key"].as_str().unwrap_or_default();
+        let mut languages: Vec<String> = std::fs::read_dir(folder(key).join("translations"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.strip_suffix(".toml").map(str::to_owned)
+            })
+            .collect();
+        languages.sort();
+        languages
+    }
+
     fn language(&self) -> &str {
         self.toml["language"].as_str().unwrap_or("en")
     }
@@ -228,14 +247,97 @@ impl Definition {
     }
 
     fn options(&self, question: &toml::Value) -> Vec<toml::Value> {
-        match &question["options"] {
-            toml::Value::String(set) => self.toml["option_sets"][set.as_str()]
+        match question.get("options") {
+            None => Vec::new(),
+            Some(toml::Value::String(set)) => self.toml["option_sets"][set.as_str()]
                 .as_array()
                 .cloned()
                 .unwrap_or_default(),
-            toml::Value::Array(inline) => inline.clone(),
-            other => panic!("options: {other:?}"),
+            Some(toml::Value::Array(inline)) => inline.clone(),
+            Some(other) => panic!("options: {other:?}"),
         }
+    }
+
+    /// The fields of docs/api/catalog.md#question-types a question of
+    /// `kind` carries besides title, type and options, with the defaults
+    /// the format documents (docs/questionnaire-format.md#questions).
+    fn limits(&self, q: &toml::Value, kind: &str, question: &mut Value) {
+        let int = |field: &str| q.get(field).and_then(toml::Value::as_integer);
+        let text = |field: &str| q.get(field).map(|t| json!(self.text(t)));
+        let mut put = |field: &str, value: Option<Value>| {
+            if let Some(v) = value {
+                question[field] = v;
+            }
+        };
+        match kind {
+            "slider" => {
+                put("min", int("min").map(|n| json!(n)));
+                put("max", int("max").map(|n| json!(n)));
+                put("step", Some(json!(int("step").unwrap_or(1))));
+                put("min_label", text("min_label"));
+                put("max_label", text("max_label"));
+            }
+            "integer" => {
+                put("min", int("min").map(|n| json!(n)));
+                put("max", int("max").map(|n| json!(n)));
+                put("unit", text("unit"));
+            }
+            "decimal" => {
+                // Decimal bounds are numbers with a fraction on the wire.
+                let number = |field: &str| {
+                    q.get(field)
+                        .and_then(|v| v.as_float().or(v.as_integer().map(|n| n as f64)))
+                        .map(|n| json!(n))
+                };
+                put("min", number("min"));
+                put("max", number("max"));
+                put("unit", text("unit"));
+            }
+            "date" => put(
+                "precision",
+                Some(json!(
+                    q.get("precision")
+                        .and_then(toml::Value::as_str)
+                        .unwrap_or("day")
+                )),
+            ),
+            "string" => put("max_length", Some(json!(int("max_length").unwrap_or(1000)))),
+            "textarea" => put(
+                "max_length",
+                Some(json!(int("max_length").unwrap_or(10_000))),
+            ),
+            _ => {}
+        }
+    }
+
+    /// The `pages` of the questionnaire object, when the definition has
+    /// any: each page's key, title and intro when given, question keys,
+    /// and condition.
+    fn pages(&self, key_of: &impl Fn(&str) -> String) -> Option<Value> {
+        let pages = self.toml.get("pages")?.as_array()?;
+        let pages: Vec<Value> = pages
+            .iter()
+            .map(|p| {
+                let mut page = json!({"key": p["key"].as_str()});
+                for field in ["title", "intro"] {
+                    if let Some(t) = p.get(field) {
+                        page[field] = json!(self.text(t));
+                    }
+                }
+                let keys: Vec<String> = p["questions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|k| key_of(k.as_str().unwrap_or_default()))
+                    .collect();
+                page["questions"] = json!(keys);
+                if let Some(condition) = p.get("shown_if") {
+                    page["shown_if"] = condition_json(condition, key_of);
+                }
+                page
+            })
+            .collect();
+        Some(Value::Array(pages))
     }
 
     /// The questionnaire object of docs/api/catalog.md#questionnaire-object,
@@ -253,12 +355,19 @@ impl Definition {
         for q in self.toml["questions"].as_array().into_iter().flatten() {
             let mut options = Map::new();
             for o in self.options(q) {
-                options.insert(
-                    o["key"].as_str().unwrap_or_default().to_owned(),
-                    json!({"value": o["value"].as_integer(), "description": self.text(&o["description"])}),
-                );
+                let mut option = json!({"value": o["value"].as_integer(), "description": self.text(&o["description"])});
+                if o.get("exclusive").and_then(toml::Value::as_bool) == Some(true) {
+                    option["exclusive"] = json!(true);
+                }
+                options.insert(o["key"].as_str().unwrap_or_default().to_owned(), option);
             }
-            let mut question = json!({"title": self.text(&q["title"]), "type": q["type"].as_str(), "options": options});
+            let kind = q["type"].as_str().unwrap_or_default();
+            let mut question = if kind == "display" {
+                json!({"text": self.text(&q["text"]), "type": kind, "options": options})
+            } else {
+                json!({"title": self.text(&q["title"]), "type": kind, "options": options})
+            };
+            self.limits(q, kind, &mut question);
             if let Some(condition) = q.get("shown_if") {
                 question["shown_if"] = condition_json(condition, &key_of);
             }
@@ -293,7 +402,7 @@ impl Definition {
                 .collect();
             json!({"sbg_key": sbg["sbg_key"].as_str(), "questions": questions, "scores": scores})
         });
-        json!({
+        let mut object = json!({
             "id": id,
             "key": key,
             "name": self.toml["name"].as_str(),
@@ -302,7 +411,16 @@ impl Definition {
             "questions": questions,
             "scores": scores,
             "sbg_info": sbg_info,
-        })
+        });
+        if let Some(pages) = self.pages(&key_of) {
+            object["pages"] = pages;
+        }
+        let languages = self.translations();
+        if !languages.is_empty() {
+            let own = std::iter::once(self.language().to_owned());
+            object["languages"] = json!(own.chain(languages).collect::<Vec<_>>());
+        }
+        object
     }
 }
 
@@ -361,6 +479,26 @@ db_test!(async fn dass21_carries_sbg_info_in_both_key_modes_and_the_others_none(
     }
 });
 
+/// A valid answer to `question` (a questionnaire object's question): the
+/// first option, a list of it, the lowest number, a date of its precision,
+/// a text; none to a display item.
+fn first_answer(question: &Value) -> Option<Value> {
+    let first = || json!(keys(&question["options"])[0]);
+    let lowest = || question.get("min").cloned().unwrap_or(json!(0));
+    Some(match question["type"].as_str().unwrap_or_default() {
+        "radio" | "select" => first(),
+        "checkbox" => json!([first()]),
+        "slider" | "integer" | "decimal" => lowest(),
+        "date" => match question["precision"].as_str() {
+            Some("year") => json!("2024"),
+            Some("month") => json!("2024-05"),
+            _ => json!("2024-05-17"),
+        },
+        "string" | "textarea" => json!("text"),
+        _ => return None,
+    })
+}
+
 db_test!(async fn answers_posted_with_v_keys_line_up_with_the_questionnaire_without_legacy_keys(app) {
     for key in INSTRUMENTS {
         let questionnaire = app
@@ -368,10 +506,11 @@ db_test!(async fn answers_posted_with_v_keys_line_up_with_the_questionnaire_with
             .await
             .body;
         let questions = questionnaire["questionnaire"]["questions"].as_object().cloned().unwrap_or_default();
-        // Every question answered with its first option.
+        // Every question answered with its first option, its lowest
+        // number, a date or a text; display items take no answer.
         let answers: Map<String, Value> = questions
             .iter()
-            .map(|(k, q)| (k.clone(), json!(keys(&q["options"])[0])))
+            .filter_map(|(k, q)| Some((k.clone(), first_answer(q)?)))
             .collect();
         let dossier = format!("trip-{key}");
         let posted = app
@@ -382,23 +521,26 @@ db_test!(async fn answers_posted_with_v_keys_line_up_with_the_questionnaire_with
             .await;
         assert_eq!(posted.status, 201, "{key}: {}", posted.text);
         // A first option can skip questions (the AUDIT's "Never", PHQ-9's
-        // "Not at all" everywhere): their answers are dropped, named, and
-        // stored as null.
+        // "Not at all" everywhere, the intake's "No" to alcohol): their
+        // answers are dropped, named, and stored as null.
         let dropped: Vec<&str> = posted.body["dropped_answers"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
         let listed = app.get(&responses(&dossier)).await.body;
         let stored = &listed[0];
-        assert_eq!(keys(&stored["values"]), keys(&Value::Object(questions.clone())), "{key}: key for key, in order");
-        for (k, q) in &questions {
+        assert_eq!(keys(&stored["values"]), keys(&Value::Object(answers.clone())), "{key}: key for key, in order");
+        for (k, answer) in &answers {
             if dropped.contains(&k.as_str()) {
                 assert_eq!(stored["values"][k], Value::Null, "{key}.{k}: dropped");
                 continue;
             }
-            let option = stored["values"][k].as_str().unwrap_or_default();
-            assert!(q["options"].get(option).is_some(), "{key}.{k}: {option} is an option of the question");
+            // An option key posted is one of the question's (first_answer
+            // took it from them), so this also checks the stored one is.
+            assert_eq!(&stored["values"][k], answer, "{key}.{k}: stored as posted");
         }
         let expected_dropped: &[&str] = match key {
             "phq9" => &["v_10"],
             "audit" => &["v_2", "v_3", "v_4", "v_5", "v_6", "v_7", "v_8"],
+            // "Other" not ticked, and "No" to alcohol with its chain.
+            "intake" => &["v_2", "v_7", "v_8"],
             _ => &[],
         };
         assert_eq!(dropped, expected_dropped, "{key}");

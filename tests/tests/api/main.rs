@@ -82,6 +82,10 @@
 //! - `translations`: overlays shown with `?language=`, the SHA-256 of the
 //!   one a response was filled out in, hot reload, a broken overlay
 //!   leaving the previous one serving.
+//! - `intake_diary`: the bundled intake and daily diary: answers of every
+//!   type stored and scored, every refusal code on their questions,
+//!   answers dropped through the intake's chained condition (or refused
+//!   under `?strict=true`), their Dutch overlays with the same scores.
 //! - `responses_create`: POST a response: the Response object, retries,
 //!   external ids, answer validation, field types, dossier creation.
 //! - `responses_update`: PUT on a pending response by external id or by the
@@ -203,6 +207,7 @@ mod golden;
 mod health_checks;
 mod hostile;
 mod hot_reload;
+mod intake_diary;
 mod library;
 mod metrics_scrape;
 mod multihost;

@@ -1,5 +1,5 @@
 //! GET /api/v1/plugins (what every plugin folder serves) and /metrics (the
-//! Prometheus text exposition operators scrape): the four bundled plugins
+//! Prometheus text exposition operators scrape): the bundled plugins
 //! serve with their manifest, hash and self-tested fixtures, and plugin
 //! calls are counted.
 
@@ -23,7 +23,9 @@ fn bundled() -> Vec<(&'static str, Manifest)> {
         ("alarm_summary", alarm_summary::manifest()),
         ("audit", audit::manifest()),
         ("dass21", dass21::manifest()),
+        ("diary", diary::manifest()),
         ("gad7", gad7::manifest()),
+        ("intake", intake::manifest()),
         ("k10", k10::manifest()),
         ("mood_diary", mood_diary::manifest()),
         ("pcl5", pcl5::manifest()),
