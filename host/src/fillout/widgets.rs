@@ -42,6 +42,7 @@ pub enum QuestionError {
 }
 
 /// A question about to be shown, with what it needs around it.
+#[derive(Debug)]
 pub struct Item<'a> {
     pub q: &'a Questionnaire,
     pub variant: &'a Variant,
