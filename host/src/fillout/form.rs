@@ -204,6 +204,9 @@ pub async fn submit(
             .collect(),
         None => Vec::new(),
     };
+    // A question just shown is not missing yet.
+    let mut errors = errors;
+    errors.retain(|key, _| !new.contains(key));
     if !errors.is_empty() || !new.is_empty() {
         let status = if errors.is_empty() {
             StatusCode::OK
