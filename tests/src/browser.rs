@@ -263,7 +263,11 @@ impl Browser {
     /// Does `act`, which leaves the page, and returns once the next page
     /// has loaded. The action may return before the browser has even
     /// started to leave; the document's time origin tells the pages apart.
-    async fn leave<F: std::future::Future<Output = ()>>(&self, act: impl FnOnce() -> F, what: &str) {
+    async fn leave<F: std::future::Future<Output = ()>>(
+        &self,
+        act: impl FnOnce() -> F,
+        what: &str,
+    ) {
         const SCRIPT: &str =
             "return document.readyState === 'complete' ? performance.timeOrigin : null;";
         let before = self.execute(SCRIPT, json!([])).await;

@@ -60,7 +60,13 @@ fn values_of(question: &Question, form: &FormFields) -> Vec<String> {
         .iter()
         .rev()
         .enumerate()
-        .map(|(i, p)| if i > 0 && p.len() == 1 { format!("0{p}") } else { p.clone() })
+        .map(|(i, p)| {
+            if i > 0 && p.len() == 1 {
+                format!("0{p}")
+            } else {
+                p.clone()
+            }
+        })
         .collect();
     vec![iso.join("-")]
 }

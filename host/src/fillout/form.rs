@@ -161,7 +161,12 @@ pub async fn submit(
     let started_at = started_at(form.shown_at, live.session.logged_in_at, now);
     let action = format!("POST /fill_out/session/responses/{}", response.id);
     let entry = live.access(&app, &parts, &action, 303);
-    let key_of = |p: usize| def.pages.get(p).map(|page| page.key.clone()).unwrap_or_default();
+    let key_of = |p: usize| {
+        def.pages
+            .get(p)
+            .map(|page| page.key.clone())
+            .unwrap_or_default()
+    };
     let keep = |page: usize, answers: Answers| PageAnswers {
         id: response.id,
         answers,
@@ -187,7 +192,10 @@ pub async fn submit(
                 .store()
                 .save_fill_out_page(&live.session, keep(to, read.answers), now, entry)
                 .await;
-            return after_saving(&app, &live, &parts, &catalog, &response, &form, saved, browser).await;
+            return after_saving(
+                &app, &live, &parts, &catalog, &response, &form, saved, browser,
+            )
+            .await;
         }
         _ => {}
     }
@@ -228,7 +236,10 @@ pub async fn submit(
             .store()
             .save_fill_out_page(&live.session, keep(next, read.answers), now, entry)
             .await;
-        return after_saving(&app, &live, &parts, &catalog, &response, &form, saved, browser).await;
+        return after_saving(
+            &app, &live, &parts, &catalog, &response, &form, saved, browser,
+        )
+        .await;
     }
     // The last page. A required question of an earlier page left
     // unanswered (a page skipped by a form of its own, or a definition
@@ -252,7 +263,12 @@ pub async fn submit(
                     new: &[],
                 },
             ),
-            saved => after_saving(&app, &live, &parts, &catalog, &response, &form, saved, browser).await,
+            saved => {
+                after_saving(
+                    &app, &live, &parts, &catalog, &response, &form, saved, browser,
+                )
+                .await
+            }
         };
     }
     let language = view.lang.code();
@@ -287,7 +303,19 @@ pub async fn submit(
         // Completed meanwhile (by the care provider's PUT, another host,
         // another window), or its time ran out: the first is said here,
         // the second by whatever is next.
-        Ok(false) => after_saving(&app, &live, &parts, &catalog, &response, &form, Ok(false), browser).await,
+        Ok(false) => {
+            after_saving(
+                &app,
+                &live,
+                &parts,
+                &catalog,
+                &response,
+                &form,
+                Ok(false),
+                browser,
+            )
+            .await
+        }
         Err(e) => failed(browser, &e),
     }
 }

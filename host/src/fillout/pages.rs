@@ -201,7 +201,10 @@ pub fn questionnaire(form: &Form<'_>) -> String {
         hidden(h, "csrf", form.csrf);
         hidden(h, "shown_at", &form.shown_at.to_string());
         hidden(h, "page", &form.page.to_string());
-        let shown: Vec<&str> = items.iter().map(|(_, question)| question.key.as_str()).collect();
+        let shown: Vec<&str> = items
+            .iter()
+            .map(|(_, question)| question.key.as_str())
+            .collect();
         hidden(h, "shown", &shown.join(" "));
         if let Some(page) = page {
             if let Some(title) = &page.title {

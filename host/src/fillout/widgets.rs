@@ -26,7 +26,11 @@ use crate::domain::variant::Variant;
 /// added to its key (`v_7.year`), in the order shown.
 pub fn date_parts(precision: DatePrecision) -> &'static [(&'static str, Msg)] {
     match precision {
-        DatePrecision::Day => &[("day", Msg::Day), ("month", Msg::Month), ("year", Msg::Year)],
+        DatePrecision::Day => &[
+            ("day", Msg::Day),
+            ("month", Msg::Month),
+            ("year", Msg::Year),
+        ],
         DatePrecision::Month => &[("month", Msg::Month), ("year", Msg::Year)],
         DatePrecision::Year => &[("year", Msg::Year)],
     }
@@ -113,7 +117,9 @@ pub fn question(h: &mut Html, item: &Item<'_>) {
         Kind::Integer { .. } | Kind::Decimal { .. } => single(h, item, number),
         Kind::String { max_length } | Kind::Textarea { max_length } => {
             let max = *max_length;
-            single(h, item, move |h, item, described| text(h, item, described, max));
+            single(h, item, move |h, item, described| {
+                text(h, item, described, max)
+            });
         }
     }
 }
@@ -134,7 +140,9 @@ fn display(h: &mut Html, item: &Item<'_>) {
 /// the inside of a legend or label.
 fn title(h: &mut Html, item: &Item<'_>) {
     if let Some(number) = item.number {
-        h.raw("<span class=\"number\">").number(number).raw(".</span> ");
+        h.raw("<span class=\"number\">")
+            .number(number)
+            .raw(".</span> ");
     }
     h.text(&item.text(&item.question.title));
     if item.question.required {
@@ -401,7 +409,8 @@ fn number(h: &mut Html, item: &Item<'_>, described: Option<&str>) {
     control_attrs(h, item, described.as_deref());
     h.attr("value", item.value(key)).raw(">");
     if let Some(unit) = unit {
-        h.raw(" <span class=\"unit\"").attr("id", &format!("u-{key}"));
+        h.raw(" <span class=\"unit\"")
+            .attr("id", &format!("u-{key}"));
         item.text_language(h, unit);
         h.raw(">").text(&item.text(unit)).raw("</span>");
     }

@@ -172,13 +172,12 @@ async fn look_at(browser: &Browser, db: Db, name: &str) {
         )
     };
     let wcag = browser
-        .execute_async(&run("'wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'"), json!([]))
+        .execute_async(
+            &run("'wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'"),
+            json!([]),
+        )
         .await;
-    assert_eq!(
-        wcag,
-        json!([]),
-        "{name}: WCAG 2.1 A/AA violations {wcag:#}"
-    );
+    assert_eq!(wcag, json!([]), "{name}: WCAG 2.1 A/AA violations {wcag:#}");
     let practices = browser
         .execute_async(&run("'best-practice'"), json!([]))
         .await;
@@ -459,7 +458,10 @@ db_test!(
         browser.goto(&link).await;
         browser.click_to_leave("button[type='submit']").await;
         assert_eq!(browser.text("h1").await, "Steps");
-        assert_eq!(counter(&browser).await, "Questionnaire 1 of 1 · Page 1 of 3");
+        assert_eq!(
+            counter(&browser).await,
+            "Questionnaire 1 of 1 · Page 1 of 3"
+        );
         look_at(&browser, db, "steps-1").await;
 
         // "Other" ticked: the page comes back with "Other, namely".
@@ -469,29 +471,46 @@ db_test!(
         browser.click_to_leave("button[value='submit']").await;
         assert_eq!(browser.count("#q-v_3").await, 1);
         assert!(browser.is_selected("input[name='v_2'][value='a3']").await);
-        assert_eq!(browser.text(".notice h2").await, "There are more questions on this page");
+        assert_eq!(
+            browser.text(".notice h2").await,
+            "There are more questions on this page"
+        );
         look_at(&browser, db, "steps-1-more").await;
         browser.type_into("#q-v_3", "back pain").await;
         browser.click_to_leave("button[value='submit']").await;
-        assert_eq!(counter(&browser).await, "Questionnaire 1 of 1 · Page 2 of 4");
+        assert_eq!(
+            counter(&browser).await,
+            "Questionnaire 1 of 1 · Page 2 of 4"
+        );
 
         // The slider with the keyboard only: Tab into it, arrow to 7; then
         // the numbers typed, and Enter sends the page.
         look_at(&browser, db, "steps-2").await;
         tab_to(&browser, "v_4=0").await;
-        assert!(!browser.is_selected("input[name='v_4'][value='0']").await, "nothing chosen yet");
+        assert!(
+            !browser.is_selected("input[name='v_4'][value='0']").await,
+            "nothing chosen yet"
+        );
         browser.press(&[KEY_RIGHT; 7]).await;
         assert!(browser.is_selected("input[name='v_4'][value='7']").await);
         browser.press(&[KEY_LEFT, KEY_RIGHT]).await;
         assert_eq!(browser.focused().await, "v_4=7");
-        browser.press(&[KEY_TAB, "1", "4", KEY_TAB, "7", ",", "5"]).await;
+        browser
+            .press(&[KEY_TAB, "1", "4", KEY_TAB, "7", ",", "5"])
+            .await;
         assert_eq!(browser.focused().await, "v_6=7,5");
         browser.press_to_leave(&[KEY_ENTER]).await;
-        assert_eq!(counter(&browser).await, "Questionnaire 1 of 1 · Page 3 of 4");
+        assert_eq!(
+            counter(&browser).await,
+            "Questionnaire 1 of 1 · Page 3 of 4"
+        );
 
         // Back keeps page 2's answers; Next again.
         browser.click_to_leave("button[value='back']").await;
-        assert_eq!(counter(&browser).await, "Questionnaire 1 of 1 · Page 2 of 4");
+        assert_eq!(
+            counter(&browser).await,
+            "Questionnaire 1 of 1 · Page 2 of 4"
+        );
         assert!(browser.is_selected("input[name='v_4'][value='7']").await);
         let typed = browser
             .execute("return document.getElementById('q-v_5').value;", json!([]))
@@ -507,12 +526,20 @@ db_test!(
         browser.click("select#q-v_10 option[value='a2']").await;
         browser.click_to_leave("button[value='submit']").await;
         assert_eq!(browser.count(".error").await, 1);
-        assert!(browser.text("#e-v_7").await.starts_with("Enter a date that exists"));
+        assert!(
+            browser
+                .text("#e-v_7")
+                .await
+                .starts_with("Enter a date that exists")
+        );
         look_at(&browser, db, "steps-3-error").await;
         browser.clear("#q-v_7-first").await;
         browser.type_into("#q-v_7-first", "29").await;
         browser.click_to_leave("button[value='submit']").await;
-        assert_eq!(counter(&browser).await, "Questionnaire 1 of 1 · Page 4 of 4");
+        assert_eq!(
+            counter(&browser).await,
+            "Questionnaire 1 of 1 · Page 4 of 4"
+        );
         // The chain: "Other, namely" was answered, so v_12 is asked.
         assert_eq!(browser.count("#q-v_12").await, 1);
         look_at(&browser, db, "steps-4").await;
@@ -522,13 +549,22 @@ db_test!(
         for _ in 0..3 {
             browser.click_to_leave("button[value='back']").await;
         }
-        assert_eq!(counter(&browser).await, "Questionnaire 1 of 1 · Page 1 of 4");
+        assert_eq!(
+            counter(&browser).await,
+            "Questionnaire 1 of 1 · Page 1 of 4"
+        );
         browser.click("input[name='v_1'][value='a0']").await;
         browser.click("input[name='v_2'][value='a3']").await;
         browser.click_to_leave("button[value='submit']").await;
-        assert_eq!(counter(&browser).await, "Questionnaire 1 of 1 · Page 2 of 3");
+        assert_eq!(
+            counter(&browser).await,
+            "Questionnaire 1 of 1 · Page 2 of 3"
+        );
         browser.click_to_leave("button[value='submit']").await;
-        assert_eq!(counter(&browser).await, "Questionnaire 1 of 1 · Page 3 of 3");
+        assert_eq!(
+            counter(&browser).await,
+            "Questionnaire 1 of 1 · Page 3 of 3"
+        );
         assert_eq!(browser.count("#q-v_12").await, 0);
 
         // Stop here; a new session resumes on this page.
@@ -537,10 +573,18 @@ db_test!(
         assert_eq!(browser.url().await, back_url);
         let steps = stored(&app, "d1", "steps").await;
         assert_eq!(steps["status"], "aborted");
-        let link = start(&app, "d1", json!({"response_ids": [steps["id"]], "return_to": back_url})).await;
+        let link = start(
+            &app,
+            "d1",
+            json!({"response_ids": [steps["id"]], "return_to": back_url}),
+        )
+        .await;
         browser.goto(&link).await;
         browser.click_to_leave("button[type='submit']").await;
-        assert_eq!(counter(&browser).await, "Questionnaire 1 of 1 · Page 3 of 3");
+        assert_eq!(
+            counter(&browser).await,
+            "Questionnaire 1 of 1 · Page 3 of 3"
+        );
         assert_eq!(browser.text("#q-v_11").await, "see you");
         browser.click_to_leave("button[value='submit']").await;
         assert_eq!(browser.url().await, back_url);
@@ -573,9 +617,17 @@ db_test!(
         let browser = Browser::start("nl").await;
         browser.goto(&link).await;
         browser.click_to_leave("button[type='submit']").await;
-        assert_eq!(browser.execute("return document.documentElement.lang;", json!([])).await, "nl");
+        assert_eq!(
+            browser
+                .execute("return document.documentElement.lang;", json!([]))
+                .await,
+            "nl"
+        );
         assert_eq!(browser.text("h1").await, "Stappen (test)");
-        assert_eq!(counter(&browser).await, "Vragenlijst 1 van 1 · Pagina 1 van 3");
+        assert_eq!(
+            counter(&browser).await,
+            "Vragenlijst 1 van 1 · Pagina 1 van 3"
+        );
         browser.click("input[name='v_1'][value='a1']").await;
         browser.click("input[name='v_2'][value='a9']").await;
         browser.click_to_leave("button[value='submit']").await;
@@ -592,7 +644,10 @@ db_test!(
         browser.type_into("#q-v_7-year", "2020").await;
         look_at(&browser, db, "steps-nl-3").await;
         browser.click_to_leave("button[value='submit']").await;
-        assert_eq!(counter(&browser).await, "Vragenlijst 1 van 1 · Pagina 4 van 4");
+        assert_eq!(
+            counter(&browser).await,
+            "Vragenlijst 1 van 1 · Pagina 4 van 4"
+        );
         look_at(&browser, db, "steps-nl-4").await;
         browser.click_to_leave("button[value='submit']").await;
         assert_eq!(browser.url().await, back_url);
