@@ -16,6 +16,17 @@ use serde_json::{Value, json};
 /// The W3C WebDriver key of an element reference.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
+/// WebDriver's Tab key.
+pub const KEY_TAB: &str = "\u{e004}";
+/// WebDriver's Enter key.
+pub const KEY_ENTER: &str = "\u{e007}";
+/// WebDriver's right arrow key.
+pub const KEY_RIGHT: &str = "\u{e014}";
+/// WebDriver's left arrow key.
+pub const KEY_LEFT: &str = "\u{e012}";
+/// WebDriver's space key.
+pub const KEY_SPACE: &str = "\u{e00d}";
+
 /// A headless Chromium session; the driver process ends with it.
 #[derive(Debug)]
 pub struct Browser {
@@ -192,15 +203,75 @@ impl Browser {
         self.post(&format!("/element/{id}/click"), json!({})).await;
     }
 
+    /// Types `text` into the element `css` (a text field), after what it
+    /// holds.
+    pub async fn type_into(&self, css: &str, text: &str) {
+        let id = self.element(css).await;
+        self.post(&format!("/element/{id}/value"), json!({"text": text}))
+            .await;
+    }
+
+    /// Empties the element `css` (a text field).
+    pub async fn clear(&self, css: &str) {
+        let id = self.element(css).await;
+        self.post(&format!("/element/{id}/clear"), json!({})).await;
+    }
+
+    /// Presses and releases each key in turn, on whatever has the focus:
+    /// a character, or a WebDriver key such as [`KEY_TAB`].
+    pub async fn press(&self, keys: &[&str]) {
+        let actions: Vec<Value> = keys
+            .iter()
+            .flat_map(|k| {
+                [
+                    json!({"type": "keyDown", "value": k}),
+                    json!({"type": "keyUp", "value": k}),
+                ]
+            })
+            .collect();
+        self.post(
+            "/actions",
+            json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]}),
+        )
+        .await;
+    }
+
+    /// `name=value` of the element that has the focus.
+    pub async fn focused(&self) -> String {
+        self.execute(
+            "const e = document.activeElement; return (e.name || e.tagName) + '=' + (e.value || '');",
+            json!([]),
+        )
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+    }
+
     /// Clicks the element `css`, which leaves the page (a link, a submit
-    /// button), and returns once the next page has loaded. A click may
-    /// return before the browser has even started to leave; the document's
-    /// time origin tells the pages apart.
+    /// button), and returns once the next page has loaded.
     pub async fn click_to_leave(&self, css: &str) {
+        self.leave(|| self.click(css), css).await;
+    }
+
+    /// Presses `keys`, the last of which leaves the page (Enter in a
+    /// form), and returns once the next page has loaded.
+    pub async fn press_to_leave(&self, keys: &[&str]) {
+        self.leave(|| self.press(keys), "keys").await;
+    }
+
+    /// Does `act`, which leaves the page, and returns once the next page
+    /// has loaded. The action may return before the browser has even
+    /// started to leave; the document's time origin tells the pages apart.
+    async fn leave<F: std::future::Future<Output = ()>>(
+        &self,
+        act: impl FnOnce() -> F,
+        what: &str,
+    ) {
         const SCRIPT: &str =
             "return document.readyState === 'complete' ? performance.timeOrigin : null;";
         let before = self.execute(SCRIPT, json!([])).await;
-        self.click(css).await;
+        act().await;
         let started = std::time::Instant::now();
         loop {
             // Between two documents the script may fail: not loaded yet.
@@ -217,7 +288,7 @@ impl Browser {
             }
             assert!(
                 started.elapsed() < std::time::Duration::from_secs(30),
-                "no new page 30 s after clicking {css}"
+                "no new page 30 s after {what}"
             );
             tokio::task::yield_now().await;
         }
@@ -267,6 +338,19 @@ impl Browser {
                 )
             })
             .collect()
+    }
+
+    /// Whether the page scrolls sideways at a window of `width` by
+    /// `height` (its content wider than the window).
+    pub async fn scrolls_sideways(&self, width: u32, height: u32) -> bool {
+        self.post("/window/rect", json!({"width": width, "height": height}))
+            .await;
+        self.execute(
+            "return document.documentElement.scrollWidth > document.documentElement.clientWidth;",
+            json!([]),
+        )
+        .await
+            == json!(true)
     }
 
     /// Resizes the window to `width` and the page's full height (at most

@@ -91,7 +91,7 @@ impl FillOutRequestView {
     responses(
         (status = 200, description = "Made", body = FillOutRequestView),
         (status = 404, description = "`{\"errors\":{\"respondent_id\":[\"not_found\"]}}`: not the dossier's patient", body = ErrorBody),
-        (status = 422, description = "Field errors, e.g. `{\"errors\":{\"open_till\":[\"in_past\"],\"questionnaire_keys\":[\"blank\"]}}`: `questionnaire_keys` `blank` or `invalid` (not strings, an unknown key, more than 50); `open_till` `blank`, `invalid` (not after `open_from`, too far ahead) or `in_past`; `open_from` `invalid` or `too_early`; `reminders` `invalid`; `respondent_type` `invalid`; `respondent_id` `invalid`; `callback_url` `invalid` (not an https URL) or `not_allowed` (its origin is not the token's, or it names a loopback, private, link-local or other non-public address); `dossier_id` `invalid`", body = ErrorBody),
+        (status = 422, description = "Field errors, e.g. `{\"errors\":{\"open_till\":[\"in_past\"],\"questionnaire_keys\":[\"blank\"]}}`: `questionnaire_keys` `blank` or `invalid` (not strings, an unknown key, more than 50); `open_till` `blank`, `invalid` (not after `open_from`, too far ahead) or `in_past`; `open_from` `invalid` or `too_early`; `reminders` `invalid`; `respondent_type` `invalid`; `respondent_id` `invalid`; `language` `invalid` (not two lower-case letters); `callback_url` `invalid` (not an https URL) or `not_allowed` (its origin is not the token's, or it names a loopback, private, link-local or other non-public address); `dossier_id` `invalid`", body = ErrorBody),
     )
 )]
 pub async fn create_fill_out_request(
@@ -152,6 +152,11 @@ pub struct NewFillOutRequestBody {
     /// for loopback hosts), of an origin allowed for the token, and not a
     /// loopback, private or link-local address the operator does not allow.
     pub callback_url: Option<String>,
+    /// The language (ISO 639-1, e.g. `nl`) of the fill-out pages: the
+    /// questionnaire's translation in it, when it has one and the pages
+    /// speak it; else the browser's `Accept-Language`, then the
+    /// definition's language.
+    pub language: Option<String>,
 }
 
 impl NewFillOutRequestBody {
@@ -178,6 +183,7 @@ impl NewFillOutRequestBody {
         let mut f = Fields::new(body);
         let open_from = f.optional_unix("open_from", now + LATEST).unwrap_or(now);
         let open_till = f.optional_unix("open_till", now + LATEST);
+        let language = f.optional_language("language");
         let mut errors = f.errors;
         match (body.get("open_till"), open_till) {
             (None | Some(Value::Null), _) => {
@@ -257,6 +263,7 @@ impl NewFillOutRequestBody {
             reminders,
             open_from,
             open_till,
+            language,
             now,
         })
     }

@@ -24,6 +24,7 @@ use crate::auth::guard::Caller;
 use crate::auth::{origin, secret};
 use crate::domain::catalog::Catalog;
 use crate::domain::ids::{QuestionnaireId, ResponseId};
+use crate::domain::text::is_language_code;
 use crate::error::{ApiError, ErrorBody, Errors, json};
 use crate::store::{NewFillOutSession, StartSessionResult};
 
@@ -48,7 +49,9 @@ pub struct FillOutSessionView {
 /// `questionnaire_keys` (blank questionnaires, prepared when the link is
 /// used) and/or `response_ids` (aborted responses of this dossier to
 /// resume, with the answers given so far), `return_to` (required), and
-/// optionally `progress_url` and `stylesheet`. The three URLs must be https
+/// optionally `progress_url`, `stylesheet` and `language` (ISO 639-1: the
+/// pages' language, falling back to `Accept-Language`, then each
+/// definition's own). The three URLs must be https
 /// (http only for loopback hosts), without user info or backslashes, of an
 /// origin allowed for the token or for every token (`--allowed-origins`);
 /// otherwise 422 `not_allowed` on that field. The respondent visits
@@ -67,7 +70,7 @@ pub struct FillOutSessionView {
     responses(
         (status = 200, description = "Started", body = FillOutSessionView),
         (status = 404, description = "`{\"errors\":{\"questionnaire_keys\":[\"not_found\"]}}` for an unknown questionnaire; `{\"errors\":{\"response_ids\":[\"not_found\"]}}` for a response that is not an aborted response of this dossier that can still be filled out", body = ErrorBody),
-        (status = 422, description = "Field errors, together in one body: neither keys nor ids `{\"errors\":{\"questionnaire_keys\":\"missing\",\"response_ids\":\"missing\"}}` (bare strings, kept from the original contract); no `return_to` `{\"errors\":{\"return_url\":[\"missing\"]}}`; `return_to`, `progress_url` or `stylesheet` `not_allowed` (not an https URL of an allowed origin) or `invalid` (not a string); `questionnaire_keys` or `response_ids` `invalid` (not a list of strings or of positive integers, more than 50); `dossier_id` `invalid`", body = ErrorBody),
+        (status = 422, description = "Field errors, together in one body: neither keys nor ids `{\"errors\":{\"questionnaire_keys\":\"missing\",\"response_ids\":\"missing\"}}` (bare strings, kept from the original contract); no `return_to` `{\"errors\":{\"return_url\":[\"missing\"]}}`; `return_to`, `progress_url` or `stylesheet` `not_allowed` (not an https URL of an allowed origin) or `invalid` (not a string); `language` `invalid` (not two lower-case letters); `questionnaire_keys` or `response_ids` `invalid` (not a list of strings or of positive integers, more than 50); `dossier_id` `invalid`", body = ErrorBody),
     )
 )]
 pub async fn create_fill_out_session(
@@ -89,6 +92,7 @@ pub async fn create_fill_out_session(
         return_to,
         progress_url,
         stylesheet,
+        language,
     } = NewFillOutSessionBody::parse(&body, &app.catalog(), allowed)?;
     let now = app.now();
     let link_key = secret::generate();
@@ -102,6 +106,7 @@ pub async fn create_fill_out_session(
             return_to,
             progress_url,
             stylesheet,
+            language,
             link_key: link_key.clone(),
             nonce: nonce.clone(),
             now,
@@ -132,6 +137,11 @@ pub struct NewFillOutSessionBody {
     pub progress_url: Option<String>,
     /// A stylesheet loaded after the built-in one.
     pub stylesheet: Option<String>,
+    /// The language (ISO 639-1, e.g. `nl`) of the pages: each
+    /// questionnaire's translation in it, when it has one and the pages
+    /// speak it; else the browser's `Accept-Language`, then the
+    /// definition's language.
+    pub language: Option<String>,
 }
 
 /// A session asked for, checked against the catalog.
@@ -143,6 +153,7 @@ struct Session {
     return_to: String,
     progress_url: Option<String>,
     stylesheet: Option<String>,
+    language: Option<String>,
 }
 
 impl NewFillOutSessionBody {
@@ -191,6 +202,14 @@ impl NewFillOutSessionBody {
         }
         let progress_url = url("progress_url", &mut errors);
         let stylesheet = url("stylesheet", &mut errors);
+        let language = match body.get("language") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(code)) if is_language_code(code) => Some(code.clone()),
+            Some(_) => {
+                errors.add("language", "invalid");
+                None
+            }
+        };
         errors.into_result()?;
         let (Some(keys), Some(mut ids), Some(return_to)) = (keys, ids, return_to) else {
             return Err(ApiError::Invalid(Errors::one("return_url", "missing")));
@@ -208,6 +227,7 @@ impl NewFillOutSessionBody {
             return_to,
             progress_url,
             stylesheet,
+            language,
         })
     }
 }

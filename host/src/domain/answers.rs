@@ -56,6 +56,16 @@ impl GivenAnswers {
         GivenAnswers(vec![None; q.questions.len()])
     }
 
+    /// The answers of `answers` again as given (to change some of them).
+    pub fn of(q: &Questionnaire, answers: &Answers) -> GivenAnswers {
+        GivenAnswers(
+            q.questions
+                .iter()
+                .map(|question| answers.get(&question.key).cloned())
+                .collect(),
+        )
+    }
+
     /// Reads `data` (`answer_data`) against `q`. On failure, every
     /// offending key with its reason.
     pub fn check(

@@ -42,6 +42,8 @@ pub struct FillOutSession {
     pub progress_url: Option<String>,
     /// Loaded after the built-in stylesheet.
     pub stylesheet: Option<String>,
+    /// The language (ISO 639-1) the caller asked the pages to be in.
+    pub language: Option<String>,
     pub logged_in_at: DateTime<Utc>,
     pub last_seen_at: DateTime<Utc>,
     pub ended_at: Option<DateTime<Utc>>,
@@ -152,6 +154,8 @@ mod tests {
             answers: StoredAnswers::default(),
             language: None,
             translation_sha256: None,
+            fill_out_page: None,
+            fill_out_language: None,
             outcome: Outcome::empty(),
             provenance: Provenance::default(),
             requesters: Vec::new(),
@@ -171,6 +175,7 @@ mod tests {
             return_to: None,
             progress_url: None,
             stylesheet: None,
+            language: None,
             logged_in_at: at(9),
             last_seen_at: at(9),
             ended_at: None,

@@ -14,6 +14,7 @@ pub mod ids;
 pub mod kind;
 pub mod non_response;
 pub mod outcome;
+pub mod paging;
 pub mod protocol;
 pub mod question;
 pub mod questionnaire;

@@ -103,6 +103,12 @@ pub struct Response {
     /// SHA-256 of the translation overlay whose texts it was filled out
     /// in; None for the definition's own texts.
     pub translation_sha256: Option<String>,
+    /// The key of the page of the fill-out pages the respondent is on
+    /// (docs/api/fill-out.md#pages); None: the first.
+    pub fill_out_page: Option<String>,
+    /// The language (ISO 639-1) a fill-out request asked its pages to be
+    /// in; None when none was asked.
+    pub fill_out_language: Option<String>,
     pub outcome: Outcome,
     pub provenance: Provenance,
     /// EPD ids of the professionals who requested the completion.

@@ -38,6 +38,24 @@ impl Lang {
             .unwrap_or(Lang::En)
     }
 
+    /// The language of a questionnaire's page: the first of `asked` (the
+    /// session's `language`, then the fill-out request's) that the
+    /// questionnaire is written in and the pages speak; else as
+    /// [`Lang::for_questionnaire`] chooses.
+    pub fn for_page(
+        asked: &[Option<&str>],
+        accept_language: Option<&str>,
+        q: &Questionnaire,
+    ) -> Lang {
+        let written = written_in(q);
+        asked
+            .iter()
+            .flatten()
+            .filter(|code| written.iter().any(|w| w == *code))
+            .find_map(|code| Lang::of_code(code))
+            .unwrap_or_else(|| Lang::for_questionnaire(accept_language, q))
+    }
+
     /// The language of a questionnaire's page: the first language the
     /// browser accepts that the questionnaire is written in and the pages
     /// speak; else the questionnaire's own language when the pages speak
@@ -117,6 +135,38 @@ pub enum Msg {
     ErrorSummaryText,
     Unanswered,
     InvalidOption,
+    PageOf,
+    Back,
+    ChooseOne,
+    Or,
+    Day,
+    Month,
+    Year,
+    DateHintDay,
+    DateHintMonth,
+    DateHintYear,
+    WholeNumber,
+    Number,
+    From,
+    UpTo,
+    AtLeast,
+    AtMost,
+    ScaleHint,
+    MaxLengthBefore,
+    MaxLengthAfter,
+    NotWhole,
+    NotANumber,
+    EnterANumber,
+    TooLongBefore,
+    TooLongAfter,
+    DateInvalidDay,
+    DateInvalidMonth,
+    DateInvalidYear,
+    ExclusiveBefore,
+    ExclusiveAfter,
+    NewQuestionsTitle,
+    NewQuestionsText,
+    NewTag,
     Next,
     Send,
     Interrupt,
@@ -176,6 +226,68 @@ impl Msg {
                 "Please choose one of the answers.",
                 "Kies een van de antwoorden.",
             ),
+            Msg::PageOf => ("Page", "Pagina"),
+            Msg::Back => ("Back", "Vorige"),
+            Msg::ChooseOne => ("Choose an answer", "Kies een antwoord"),
+            Msg::Or => ("or", "of"),
+            Msg::Day => ("Day", "Dag"),
+            Msg::Month => ("Month", "Maand"),
+            Msg::Year => ("Year", "Jaar"),
+            Msg::DateHintDay => (
+                "Day, month and year, for example 17 5 2024",
+                "Dag, maand en jaar, bijvoorbeeld 17 5 2024",
+            ),
+            Msg::DateHintMonth => (
+                "Month and year, for example 5 2024",
+                "Maand en jaar, bijvoorbeeld 5 2024",
+            ),
+            Msg::DateHintYear => ("Year, for example 2024", "Jaar, bijvoorbeeld 2024"),
+            Msg::WholeNumber => ("A whole number", "Een heel getal"),
+            Msg::Number => ("A number", "Een getal"),
+            Msg::From => ("from", "van"),
+            Msg::UpTo => ("to", "tot en met"),
+            Msg::AtLeast => ("of at least", "van minstens"),
+            Msg::AtMost => ("of at most", "van hoogstens"),
+            Msg::ScaleHint => ("Choose a number", "Kies een getal"),
+            Msg::MaxLengthBefore => ("At most", "Hoogstens"),
+            Msg::MaxLengthAfter => ("characters", "tekens"),
+            Msg::NotWhole => (
+                "Enter a whole number, without a decimal point.",
+                "Vul een heel getal in, zonder komma.",
+            ),
+            Msg::NotANumber => (
+                "Enter a number, such as 7.5.",
+                "Vul een getal in, zoals 7,5.",
+            ),
+            Msg::EnterANumber => ("Enter a number", "Vul een getal in"),
+            Msg::TooLongBefore => ("Use at most", "Gebruik hoogstens"),
+            Msg::TooLongAfter => ("characters.", "tekens."),
+            Msg::DateInvalidDay => (
+                "Enter a date that exists: day, month and year (four digits).",
+                "Vul een bestaande datum in: dag, maand en jaar (vier cijfers).",
+            ),
+            Msg::DateInvalidMonth => (
+                "Enter a month from 1 to 12 and a year of four digits.",
+                "Vul een maand van 1 tot en met 12 in en een jaar van vier cijfers.",
+            ),
+            Msg::DateInvalidYear => (
+                "Enter a year of four digits.",
+                "Vul een jaar van vier cijfers in.",
+            ),
+            Msg::ExclusiveBefore => ("Tick", "Vink"),
+            Msg::ExclusiveAfter => (
+                "on its own, or other answers without it.",
+                "alleen aan, of andere antwoorden zonder dit.",
+            ),
+            Msg::NewQuestionsTitle => (
+                "There are more questions on this page",
+                "Er staan meer vragen op deze pagina",
+            ),
+            Msg::NewQuestionsText => (
+                "Because of your answers, questions were added to this page; they are marked \u{201c}new\u{201d}. Please look at them, then press the button again.",
+                "Door uw antwoorden zijn er vragen bij gekomen op deze pagina; ze zijn gemarkeerd met \u{201c}nieuw\u{201d}. Bekijk ze en druk dan opnieuw op de knop.",
+            ),
+            Msg::NewTag => ("new", "nieuw"),
             Msg::Next => ("Next", "Volgende"),
             Msg::Send => ("Send answers", "Antwoorden versturen"),
             Msg::Interrupt => ("Stop and continue later", "Stoppen en later verdergaan"),

@@ -1,8 +1,8 @@
 //! The respondent-facing pages (docs/api/fill-out.md#hosted-pages,
 //! docs/design.md#fill-out-flow): a signed link or a `completing_url`
-//! logs the respondent in, each questionnaire is one server-rendered form,
-//! and the respondent goes to the caller's progress page between
-//! questionnaires and back to `return_to` at the end.
+//! logs the respondent in, each page of a questionnaire is one
+//! server-rendered form, and the respondent goes to the caller's progress
+//! page between questionnaires and back to `return_to` at the end.
 //!
 //! Routes, all under `/fill_out`:
 //! - `GET session/login?...`: the one-time `fill_out_url`: a page with a
@@ -13,8 +13,8 @@
 //!   questionnaire, or the end ([`flow`]).
 //! - `GET session/continue`, `GET session/interrupt?token=...`: the
 //!   `continue_url` and `interrupt_url` the progress page links to.
-//! - `GET`/`POST session/responses/{id}`: a questionnaire's page and its
-//!   submission ([`form`]).
+//! - `GET`/`POST session/responses/{id}`: the page of a questionnaire the
+//!   respondent is on, and its submission: Next, Back or Stop ([`form`]).
 //! - `GET done`, `GET paused`: the end of a session that has no
 //!   `return_to`.
 //!
@@ -23,6 +23,7 @@
 //! carry a CSRF token tied to the session cookie, the `interrupt_url` a
 //! token of its own.
 
+pub mod fields;
 mod flow;
 mod form;
 pub mod html;
@@ -30,6 +31,7 @@ pub mod i18n;
 mod login;
 pub mod pages;
 pub mod session;
+pub mod widgets;
 
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode, header};

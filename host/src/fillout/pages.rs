@@ -1,38 +1,22 @@
-//! The pages: a questionnaire as one form, and the short pages that say
-//! why something cannot go on or that all is done. Plain HTML that works
-//! without JavaScript or the stylesheet: every question a fieldset whose
-//! legend is the question, every option a labelled radio button, one
-//! heading per page, the language declared.
+//! The pages: a questionnaire's page as a form, and the short pages that
+//! say why something cannot go on or that all is done. Plain HTML that
+//! works without JavaScript or the stylesheet: each question labelled by
+//! its text (`widgets.rs`), one heading per page, the language declared.
 
 use std::collections::BTreeMap;
 
+use super::fields::FormFields;
 use super::html::Html;
 use super::i18n::{Lang, Msg};
+use super::widgets::{self, Item, QuestionError};
 use crate::domain::ids::ResponseId;
+use crate::domain::kind::Kind;
 use crate::domain::questionnaire::{Question, Questionnaire};
 use crate::domain::text::Text;
 use crate::domain::variant::Variant;
 
 /// Where the built-in stylesheet is served.
 pub const STYLESHEET: &str = "/fill_out/assets/style.css";
-
-/// Why a question of a submitted page is not accepted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QuestionError {
-    /// Required and not answered.
-    Unanswered,
-    /// Answered with something that is not one of its options.
-    InvalidOption,
-}
-
-impl QuestionError {
-    fn message(self) -> Msg {
-        match self {
-            QuestionError::Unanswered => Msg::Unanswered,
-            QuestionError::InvalidOption => Msg::InvalidOption,
-        }
-    }
-}
 
 /// A whole page around `body`: the built-in stylesheet, then the caller's.
 pub fn document(
@@ -110,51 +94,97 @@ pub struct Form<'a> {
     pub response_id: ResponseId,
     /// This questionnaire's place among the session's, and their number.
     pub position: (usize, usize),
-    /// Question key to the option key chosen so far.
-    pub answers: &'a BTreeMap<String, String>,
+    /// The page shown, by position in the questionnaire's pages.
+    pub page: usize,
+    /// Its place among the pages shown, and their number.
+    pub page_position: (usize, usize),
+    /// Which questions are enabled, by position.
+    pub enabled: &'a [bool],
+    /// The form's values so far, by field name.
+    pub values: &'a FormFields,
     /// Questions a submission left wrong, with why.
     pub errors: &'a BTreeMap<String, QuestionError>,
+    /// Questions shown for the first time after the page was sent.
+    pub new: &'a [String],
     pub csrf: &'a str,
     /// When the page was made (Unix milliseconds), sent back on submit.
     pub shown_at: i64,
     pub stylesheet: Option<&'a str>,
 }
 
-/// The page of one questionnaire: every question the variant shows, in
-/// definition order, with the answers given so far chosen.
+impl Form<'_> {
+    /// The enabled questions of the page shown with their numbers: each
+    /// answerable question's place among the enabled ones of the whole
+    /// questionnaire (display items have none).
+    fn items(&self) -> Vec<(Option<usize>, &Question)> {
+        let q = self.questionnaire;
+        let mut number = 0;
+        let mut items = Vec::new();
+        for (i, question) in q.questions.iter().enumerate() {
+            if !self.enabled.get(i).copied().unwrap_or(false) {
+                continue;
+            }
+            let numbered = question.answerable().then(|| {
+                number += 1;
+                number
+            });
+            if question.page == self.page {
+                items.push((numbered, question));
+            }
+        }
+        items
+    }
+
+    fn text(&self, text: &Text) -> String {
+        self.variant
+            .render(self.questionnaire, text, self.lang.code())
+    }
+}
+
+/// The page of one questionnaire: the enabled questions of the page shown,
+/// in definition order, with the answers given so far chosen; Next (Send
+/// on the last page), Back (after the first), and Stop.
 pub fn questionnaire(form: &Form<'_>) -> String {
     let q = form.questionnaire;
     let lang = form.lang;
+    let name = q.name_in(lang.code());
     let (at, of) = form.position;
-    let counter = format!(
+    let (page_at, pages) = form.page_position;
+    let mut counter = format!(
         "{} {at} {} {of}",
         Msg::QuestionnaireOf.text(lang),
         Msg::Of.text(lang)
     );
+    if q.paged {
+        counter = format!(
+            "{counter} \u{b7} {} {page_at} {} {pages}",
+            Msg::PageOf.text(lang),
+            Msg::Of.text(lang)
+        );
+    }
     let title = if form.errors.is_empty() {
-        format!("{} – {counter}", q.name)
+        format!("{name} \u{2013} {counter}")
     } else {
-        format!("{} – {}", Msg::ErrorSummaryTitle.text(lang), q.name)
+        format!("{} \u{2013} {name}", Msg::ErrorSummaryTitle.text(lang))
     };
-    let shown: Vec<(usize, &Question)> = q
-        .questions
-        .iter()
-        .filter(|question| form.variant.shows(q, question))
-        .enumerate()
-        .map(|(i, question)| (i + 1, question))
-        .collect();
+    let items = form.items();
+    let page = q.pages.get(form.page);
     document(lang, &title, form.stylesheet, |h| {
         h.raw("<p class=\"counter\">").text(&counter).raw("</p>\n");
-        h.raw("<h1>").text(&q.name).raw("</h1>\n");
-        if let Some(description) = &q.description {
+        h.raw("<h1>").text(name).raw("</h1>\n");
+        if let Some(description) = q.description.as_ref().filter(|_| page_at == 1) {
             h.raw("<p class=\"description\"");
             text_language(h, description, q, lang);
-            h.raw(">")
-                .text(&form.variant.render(q, description, lang.code()))
-                .raw("</p>\n");
+            h.raw(">").text(&form.text(description)).raw("</p>\n");
         }
         if !form.errors.is_empty() {
-            error_summary(h, form, &shown);
+            error_summary(h, form, &items);
+        } else if !form.new.is_empty() {
+            h.raw("<div class=\"notice\" role=\"status\">\n<h2>")
+                .text(Msg::NewQuestionsTitle.text(lang))
+                .raw("</h2>\n<p>")
+                .text(Msg::NewQuestionsText.text(lang))
+                .raw("</p>\n</div>\n");
         }
         h.raw("<form method=\"post\" novalidate")
             .attr(
@@ -162,22 +192,56 @@ pub fn questionnaire(form: &Form<'_>) -> String {
                 &format!("/fill_out/session/responses/{}", form.response_id),
             )
             .raw(">\n");
-        h.raw("<input type=\"hidden\" name=\"csrf\"")
-            .attr("value", form.csrf)
-            .raw(">\n");
-        h.raw("<input type=\"hidden\" name=\"shown_at\"")
-            .attr("value", &form.shown_at.to_string())
-            .raw(">\n");
-        if shown.iter().any(|(_, question)| question.required) {
+        let hidden = |h: &mut Html, name: &'static str, value: &str| {
+            h.raw("<input type=\"hidden\"")
+                .attr("name", name)
+                .attr("value", value)
+                .raw(">\n");
+        };
+        hidden(h, "csrf", form.csrf);
+        hidden(h, "shown_at", &form.shown_at.to_string());
+        hidden(h, "page", &form.page.to_string());
+        let shown: Vec<&str> = items
+            .iter()
+            .map(|(_, question)| question.key.as_str())
+            .collect();
+        hidden(h, "shown", &shown.join(" "));
+        if let Some(page) = page {
+            if let Some(title) = &page.title {
+                h.raw("<h2 class=\"page-title\"");
+                text_language(h, title, q, lang);
+                h.raw(">").text(&form.text(title)).raw("</h2>\n");
+            }
+            if let Some(intro) = &page.intro {
+                h.raw("<p class=\"intro\"");
+                text_language(h, intro, q, lang);
+                h.raw(">").text(&form.text(intro)).raw("</p>\n");
+            }
+        }
+        if items.iter().any(|(_, question)| question.required) {
             h.raw("<p class=\"required-note\">")
                 .text(Msg::RequiredNote.text(lang))
                 .raw("</p>\n");
         }
-        for (number, question) in &shown {
-            fieldset(h, form, *number, question);
+        for (number, question) in &items {
+            widgets::question(
+                h,
+                &Item {
+                    q,
+                    variant: form.variant,
+                    lang,
+                    question,
+                    number: *number,
+                    values: form.values,
+                    error: form.errors.get(&question.key).copied(),
+                    new: form.new.contains(&question.key),
+                },
+            );
         }
-        let last = at == of;
+        let last = at == of && page_at == pages;
         h.raw("<div class=\"actions\">\n");
+        // Next comes first: pressing Enter in a field sends the form with
+        // the first button.
         h.raw("<button type=\"submit\" name=\"action\" value=\"submit\">")
             .text(if last {
                 Msg::Send.text(lang)
@@ -185,6 +249,11 @@ pub fn questionnaire(form: &Form<'_>) -> String {
                 Msg::Next.text(lang)
             })
             .raw("</button>\n");
+        if page_at > 1 {
+            h.raw("<button type=\"submit\" name=\"action\" value=\"back\" class=\"secondary\" formnovalidate>")
+                .text(Msg::Back.text(lang))
+                .raw("</button>\n");
+        }
         h.raw("<button type=\"submit\" name=\"action\" value=\"interrupt\" class=\"secondary\" formnovalidate>")
             .text(Msg::Interrupt.text(lang))
             .raw("</button>\n");
@@ -192,10 +261,10 @@ pub fn questionnaire(form: &Form<'_>) -> String {
     })
 }
 
-/// The box at the top of a page sent back: what is missing, each a link
-/// to its question.
-fn error_summary(h: &mut Html, form: &Form<'_>, shown: &[(usize, &Question)]) {
-    let (q, lang) = (form.questionnaire, form.lang);
+/// The box at the top of a page sent back: what is wrong, each a link
+/// to its question and what it says.
+fn error_summary(h: &mut Html, form: &Form<'_>, items: &[(Option<usize>, &Question)]) {
+    let lang = form.lang;
     h.raw("<div class=\"error-summary\" role=\"alert\" aria-labelledby=\"error-summary-title\">\n");
     h.raw("<h2 id=\"error-summary-title\">")
         .text(Msg::ErrorSummaryTitle.text(lang))
@@ -203,64 +272,21 @@ fn error_summary(h: &mut Html, form: &Form<'_>, shown: &[(usize, &Question)]) {
     h.raw("<p>")
         .text(Msg::ErrorSummaryText.text(lang))
         .raw("</p>\n<ul>\n");
-    for (number, question) in shown {
+    for (number, question) in items {
         if form.errors.contains_key(&question.key) {
-            h.raw("<li><a")
-                .attr("href", &format!("#q-{}", question.key))
-                .raw(">");
-            h.number(number).raw(". ");
-            h.text(&form.variant.render(q, &question.title, lang.code()));
+            let target = match question.kind {
+                Kind::Date { .. } => format!("#q-{}-first", question.key),
+                _ => format!("#q-{}", question.key),
+            };
+            h.raw("<li><a").attr("href", &target).raw(">");
+            if let Some(number) = number {
+                h.number(number).raw(". ");
+            }
+            h.text(&form.text(&question.title));
             h.raw("</a></li>\n");
         }
     }
     h.raw("</ul>\n</div>\n");
-}
-
-/// One question: a fieldset with the question as its legend and a
-/// labelled radio button per option.
-fn fieldset(h: &mut Html, form: &Form<'_>, number: usize, question: &Question) {
-    let (q, lang) = (form.questionnaire, form.lang);
-    let error = form.errors.get(&question.key);
-    h.raw("<fieldset")
-        .attr("id", &format!("q-{}", question.key));
-    if error.is_some() {
-        h.attr("class", "invalid")
-            .attr("aria-describedby", &format!("e-{}", question.key));
-    }
-    h.raw(">\n<legend");
-    text_language(h, &question.title, q, lang);
-    h.raw("><span class=\"number\">")
-        .number(number)
-        .raw(".</span> ");
-    h.text(&form.variant.render(q, &question.title, lang.code()));
-    if question.required {
-        h.raw(" <span class=\"required\" aria-hidden=\"true\">*</span><span class=\"visually-hidden\"");
-        h.attr("lang", lang.code()).raw(">");
-        h.text(Msg::Required.text(lang)).raw("</span>");
-    }
-    h.raw("</legend>\n");
-    if let Some(error) = error {
-        h.raw("<p class=\"error\"")
-            .attr("id", &format!("e-{}", question.key))
-            .raw(">");
-        h.text(error.message().text(lang)).raw("</p>\n");
-    }
-    let chosen = form.answers.get(&question.key);
-    h.raw("<div class=\"options\">\n");
-    for option in &question.options {
-        h.raw("<label");
-        text_language(h, &option.description, q, lang);
-        h.raw("><input type=\"radio\"")
-            .attr("name", &question.key)
-            .attr("value", &option.key);
-        if chosen == Some(&option.key) {
-            h.raw(" checked");
-        }
-        h.raw("> <span>")
-            .text(&form.variant.render(q, &option.description, lang.code()))
-            .raw("</span></label>\n");
-    }
-    h.raw("</div>\n</fieldset>\n");
 }
 
 /// ` lang="xx"` when a text is shown in another language than the page's
@@ -280,15 +306,24 @@ mod tests {
 
     fn render(variant: &Variant, lang: Lang, errors: &BTreeMap<String, QuestionError>) -> String {
         let q = testing::questionnaire();
-        let answers = BTreeMap::from([("v_1".to_owned(), "a1".to_owned())]);
+        let values = FormFields::from([("v_1".to_owned(), vec!["a1".to_owned()])]);
+        let enabled: Vec<bool> = q
+            .questions
+            .iter()
+            .map(|question| variant.shows(&q, question))
+            .collect();
         questionnaire(&Form {
             questionnaire: &q,
             variant,
             lang,
             response_id: ResponseId(12),
             position: (2, 3),
-            answers: &answers,
+            page: 0,
+            page_position: (1, 1),
+            enabled: &enabled,
+            values: &values,
             errors,
+            new: &[],
             csrf: "token\"><x",
             shown_at: 1_772_355_600_000,
             stylesheet: Some("https://epd.example.org/rom.css"),

@@ -333,6 +333,7 @@ mod tests {
             return_to: Some("https://epd.example.org/back".to_owned()),
             progress_url: None,
             stylesheet: Some("https://style.example.org/s.css".to_owned()),
+            language: None,
             logged_in_at: chrono::DateTime::UNIX_EPOCH,
             last_seen_at: chrono::DateTime::UNIX_EPOCH,
             ended_at: None,

@@ -36,6 +36,8 @@ pub struct NewFillOutRequest {
     pub reminders: Vec<i64>,
     pub open_from: DateTime<Utc>,
     pub open_till: DateTime<Utc>,
+    /// The language (ISO 639-1) asked for the fill-out pages.
+    pub language: Option<String>,
     pub now: DateTime<Utc>,
 }
 
@@ -157,7 +159,8 @@ impl Store {
                     for questionnaire in &new.questionnaire_ids {
                         sqlx::query(
                             "INSERT INTO responses (dossier_id, respondent_id, questionnaire_id, completer_type, invitation_id, \
-                             open_from, open_till, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
+                             open_from, open_till, created_at, updated_at, fill_out_language) \
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9)",
                         )
                         .bind(dossier.0)
                         .bind(patient.0)
@@ -167,6 +170,7 @@ impl Store {
                         .bind(open_from)
                         .bind(open_till)
                         .bind(now)
+                        .bind(new.language.clone())
                         .execute(&mut *conn)
                         .await?;
                     }

@@ -37,6 +37,8 @@ pub struct NewFillOutSession {
     pub return_to: String,
     pub progress_url: Option<String>,
     pub stylesheet: Option<String>,
+    /// The language (ISO 639-1) asked for the pages.
+    pub language: Option<String>,
     /// The link's key and nonce (random, made by the caller).
     pub link_key: String,
     pub nonce: String,
@@ -74,6 +76,8 @@ pub enum LoginResult {
 
 /// What opening a respondent's `completing_url` came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
+// One per login, moved once: boxing the session would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum OpenResult {
     /// A session with every response they can fill out now (possibly
     /// none).
@@ -91,6 +95,8 @@ pub struct PageAnswers {
     pub answers: Answers,
     /// When the respondent opened the page.
     pub started_at: DateTime<Utc>,
+    /// The key of the page to come back to.
+    pub page: String,
 }
 
 /// A response that can be filled out at `$1`: not completed, withdrawn or
@@ -99,7 +105,7 @@ const FILLABLE: &str = "completed_at IS NULL AND withdrawn_at IS NULL AND non_re
     AND (open_till IS NULL OR open_till > $1) AND (open_from IS NULL OR open_from <= $1)";
 
 const SESSION: &str = "SELECT s.id, s.dossier_id, d.epd_id, s.respondent_id, s.response_ids, s.return_to, \
-    s.progress_url, s.stylesheet, s.logged_in_at, s.last_seen_at, s.ended_at \
+    s.progress_url, s.stylesheet, s.language, s.logged_in_at, s.last_seen_at, s.ended_at \
     FROM fill_out_sessions s JOIN dossiers d ON d.id = s.dossier_id";
 
 #[derive(sqlx::FromRow)]
@@ -112,6 +118,7 @@ struct SessionRow {
     return_to: Option<String>,
     progress_url: Option<String>,
     stylesheet: Option<String>,
+    language: Option<String>,
     logged_in_at: Option<i64>,
     last_seen_at: Option<i64>,
     ended_at: Option<i64>,
@@ -136,6 +143,7 @@ impl TryFrom<SessionRow> for FillOutSession {
             return_to: r.return_to,
             progress_url: r.progress_url,
             stylesheet: r.stylesheet,
+            language: r.language,
             logged_in_at: from_millis(logged_in_at),
             last_seen_at: from_millis(r.last_seen_at.unwrap_or(logged_in_at)),
             ended_at: r.ended_at.map(from_millis),
@@ -251,8 +259,8 @@ impl Store {
                     let (dossier, patient) = dossiers::ensure(conn, &new.epd_id, new.now).await?;
                     sqlx::query(
                         "INSERT INTO fill_out_sessions (dossier_id, respondent_id, link_key, nonce, questionnaire_ids, \
-                         resume_ids, return_to, progress_url, stylesheet, created_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                         resume_ids, return_to, progress_url, stylesheet, created_at, language) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
                     )
                     .bind(dossier.0)
                     .bind(patient.0)
@@ -264,6 +272,7 @@ impl Store {
                     .bind(new.progress_url.clone())
                     .bind(new.stylesheet.clone())
                     .bind(to_millis(new.now))
+                    .bind(new.language.clone())
                     .execute(&mut *conn)
                     .await?;
                     Ok(StartSessionResult::Made)
@@ -573,18 +582,7 @@ impl Store {
             .write(move |conn| {
                 Box::pin(async move {
                     if let Some(page) = page {
-                        let sql = format!(
-                            "UPDATE responses SET answers = $2, started_at = COALESCE(started_at, $3) \
-                             WHERE id = $4 AND dossier_id = $5 AND {FILLABLE}"
-                        );
-                        sqlx::query(&sql)
-                            .bind(to_millis(now))
-                            .bind(Value::Object(page.answers.to_json()).to_string())
-                            .bind(to_millis(page.started_at))
-                            .bind(page.id.0)
-                            .bind(dossier.0)
-                            .execute(&mut *conn)
-                            .await?;
+                        save_page(conn, dossier, &page, now).await?;
                     }
                     if !responses.is_empty() {
                         let mut script = Script::new(backend);
@@ -607,6 +605,36 @@ impl Store {
                     end(conn, session_id, now).await?;
                     access_log::insert(conn, backend, &[&access]).await?;
                     Ok(())
+                })
+            })
+            .await
+    }
+
+    /// Keeps the answers of a page of the session's response `page.id`
+    /// and the page to show next, while it can still be filled out: false
+    /// when it cannot (completed meanwhile, expired, withdrawn). With the
+    /// access-log row.
+    pub async fn save_fill_out_page(
+        &self,
+        session: &FillOutSession,
+        page: PageAnswers,
+        now: DateTime<Utc>,
+        access: AccessEntry,
+    ) -> Result<bool, StoreError> {
+        let backend = self.backend;
+        let (session_id, dossier) = (session.id, session.dossier_id);
+        self.writer
+            .write(move |conn| {
+                Box::pin(async move {
+                    let saved = save_page(conn, dossier, &page, now).await?;
+                    let mut entry = access;
+                    if saved {
+                        touch(conn, session_id, now).await?;
+                    } else {
+                        entry.status = 409;
+                    }
+                    access_log::insert(conn, backend, &[&entry]).await?;
+                    Ok(saved)
                 })
             })
             .await
@@ -636,6 +664,30 @@ impl Store {
             .write(move |conn| Box::pin(async move { end(conn, id, now).await }))
             .await
     }
+}
+
+/// Stores a page's answers and the page to come back to on a response of
+/// `dossier` that can still be filled out; false when it cannot.
+async fn save_page(
+    conn: &mut AnyConnection,
+    dossier: DossierId,
+    page: &PageAnswers,
+    now: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    let sql = format!(
+        "UPDATE responses SET answers = $2, started_at = COALESCE(started_at, $3), fill_out_page = $6, \
+         updated_at = $1 WHERE id = $4 AND dossier_id = $5 AND {FILLABLE}"
+    );
+    let done = sqlx::query(&sql)
+        .bind(to_millis(now))
+        .bind(Value::Object(page.answers.to_json()).to_string())
+        .bind(to_millis(page.started_at))
+        .bind(page.id.0)
+        .bind(dossier.0)
+        .bind(&page.page)
+        .execute(&mut *conn)
+        .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 /// Of `ids`, those that are aborted responses of `dossier` that can be

@@ -77,7 +77,7 @@ pub(super) const COLUMNS: &str = "r.id, r.dossier_id, r.respondent_id, r.questio
     q.name AS questionnaire_name, r.external_id, r.completer_type, r.flags, r.textvars, r.measurement_id, \
     r.protocol_subscription_id, r.non_response_id, r.open_from, r.open_till, r.started_at, r.completed_at, \
     r.aborted_at, r.answers, r.outcome, r.outcome_plugin, r.outcome_plugin_version, r.outcome_plugin_sha256, \
-    r.outcome_abi_version, r.outcome_definition_sha256, r.outcome_input_sha256, r.language, r.translation_sha256, r.requesters, r.entered_by, r.created_at, \
+    r.outcome_abi_version, r.outcome_definition_sha256, r.outcome_input_sha256, r.language, r.translation_sha256, r.fill_out_page, r.fill_out_language, r.requesters, r.entered_by, r.created_at, \
     (SELECT p.link_generation FROM respondents p WHERE p.id = r.respondent_id) AS link_generation";
 
 pub(super) const FROM: &str = "FROM responses r JOIN questionnaires q ON q.id = r.questionnaire_id";
@@ -112,6 +112,8 @@ pub(super) struct ResponseRow {
     pub outcome_input_sha256: Option<String>,
     pub language: Option<String>,
     pub translation_sha256: Option<String>,
+    pub fill_out_page: Option<String>,
+    pub fill_out_language: Option<String>,
     pub requesters: String,
     pub entered_by: Option<String>,
     pub created_at: i64,
@@ -158,6 +160,8 @@ impl TryFrom<ResponseRow> for Response {
             )?),
             language: r.language,
             translation_sha256: r.translation_sha256,
+            fill_out_page: r.fill_out_page,
+            fill_out_language: r.fill_out_language,
             outcome: match r.outcome {
                 Some(text) => json(r.id, "outcome", &text)?,
                 None => Outcome::empty(),

@@ -6,8 +6,13 @@
 //! complete one, interrupts, resumes in a new session, and comes back to
 //! `return_to`; the stored responses and outcomes are then read over the
 //! API. Every page is screenshotted at phone and desktop width (under
-//! `target/tmp/fill-out-screenshots/`) and checked with axe-core in the same
-//! browser: no serious or critical violations.
+//! `target/tmp/fill-out-screenshots/`), checked not to scroll sideways on
+//! a phone (360 by 740), and checked with axe-core in the same browser: no
+//! WCAG 2.1 A or AA violation, no serious or critical best-practice
+//! finding. A questionnaire of every type and four pages is filled out in
+//! English and in Dutch (a test overlay): Back and Next, a question
+//! appearing and going with an earlier answer, the slider with the
+//! keyboard only, and resuming on the page stopped at.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,14 +23,17 @@ use axum::http::header;
 use axum::response::{Html, IntoResponse};
 use axum::routing::get;
 use serde_json::Value;
-use tests::browser::Browser;
+use tests::browser::{Browser, KEY_ENTER, KEY_LEFT, KEY_RIGHT, KEY_TAB};
 use tests::{Db, TestApp, db_test, json};
 
 use crate::support::*;
 use crate::visitor::start;
 
 /// Phone and desktop widths of the screenshots, in CSS pixels.
-const WIDTHS: [(&str, u32); 2] = [("phone", 390), ("desktop", 1280)];
+const WIDTHS: [(&str, u32); 2] = [("phone", 360), ("desktop", 1280)];
+
+/// A phone's window, in CSS pixels: no page may scroll sideways in it.
+const PHONE: (u32, u32) = (360, 740);
 
 /// The EPD's side: a progress page, a page to return to and a stylesheet.
 #[derive(Clone, Debug)]
@@ -136,9 +144,10 @@ fn axe_source() -> String {
     })
 }
 
-/// Screenshots the page at phone and desktop width, then checks it with
-/// axe-core (WCAG 2.1 A and AA, and best practices): no serious or
-/// critical violation.
+/// Screenshots the page at phone and desktop width, checks that it does
+/// not scroll sideways on a phone, then checks it with axe-core in the
+/// same browser: no violation of WCAG 2.1 A or AA at all, and no serious
+/// or critical finding of its best practices.
 async fn look_at(browser: &Browser, db: Db, name: &str) {
     let folder = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("fill-out-screenshots")
@@ -148,24 +157,38 @@ async fn look_at(browser: &Browser, db: Db, name: &str) {
         browser.screenshot(width, &path).await;
         eprintln!("screenshot: {}", path.display());
     }
+    let (width, height) = PHONE;
+    assert!(
+        !browser.scrolls_sideways(width, height).await,
+        "{name}: the page scrolls sideways at {width}x{height}"
+    );
     browser.execute(&axe_source(), json!([])).await;
-    let violations = browser
-        .execute_async(
+    let run = |tags: &str| {
+        format!(
             "const done = arguments[arguments.length - 1];\
-             axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice']}})\
-               .then(r => done(r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => n.html)}))))\
-               .catch(e => done([{id: 'axe-failed', impact: 'critical', help: String(e)}]));",
+             axe.run(document, {{runOnly: {{type: 'tag', values: [{tags}]}}}})\
+               .then(r => done(r.violations.map(v => ({{id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => n.html)}}))))\
+               .catch(e => done([{{id: 'axe-failed', impact: 'critical', help: String(e)}}]));"
+        )
+    };
+    let wcag = browser
+        .execute_async(
+            &run("'wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'"),
             json!([]),
         )
         .await;
-    let all = violations.as_array().cloned().unwrap_or_default();
+    assert_eq!(wcag, json!([]), "{name}: WCAG 2.1 A/AA violations {wcag:#}");
+    let practices = browser
+        .execute_async(&run("'best-practice'"), json!([]))
+        .await;
+    let all = practices.as_array().cloned().unwrap_or_default();
     let serious: Vec<&Value> = all
         .iter()
         .filter(|v| matches!(v["impact"].as_str(), Some("serious" | "critical")))
         .collect();
     assert!(
         serious.is_empty(),
-        "{name}: accessibility violations {serious:#?}"
+        "{name}: accessibility findings {serious:#?}"
     );
     if !all.is_empty() {
         eprintln!("{name}: minor accessibility findings {all:#?}");
@@ -231,7 +254,8 @@ db_test!(
             browser.url().await
         );
         assert_eq!(browser.text("h1").await, "PHQ-9");
-        assert_eq!(browser.count("fieldset").await, 10);
+        // The difficulty item waits for a problem checked off.
+        assert_eq!(browser.count("fieldset").await, 9);
         assert!(
             epd.stylesheet_loads.load(Ordering::SeqCst) >= 1,
             "the caller's stylesheet was loaded"
@@ -267,6 +291,8 @@ db_test!(
         assert!(browser.is_selected("input[name='v_1'][value='a2']").await);
         assert!(browser.is_selected("input[name='v_5'][value='a0']").await);
         assert_eq!(browser.count(".error").await, 4, "items 6 to 9");
+        // A problem was checked off: the difficulty item is asked now.
+        assert_eq!(browser.count("fieldset").await, 10);
         look_at(&browser, db, "phq9-incomplete").await;
 
         // Completed: back to the progress page.
@@ -382,5 +408,254 @@ db_test!(
         browser.goto(&link.replace("token=", "token=0")).await;
         assert_eq!(browser.text("h1").await, "Deze link werkt niet");
         look_at(&browser, db, "link-broken-nl").await;
+    }
+);
+
+/// The host with the questionnaire `steps` (every type, four pages) and
+/// an EPD whose origin every token may use.
+async fn spawn_steps_with_browser_epd(db: Db) -> (TestApp, Epd) {
+    let epd = epd().await;
+    let origin = epd.origin.clone();
+    let app = TestApp::spawn_with(db, move |config| {
+        config.questionnaires_dir = tests::repo_root().join("tests/fixtures/fillout");
+        config.protocols_dir = config.data_dir.join("no-protocols");
+        config.allowed_origins = vec![origin];
+    })
+    .await;
+    (app, epd)
+}
+
+/// The page's progress line.
+async fn counter(browser: &Browser) -> String {
+    browser.text(".counter").await
+}
+
+/// Moves the focus forward with Tab until `name=value` has it.
+async fn tab_to(browser: &Browser, wanted: &str) {
+    for _ in 0..40 {
+        if browser.focused().await == wanted {
+            return;
+        }
+        browser.press(&[KEY_TAB]).await;
+    }
+    panic!("Tab never reached {wanted}; at {}", browser.focused().await);
+}
+
+db_test!(
+    async fn a_respondent_goes_through_every_type_and_page_in_a_browser(
+        setup: spawn_steps_with_browser_epd,
+    ) {
+        let (app, epd) = setup;
+        let db = app.db;
+        let back_url = format!("{}/back", epd.origin);
+        let link = start(
+            &app,
+            "d1",
+            json!({"questionnaire_keys": ["steps"], "return_to": back_url}),
+        )
+        .await;
+        let browser = Browser::start("en").await;
+        browser.goto(&link).await;
+        browser.click_to_leave("button[type='submit']").await;
+        assert_eq!(browser.text("h1").await, "Steps");
+        assert_eq!(
+            counter(&browser).await,
+            "Questionnaire 1 of 1 · Page 1 of 3"
+        );
+        look_at(&browser, db, "steps-1").await;
+
+        // "Other" ticked: the page comes back with "Other, namely".
+        assert_eq!(browser.count("#q-v_3").await, 0);
+        browser.click("input[name='v_1'][value='a1']").await;
+        browser.click("input[name='v_2'][value='a3']").await;
+        browser.click_to_leave("button[value='submit']").await;
+        assert_eq!(browser.count("#q-v_3").await, 1);
+        assert!(browser.is_selected("input[name='v_2'][value='a3']").await);
+        assert_eq!(
+            browser.text(".notice h2").await,
+            "There are more questions on this page"
+        );
+        look_at(&browser, db, "steps-1-more").await;
+        browser.type_into("#q-v_3", "back pain").await;
+        browser.click_to_leave("button[value='submit']").await;
+        assert_eq!(
+            counter(&browser).await,
+            "Questionnaire 1 of 1 · Page 2 of 4"
+        );
+
+        // The slider with the keyboard only: Tab into it, arrow to 7; then
+        // the numbers typed, and Enter sends the page.
+        look_at(&browser, db, "steps-2").await;
+        tab_to(&browser, "v_4=0").await;
+        assert!(
+            !browser.is_selected("input[name='v_4'][value='0']").await,
+            "nothing chosen yet"
+        );
+        browser.press(&[KEY_RIGHT; 7]).await;
+        assert!(browser.is_selected("input[name='v_4'][value='7']").await);
+        browser.press(&[KEY_LEFT, KEY_RIGHT]).await;
+        assert_eq!(browser.focused().await, "v_4=7");
+        browser
+            .press(&[KEY_TAB, "1", "4", KEY_TAB, "7", ",", "5"])
+            .await;
+        assert_eq!(browser.focused().await, "v_6=7,5");
+        browser.press_to_leave(&[KEY_ENTER]).await;
+        assert_eq!(
+            counter(&browser).await,
+            "Questionnaire 1 of 1 · Page 3 of 4"
+        );
+
+        // Back keeps page 2's answers; Next again.
+        browser.click_to_leave("button[value='back']").await;
+        assert_eq!(
+            counter(&browser).await,
+            "Questionnaire 1 of 1 · Page 2 of 4"
+        );
+        assert!(browser.is_selected("input[name='v_4'][value='7']").await);
+        let typed = browser
+            .execute("return document.getElementById('q-v_5').value;", json!([]))
+            .await;
+        assert_eq!(typed, "14");
+        browser.click_to_leave("button[value='submit']").await;
+
+        // A date that does not exist: said next to it, linked from the top.
+        browser.type_into("#q-v_7-first", "31").await;
+        browser.type_into("#q-v_7-month", "2").await;
+        browser.type_into("#q-v_7-year", "2024").await;
+        browser.type_into("#q-v_9-first", "1987").await;
+        browser.click("select#q-v_10 option[value='a2']").await;
+        browser.click_to_leave("button[value='submit']").await;
+        assert_eq!(browser.count(".error").await, 1);
+        assert!(
+            browser
+                .text("#e-v_7")
+                .await
+                .starts_with("Enter a date that exists")
+        );
+        look_at(&browser, db, "steps-3-error").await;
+        browser.clear("#q-v_7-first").await;
+        browser.type_into("#q-v_7-first", "29").await;
+        browser.click_to_leave("button[value='submit']").await;
+        assert_eq!(
+            counter(&browser).await,
+            "Questionnaire 1 of 1 · Page 4 of 4"
+        );
+        // The chain: "Other, namely" was answered, so v_12 is asked.
+        assert_eq!(browser.count("#q-v_12").await, 1);
+        look_at(&browser, db, "steps-4").await;
+
+        // Back to the start: no complaints after all. The second page and
+        // "Other, namely" go, and with it v_12.
+        for _ in 0..3 {
+            browser.click_to_leave("button[value='back']").await;
+        }
+        assert_eq!(
+            counter(&browser).await,
+            "Questionnaire 1 of 1 · Page 1 of 4"
+        );
+        browser.click("input[name='v_1'][value='a0']").await;
+        browser.click("input[name='v_2'][value='a3']").await;
+        browser.click_to_leave("button[value='submit']").await;
+        assert_eq!(
+            counter(&browser).await,
+            "Questionnaire 1 of 1 · Page 2 of 3"
+        );
+        browser.click_to_leave("button[value='submit']").await;
+        assert_eq!(
+            counter(&browser).await,
+            "Questionnaire 1 of 1 · Page 3 of 3"
+        );
+        assert_eq!(browser.count("#q-v_12").await, 0);
+
+        // Stop here; a new session resumes on this page.
+        browser.type_into("#q-v_11", "see you").await;
+        browser.click_to_leave("button[value='interrupt']").await;
+        assert_eq!(browser.url().await, back_url);
+        let steps = stored(&app, "d1", "steps").await;
+        assert_eq!(steps["status"], "aborted");
+        let link = start(
+            &app,
+            "d1",
+            json!({"response_ids": [steps["id"]], "return_to": back_url}),
+        )
+        .await;
+        browser.goto(&link).await;
+        browser.click_to_leave("button[type='submit']").await;
+        assert_eq!(
+            counter(&browser).await,
+            "Questionnaire 1 of 1 · Page 3 of 3"
+        );
+        assert_eq!(browser.text("#q-v_11").await, "see you");
+        browser.click_to_leave("button[value='submit']").await;
+        assert_eq!(browser.url().await, back_url);
+
+        let steps = stored(&app, "d1", "steps").await;
+        assert_eq!(steps["status"], "completed");
+        assert_eq!(
+            steps["values"],
+            json!({"v_1": "a0", "v_2": null, "v_3": null, "v_4": null, "v_5": null, "v_6": null,
+                   "v_7": "2024-02-29", "v_8": null, "v_9": "1987", "v_10": "a2",
+                   "v_11": "see you", "v_12": null})
+        );
+        assert_eq!(steps["language"], "en");
+    }
+);
+
+db_test!(
+    async fn a_dutch_respondent_fills_out_the_translation_in_a_browser(
+        setup: spawn_steps_with_browser_epd,
+    ) {
+        let (app, epd) = setup;
+        let db = app.db;
+        let back_url = format!("{}/back", epd.origin);
+        let link = start(
+            &app,
+            "d1",
+            json!({"questionnaire_keys": ["steps"], "return_to": back_url}),
+        )
+        .await;
+        let browser = Browser::start("nl").await;
+        browser.goto(&link).await;
+        browser.click_to_leave("button[type='submit']").await;
+        assert_eq!(
+            browser
+                .execute("return document.documentElement.lang;", json!([]))
+                .await,
+            "nl"
+        );
+        assert_eq!(browser.text("h1").await, "Stappen (test)");
+        assert_eq!(
+            counter(&browser).await,
+            "Vragenlijst 1 van 1 · Pagina 1 van 3"
+        );
+        browser.click("input[name='v_1'][value='a1']").await;
+        browser.click("input[name='v_2'][value='a9']").await;
+        browser.click_to_leave("button[value='submit']").await;
+        assert_eq!(browser.text("#lo-v_4").await, "Heel slecht");
+        // Nothing chosen on the slider: it is unanswered, and said so.
+        browser.type_into("#q-v_5", "3").await;
+        browser.click_to_leave("button[value='submit']").await;
+        assert_eq!(browser.text("#e-v_4").await, "Beantwoord deze vraag.");
+        look_at(&browser, db, "steps-nl-2-error").await;
+        browser.click("input[name='v_4'][value='10']").await;
+        browser.click_to_leave("button[value='submit']").await;
+        browser.type_into("#q-v_7-first", "2").await;
+        browser.type_into("#q-v_7-month", "3").await;
+        browser.type_into("#q-v_7-year", "2020").await;
+        look_at(&browser, db, "steps-nl-3").await;
+        browser.click_to_leave("button[value='submit']").await;
+        assert_eq!(
+            counter(&browser).await,
+            "Vragenlijst 1 van 1 · Pagina 4 van 4"
+        );
+        look_at(&browser, db, "steps-nl-4").await;
+        browser.click_to_leave("button[value='submit']").await;
+        assert_eq!(browser.url().await, back_url);
+        let steps = stored(&app, "d1", "steps").await;
+        assert_eq!(steps["status"], "completed");
+        assert_eq!(steps["language"], "nl");
+        assert_eq!(steps["values"]["v_2"], json!(["a9"]));
+        assert_eq!(steps["values"]["v_4"], 10);
+        assert_eq!(steps["values"]["v_7"], "2020-03-02");
     }
 );

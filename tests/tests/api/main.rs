@@ -138,9 +138,17 @@
 //!   complete (scored) and interrupted submissions, resuming, CSRF, other
 //!   dossiers' responses, `completing_url`, flags and textvars, idle
 //!   sessions, hostile forms, the access log.
-//! - `fill_out_browser`: the same flow in headless Chromium, with
+//! - `fill_out_types`: a questionnaire of every question type and four
+//!   pages (`tests/fixtures/fillout/steps`): each type's controls and its
+//!   answers read back as the API reads them, wrong answers named by the
+//!   API's rules, Back and Next, progress, questions and pages appearing
+//!   and disappearing (a same-page condition shows the page again),
+//!   dropped answers, resuming at the page stopped on, the `language` of
+//!   a session and of a fill-out request.
+//! - `fill_out_browser`: the same flows in headless Chromium, with
 //!   screenshots at phone and desktop width and an axe-core accessibility
-//!   check of every page.
+//!   check of every page (WCAG 2.1 A and AA), no horizontal scroll on a
+//!   phone, the slider answered with the keyboard only.
 //! - `visitor`: a cookie-keeping HTTP client for the pages; no tests.
 //! - `respondent_links`: links as credentials: a mail scanner's GET spends
 //!   no one-time link, a `completing_url` expires and is revoked (API and
@@ -202,6 +210,7 @@ mod fill_out_browser;
 mod fill_out_pages;
 mod fill_out_requests;
 mod fill_out_sessions;
+mod fill_out_types;
 mod forwarded;
 mod golden;
 mod health_checks;

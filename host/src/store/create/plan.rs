@@ -440,6 +440,8 @@ fn stored_row(
         outcome_input_sha256: c.provenance.input_sha256.clone(),
         language: Some(c.language.clone()),
         translation_sha256: c.translation_sha256.clone(),
+        fill_out_page: None,
+        fill_out_language: None,
         requesters: "[]".to_owned(),
         entered_by: row.item.entered_by.clone(),
         created_at: to_millis(row.item.now),
