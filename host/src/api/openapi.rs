@@ -57,11 +57,12 @@ pub fn document(routes: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
     doc.merge(routes);
     Authentication.modify(&mut doc);
     BodyErrors.modify(&mut doc);
+    super::links::add(&mut doc);
     doc
 }
 
 /// The operations of a path that the API uses.
-fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
+pub(super) fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
     [
         &mut item.get,
         &mut item.put,
