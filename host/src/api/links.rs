@@ -119,13 +119,20 @@ pub fn add(doc: &mut OpenApi) {
                     else {
                         continue;
                     };
-                    let mut built = LinkBuilder::new().operation_id(link.to);
+                    let mut built = LinkBuilder::new();
                     for (name, expression) in link.parameters {
                         built = built.parameter(*name, *expression);
                     }
+                    let mut built = built.build();
+                    // utoipa 5 writes `operation_id` where OpenAPI says
+                    // `operationId`; extensions are written as named.
+                    built
+                        .extensions
+                        .get_or_insert_with(Default::default)
+                        .insert("operationId".to_owned(), link.to.into());
                     answer
                         .links
-                        .insert(link.name.to_owned(), RefOr::T(built.build()));
+                        .insert(link.name.to_owned(), RefOr::T(built));
                 }
             }
         }
@@ -137,6 +144,14 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+
+    #[test]
+    fn links_name_their_operation_as_openapi_spells_it() {
+        let doc = serde_json::to_value(crate::api::document()).expect("serializes");
+        let link = &doc["paths"]["/api/v1/protocols"]["get"]["responses"]["200"]["links"]["GetProtocol"];
+        assert_eq!(link["operationId"], "get_protocol");
+        assert!(link.get("operation_id").is_none(), "{link}");
+    }
 
     #[test]
     fn every_link_joins_answers_and_parameters_the_document_has() {
@@ -179,7 +194,12 @@ mod tests {
                 let Some(RefOr::T(answer)) = from.responses.responses.get(*status) else {
                     panic!("{} answers no {status}", link.from);
                 };
-                assert!(answer.links.contains_key(link.name), "{}", link.name);
+                let made = answer.links.get(link.name);
+                let Some(RefOr::T(made)) = made else {
+                    panic!("{}", link.name)
+                };
+                let target = made.extensions.as_ref().and_then(|e| e.get("operationId"));
+                assert_eq!(target, Some(&serde_json::json!(link.to)), "{}", link.name);
             }
         }
     }

@@ -13,6 +13,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityRequirement, Secur
 use utoipa::openapi::{ContentBuilder, Header, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
+use super::{reports, responses, rules};
 use crate::error::{ErrorBody, json};
 
 #[derive(Debug, OpenApi)]
@@ -32,7 +33,27 @@ A path that names nothing gets 404 `{\"errors\":{\"base\":[\"not_found\"]}}`; a 
     // The one path no router registers: it is served as `/openapi` (GET
     // paths lose `.json` before routing) and documented as clients call it.
     paths(serve),
-    components(schemas(ErrorBody)),
+    // The rules of parameters: a parameter's type is named, not collected
+    // (bodies and answers collect theirs).
+    components(schemas(
+        ErrorBody,
+        rules::DossierId,
+        rules::Id,
+        rules::IdList,
+        rules::IdListOrArray,
+        rules::ShortText,
+        rules::PositiveId,
+        rules::AnyInteger,
+        rules::Boolean,
+        rules::Language,
+        rules::FilterTime,
+        responses::QuestionnaireKeys,
+        responses::ResponseStatus,
+        responses::PageSize,
+        responses::Cursor,
+        reports::ResponseIds,
+        reports::ReportQuestionnaireKeys,
+    )),
     tags(
         (name = "responses", description = "Questionnaire completions"),
         (name = "protocol_subscriptions", description = "Dossiers subscribed to automatic protocols, whose measurements the scheduler prepares"),
@@ -222,6 +243,35 @@ pub async fn serve(doc: Arc<utoipa::openapi::OpenApi>) -> Response {
 
 #[cfg(test)]
 mod tests {
+    /// Every `$ref` in `value`.
+    fn refs<'a>(value: &'a serde_json::Value, found: &mut Vec<&'a str>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                if let Some(serde_json::Value::String(target)) = map.get("$ref") {
+                    found.push(target);
+                }
+                map.values().for_each(|v| refs(v, found));
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| refs(v, found)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn every_reference_names_a_component() {
+        let doc = serde_json::to_value(crate::api::document()).expect("serializes");
+        let mut found = Vec::new();
+        refs(&doc, &mut found);
+        assert!(found.len() > 50, "{} references", found.len());
+        for target in found {
+            let name = target.trim_start_matches("#/components/schemas/");
+            assert!(
+                doc["components"]["schemas"][name].is_object(),
+                "{target} names no component: add its type to ApiDoc's components"
+            );
+        }
+    }
+
     #[test]
     fn every_body_has_the_extractors_answers() {
         let doc = crate::api::document();
