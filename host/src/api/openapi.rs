@@ -78,6 +78,7 @@ pub fn document(routes: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
     doc.merge(routes);
     Authentication.modify(&mut doc);
     BodyErrors.modify(&mut doc);
+    UriTooLong.modify(&mut doc);
     super::links::add(&mut doc);
     doc
 }
@@ -228,6 +229,30 @@ impl Modify for BodyErrors {
                         .build();
                     responses.insert(status.to_owned(), RefOr::T(answer));
                 }
+            }
+        }
+    }
+}
+
+/// Documents the 414 of every operation: a request line whose target is
+/// longer than the HTTP server reads (65,534 bytes) is answered 414 with no
+/// body before any route sees it.
+#[derive(Debug)]
+struct UriTooLong;
+
+impl Modify for UriTooLong {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            for operation in operations(item) {
+                let answer = ResponseBuilder::new()
+                    .description(
+                        "The path and query are longer than the HTTP server reads (65,534 bytes); no body",
+                    )
+                    .build();
+                operation
+                    .responses
+                    .responses
+                    .insert("414".to_owned(), RefOr::T(answer));
             }
         }
     }

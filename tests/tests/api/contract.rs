@@ -16,7 +16,7 @@ use tests::{Db, TEST_KEY, TestApp, db_test};
 
 /// Examples per operation and phase: enough to reach every parameter's
 /// edges, few enough that both databases take a minute or two.
-const EXAMPLES: &str = "25";
+const EXAMPLES: &str = "15";
 /// Fixed, so a failure repeats with the same requests.
 const SEED: &str = "30";
 
