@@ -15,8 +15,8 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject, PathParams};
-use crate::api::rules;
 use crate::api::fields::Fields;
+use crate::api::rules;
 use crate::auth::destination::Destinations;
 use crate::auth::guard::Caller;
 use crate::auth::origin;

@@ -130,9 +130,7 @@ pub fn add(doc: &mut OpenApi) {
                         .extensions
                         .get_or_insert_with(Default::default)
                         .insert("operationId".to_owned(), link.to.into());
-                    answer
-                        .links
-                        .insert(link.name.to_owned(), RefOr::T(built));
+                    answer.links.insert(link.name.to_owned(), RefOr::T(built));
                 }
             }
         }
@@ -148,7 +146,8 @@ mod tests {
     #[test]
     fn links_name_their_operation_as_openapi_spells_it() {
         let doc = serde_json::to_value(crate::api::document()).expect("serializes");
-        let link = &doc["paths"]["/api/v1/protocols"]["get"]["responses"]["200"]["links"]["GetProtocol"];
+        let link =
+            &doc["paths"]["/api/v1/protocols"]["get"]["responses"]["200"]["links"]["GetProtocol"];
         assert_eq!(link["operationId"], "get_protocol");
         assert!(link.get("operation_id").is_none(), "{link}");
     }
@@ -167,8 +166,12 @@ mod tests {
             }
         }
         for link in LINKS {
-            let from = operations.get(link.from).unwrap_or_else(|| panic!("{}", link.from));
-            let to = operations.get(link.to).unwrap_or_else(|| panic!("{}", link.to));
+            let from = operations
+                .get(link.from)
+                .unwrap_or_else(|| panic!("{}", link.from));
+            let to = operations
+                .get(link.to)
+                .unwrap_or_else(|| panic!("{}", link.to));
             let names: Vec<&str> = to
                 .parameters
                 .iter()
@@ -180,7 +183,10 @@ mod tests {
             }
             // Every parameter of the path is given.
             for parameter in to.parameters.iter().flatten() {
-                if matches!(parameter.parameter_in, utoipa::openapi::path::ParameterIn::Path) {
+                if matches!(
+                    parameter.parameter_in,
+                    utoipa::openapi::path::ParameterIn::Path
+                ) {
                     assert!(
                         link.parameters.iter().any(|(n, _)| *n == parameter.name),
                         "{} -> {}: no {}",

@@ -13,8 +13,8 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::api::extract::{PathParams, QueryParams};
-use crate::api::rules;
 use crate::api::questionnaire_schema::{PageSchema, QuestionSchema};
+use crate::api::rules;
 use crate::domain::catalog::CatalogQuestionnaire;
 use crate::domain::condition::ConditionDef;
 use crate::domain::questionnaire::Kind;

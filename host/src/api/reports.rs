@@ -156,7 +156,8 @@ fn parse(query: &QueryParams, zone: chrono_tz::Tz) -> Result<(String, Selection)
     }
     let selection = match query.list("response_ids") {
         Some(ids) => {
-            let parsed: Option<Vec<i64>> = ids.iter().map(|i| rules::POSITIVE_ID.parse(i)).collect();
+            let parsed: Option<Vec<i64>> =
+                ids.iter().map(|i| rules::POSITIVE_ID.parse(i)).collect();
             match parsed {
                 Some(ids) if !ids.is_empty() && ids.len() <= MAX_LISTED => {
                     Some(Selection::Ids(ids.into_iter().collect()))

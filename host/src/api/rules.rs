@@ -65,9 +65,7 @@ impl Text {
             return Err(Refused::Blank);
         }
         let chars = text.chars().count();
-        if chars < self.min_chars
-            || chars > self.max_chars
-            || text.chars().any(|c| self.refuses(c))
+        if chars < self.min_chars || chars > self.max_chars || text.chars().any(|c| self.refuses(c))
         {
             return Err(Refused::Invalid);
         }

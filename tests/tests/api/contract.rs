@@ -37,24 +37,32 @@ fn schemathesis() -> PathBuf {
         .map_or_else(|| PathBuf::from("schemathesis"), PathBuf::from)
 }
 
-db_test!(async fn the_service_does_what_its_openapi_document_says(app: spawn_unlimited) {
-    let work = tempfile::tempdir().expect("a folder for the run");
-    let config = tests::repo_root().join("tests/contract/schemathesis.toml");
-    let mut command = std::process::Command::new(schemathesis());
-    command
-        .arg("--config-file")
-        .arg(&config)
-        .args(["--no-color", "run"])
-        .arg(app.url("/api/v1/openapi.json"))
-        .args(["--checks", "all", "--max-examples", EXAMPLES, "--seed", SEED])
-        .args(["--workers", "1", "--generation-database", "none"])
-        .arg("--auth")
-        .arg(format!("{TEST_KEY}:{}", app.secret))
-        // Its reports and caches go to a folder of the test's own.
-        .current_dir(work.path())
-        .stdin(Stdio::null());
-    // On a thread of its own: the host serves on this test's runtime.
-    let run = tokio::task::spawn_blocking(move || command.output())
+db_test!(
+    async fn the_service_does_what_its_openapi_document_says(app: spawn_unlimited) {
+        let work = tempfile::tempdir().expect("a folder for the run");
+        let config = tests::repo_root().join("tests/contract/schemathesis.toml");
+        let mut command = std::process::Command::new(schemathesis());
+        command
+            .arg("--config-file")
+            .arg(&config)
+            .args(["--no-color", "run"])
+            .arg(app.url("/api/v1/openapi.json"))
+            .args([
+                "--checks",
+                "all",
+                "--max-examples",
+                EXAMPLES,
+                "--seed",
+                SEED,
+            ])
+            .args(["--workers", "1", "--generation-database", "none"])
+            .arg("--auth")
+            .arg(format!("{TEST_KEY}:{}", app.secret))
+            // Its reports and caches go to a folder of the test's own.
+            .current_dir(work.path())
+            .stdin(Stdio::null());
+        // On a thread of its own: the host serves on this test's runtime.
+        let run = tokio::task::spawn_blocking(move || command.output())
         .await
         .expect("the run's thread")
         .unwrap_or_else(|e| {
@@ -63,16 +71,17 @@ db_test!(async fn the_service_does_what_its_openapi_document_says(app: spawn_unl
                  which installs it, or set OUTCOMES_TEST_SCHEMATHESIS to its program"
             )
         });
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(
-        run.status.success(),
-        "Schemathesis found failures ({}):\n{stdout}\n{stderr}",
-        run.status
-    );
-    // It ran, and ran checks: the summary names the operations tested.
-    assert!(
-        stdout.contains("passed") && !stdout.contains("No operations"),
-        "Schemathesis tested nothing:\n{stdout}\n{stderr}"
-    );
-});
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(
+            run.status.success(),
+            "Schemathesis found failures ({}):\n{stdout}\n{stderr}",
+            run.status
+        );
+        // It ran, and ran checks: the summary names the operations tested.
+        assert!(
+            stdout.contains("passed") && !stdout.contains("No operations"),
+            "Schemathesis tested nothing:\n{stdout}\n{stderr}"
+        );
+    }
+);

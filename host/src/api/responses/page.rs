@@ -192,7 +192,11 @@ mod tests {
         // Real cursors, of every length, and their neighbours.
         for digits in 1..=20_u32 {
             let id = rng.gen_range(10_i64.pow(digits.min(18) - 1)..10_i64.pow(digits.min(18)));
-            let id = if digits > 18 { i64::MAX - i64::from(digits) } else { id };
+            let id = if digits > 18 {
+                i64::MAX - i64::from(digits)
+            } else {
+                id
+            };
             let cursor = encode(ResponseId(id));
             values.push(format!("{cursor}\n"));
             values.push(cursor[1..].to_owned());
@@ -204,7 +208,11 @@ mod tests {
         for value in values {
             let decoded = decode(&value).is_some();
             read += usize::from(decoded);
-            assert_eq!(allows(&schema, &serde_json::json!(value)), decoded, "{value:?}");
+            assert_eq!(
+                allows(&schema, &serde_json::json!(value)),
+                decoded,
+                "{value:?}"
+            );
         }
         // The real cursors of 1 to 18 digits, at least.
         assert!(read >= 18, "{read} cursors read");

@@ -24,11 +24,19 @@ pub(crate) fn allows(schema: &Value, value: &Value) -> bool {
                 Some("integer") => value.is_i64() || value.is_u64(),
                 _ => false,
             },
-            ("minLength", Value::String(s)) => s.chars().count() as u64 >= expected.as_u64().unwrap_or(0),
-            ("maxLength", Value::String(s)) => s.chars().count() as u64 <= expected.as_u64().unwrap_or(0),
+            ("minLength", Value::String(s)) => {
+                s.chars().count() as u64 >= expected.as_u64().unwrap_or(0)
+            }
+            ("maxLength", Value::String(s)) => {
+                s.chars().count() as u64 <= expected.as_u64().unwrap_or(0)
+            }
             ("pattern", Value::String(s)) => pattern(expected).is_match(s),
-            ("minimum", Value::Number(n)) => int(n).zip(int_of(expected)).is_some_and(|(n, m)| n >= m),
-            ("maximum", Value::Number(n)) => int(n).zip(int_of(expected)).is_some_and(|(n, m)| n <= m),
+            ("minimum", Value::Number(n)) => {
+                int(n).zip(int_of(expected)).is_some_and(|(n, m)| n >= m)
+            }
+            ("maximum", Value::Number(n)) => {
+                int(n).zip(int_of(expected)).is_some_and(|(n, m)| n <= m)
+            }
             ("enum", _) => expected.as_array().is_some_and(|all| all.contains(value)),
             ("not", _) => !allows(expected, value),
             ("anyOf", _) => expected
@@ -60,7 +68,9 @@ fn compiled(pattern: &str) -> regex::Regex {
 }
 
 fn int(n: &serde_json::Number) -> Option<i128> {
-    n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from))
+    n.as_i64()
+        .map(i128::from)
+        .or_else(|| n.as_u64().map(i128::from))
 }
 
 fn int_of(value: &Value) -> Option<i128> {
@@ -76,9 +86,9 @@ pub(crate) fn document<T: PartialSchema>() -> Value {
 /// edge of the control and white-space classes, and characters of two,
 /// three and four bytes.
 const ALPHABET: &[char] = &[
-    'a', 'Z', '0', '9', '-', '_', '.', ' ', '\u{0}', '\t', '\n', '\r', '\u{1f}', '\u{7f}', '\u{85}',
-    '\u{9f}', '\u{a0}', '\u{1680}', '\u{2000}', '\u{200a}', '\u{200b}', '\u{2028}', '\u{202f}',
-    '\u{205f}', '\u{3000}', '\u{feff}', 'é', '漢', '😀',
+    'a', 'Z', '0', '9', '-', '_', '.', ' ', '\u{0}', '\t', '\n', '\r', '\u{1f}', '\u{7f}',
+    '\u{85}', '\u{9f}', '\u{a0}', '\u{1680}', '\u{2000}', '\u{200a}', '\u{200b}', '\u{2028}',
+    '\u{202f}', '\u{205f}', '\u{3000}', '\u{feff}', 'é', '漢', '😀',
 ];
 
 /// A text of up to `max` characters drawn from [`ALPHABET`], often of one
@@ -89,7 +99,9 @@ fn text(rng: &mut StdRng, limit: usize) -> String {
         1 => rng.gen_range(limit.saturating_sub(2)..limit + 3),
         _ => rng.gen_range(0..limit + 3),
     };
-    let uniform = rng.gen_bool(0.3).then(|| ALPHABET[rng.gen_range(0..ALPHABET.len())]);
+    let uniform = rng
+        .gen_bool(0.3)
+        .then(|| ALPHABET[rng.gen_range(0..ALPHABET.len())]);
     (0..len)
         .map(|_| uniform.unwrap_or_else(|| ALPHABET[rng.gen_range(0..ALPHABET.len())]))
         .collect()
@@ -109,7 +121,10 @@ fn agree_on_texts<T: PartialSchema>(rule: Text) {
         );
         if parsed { allowed += 1 } else { refused += 1 }
     }
-    assert!(allowed > 300 && refused > 300, "{allowed} allowed, {refused} refused");
+    assert!(
+        allowed > 300 && refused > 300,
+        "{allowed} allowed, {refused} refused"
+    );
 }
 
 #[test]
@@ -139,7 +154,11 @@ fn texts_with_line_breaks_are_allowed_exactly_where_their_schema_allows_them() {
     let mut rng = StdRng::seed_from_u64(31);
     for _ in 0..2000 {
         let value = text(&mut rng, rule.max_chars);
-        assert_eq!(allows(&schema, &json!(value)), rule.check(&value).is_ok(), "{value:?}");
+        assert_eq!(
+            allows(&schema, &json!(value)),
+            rule.check(&value).is_ok(),
+            "{value:?}"
+        );
     }
 }
 
@@ -195,7 +214,13 @@ fn times_are_allowed_exactly_where_the_schema_allows_them() {
         values.push(json!(n.to_string()));
         values.push(json!(format!(" {n}")));
     }
-    values.extend([json!(1.5), json!(null), json!(true), json!(""), json!("0000000000001")]);
+    values.extend([
+        json!(1.5),
+        json!(null),
+        json!(true),
+        json!(""),
+        json!("0000000000001"),
+    ]);
     values.extend([json!("946598400"), json!(18_446_744_073_709_551_615_u64)]);
     for value in values {
         let parsed = unix_time(&value);
@@ -203,12 +228,22 @@ fn times_are_allowed_exactly_where_the_schema_allows_them() {
         // allows a string the parser refuses, it is as the description says.
         let described = matches!(parsed, Err(_)) && value.is_string() && allows(&schema, &value);
         if !described {
-            assert_eq!(allows(&schema, &value), parsed.is_ok(), "{value}: {parsed:?}");
+            assert_eq!(
+                allows(&schema, &value),
+                parsed.is_ok(),
+                "{value}: {parsed:?}"
+            );
         }
     }
-    assert_eq!(unix_time(&json!(EARLIEST_UNIX - 1)), Err(TimeRefused::TooEarly));
+    assert_eq!(
+        unix_time(&json!(EARLIEST_UNIX - 1)),
+        Err(TimeRefused::TooEarly)
+    );
     assert_eq!(unix_time(&json!("946598399")), Err(TimeRefused::TooEarly));
-    assert_eq!(unix_time(&json!(LATEST_UNIX + 1)), Err(TimeRefused::Invalid));
+    assert_eq!(
+        unix_time(&json!(LATEST_UNIX + 1)),
+        Err(TimeRefused::Invalid)
+    );
     assert_eq!(unix_time(&json!("+946598400")), Err(TimeRefused::Invalid));
 }
 
@@ -218,11 +253,20 @@ fn booleans_and_languages_are_allowed_exactly_where_their_schemas_allow_them() {
     let languages = document::<Language>();
     let mut rng = StdRng::seed_from_u64(34);
     let mut values: Vec<String> = BOOLEAN.0.iter().map(|s| (*s).to_owned()).collect();
-    values.extend(["nl", "en", "NL", "n", "nld", "n1", "TRUE", "True", "y", "2"].map(str::to_owned));
+    values
+        .extend(["nl", "en", "NL", "n", "nld", "n1", "TRUE", "True", "y", "2"].map(str::to_owned));
     values.extend((0..2000).map(|_| text(&mut rng, 3)));
     for value in values {
-        assert_eq!(allows(&booleans, &json!(value)), boolean(&value).is_some(), "{value:?}");
-        assert_eq!(allows(&languages, &json!(value)), is_language(&value), "{value:?}");
+        assert_eq!(
+            allows(&booleans, &json!(value)),
+            boolean(&value).is_some(),
+            "{value:?}"
+        );
+        assert_eq!(
+            allows(&languages, &json!(value)),
+            is_language(&value),
+            "{value:?}"
+        );
     }
     assert_eq!(boolean("yes"), Some(true));
     assert_eq!(boolean("0"), Some(false));
@@ -233,9 +277,11 @@ fn id_lists_are_allowed_exactly_where_their_schemas_allow_them() {
     let lists = document::<IdList>();
     let paths = document::<IdListOrArray>();
     let mut rng = StdRng::seed_from_u64(36);
-    let mut values: Vec<String> = ["a,b", "a,,b", "a,", ",a", " ,a", "[\"a\"]", " [a", "a[", "\u{3000}"]
-        .map(str::to_owned)
-        .to_vec();
+    let mut values: Vec<String> = [
+        "a,b", "a,,b", "a,", ",a", " ,a", "[\"a\"]", " [a", "a[", "\u{3000}",
+    ]
+    .map(str::to_owned)
+    .to_vec();
     for _ in 0..3000 {
         let parts: Vec<String> = (0..rng.gen_range(1..4))
             .map(|_| {
@@ -249,25 +295,44 @@ fn id_lists_are_allowed_exactly_where_their_schemas_allow_them() {
     for value in values {
         // As the stats read a value of ids: split at commas, each an ID.
         let parsed = value.split(',').all(|id| ID.check(id).is_ok());
-        if parsed { allowed += 1 } else { refused += 1 }
+        if parsed {
+            allowed += 1
+        } else {
+            refused += 1
+        }
         assert_eq!(allows(&lists, &json!(value)), parsed, "{value:?}");
         // The path reads a value that starts with `[` as a JSON array.
         let json_form = value.trim_start().starts_with('[');
-        assert_eq!(allows(&paths, &json!(value)), parsed && !json_form, "{value:?}");
+        assert_eq!(
+            allows(&paths, &json!(value)),
+            parsed && !json_form,
+            "{value:?}"
+        );
     }
-    assert!(allowed > 300 && refused > 300, "{allowed} allowed, {refused} refused");
+    assert!(
+        allowed > 300 && refused > 300,
+        "{allowed} allowed, {refused} refused"
+    );
 }
 
 #[test]
 fn ids_or_integers_are_allowed_exactly_where_the_fields_read_them() {
     let schema = document::<IdOrInteger>();
     let mut rng = StdRng::seed_from_u64(37);
-    let mut values = vec![json!(1.5), json!(null), json!(["a"]), json!(u64::MAX), json!(i64::MIN)];
+    let mut values = vec![
+        json!(1.5),
+        json!(null),
+        json!(["a"]),
+        json!(u64::MAX),
+        json!(i64::MIN),
+    ];
     values.extend(integers(&mut rng).into_iter().map(|n| json!(n)));
     values.extend((0..2000).map(|_| json!(text(&mut rng, ID.max_chars))));
     for value in values {
         let body = serde_json::Map::from_iter([("external_id".to_owned(), value.clone())]);
-        let read = crate::api::fields::Fields::new(&body).required_id("external_id").is_some();
+        let read = crate::api::fields::Fields::new(&body)
+            .required_id("external_id")
+            .is_some();
         assert_eq!(allows(&schema, &value), read, "{value}");
     }
 }
