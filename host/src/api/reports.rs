@@ -50,7 +50,7 @@ pub struct ReportCalculationView {
 pub const MAX_LISTED: usize = 1_000;
 
 rules::documented! {
-    ResponseIds: "Response ids, at most 1,000." => rules::list_of(rules::POSITIVE_ID.schema(), MAX_LISTED);
+    ResponseIds: "Response ids, at most 1,000; one that names no response of the dossier is 404." => rules::list_of(rules::ANY_INTEGER.schema(), MAX_LISTED);
     ReportQuestionnaireKeys: "Questionnaire keys, at most 1,000, each at most 255 characters without control characters." => rules::list_of(rules::SHORT_TEXT.schema(), MAX_LISTED);
 }
 
@@ -157,7 +157,7 @@ fn parse(query: &QueryParams, zone: chrono_tz::Tz) -> Result<(String, Selection)
     let selection = match query.list("response_ids") {
         Some(ids) => {
             let parsed: Option<Vec<i64>> =
-                ids.iter().map(|i| rules::POSITIVE_ID.parse(i)).collect();
+                ids.iter().map(|i| rules::ANY_INTEGER.parse(i)).collect();
             match parsed {
                 Some(ids) if !ids.is_empty() && ids.len() <= MAX_LISTED => {
                     Some(Selection::Ids(ids.into_iter().collect()))
