@@ -44,7 +44,8 @@ enum Task {
     /// test runs on SQLite and PostgreSQL, the fill-out pages also in
     /// headless Chromium (installed on Debian when missing, with axe-core
     /// from npm), the AssemblyScript scorer built with its compiler from
-    /// npm. Arguments after `--` go to `cargo test`.
+    /// npm, the OpenAPI document checked against the service by
+    /// Schemathesis from PyPI. Arguments after `--` go to `cargo test`.
     Test {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
@@ -119,9 +120,11 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     prerequisites::axe()?;
     prerequisites::haproxy()?;
     prerequisites::assemblyscript()?;
+    let schemathesis = prerequisites::schemathesis()?;
     let root = prerequisites::workspace_root();
     run(Command::new(cargo())
         .current_dir(&root)
+        .env("OUTCOMES_TEST_SCHEMATHESIS", schemathesis)
         .args(["test", "--workspace"])
         .args(args))
 }

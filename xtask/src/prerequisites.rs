@@ -307,6 +307,67 @@ fn npm_ci(folder: &str, package: &str, what: &str) -> anyhow::Result<()> {
     }
 }
 
+/// Schemathesis, the property-based tester the contract test runs against
+/// the OpenAPI document (tests/tests/api/contract.rs), installed from PyPI
+/// into a virtual environment in the build folder, exactly as
+/// `tests/contract/requirements.txt` pins it (versions and hashes). Answers
+/// the path of its program, which the tests find in
+/// `OUTCOMES_TEST_SCHEMATHESIS`; a program named there already is used as
+/// it is. Reinstalls when the requirements change.
+pub fn schemathesis() -> anyhow::Result<PathBuf> {
+    if let Some(program) = std::env::var_os("OUTCOMES_TEST_SCHEMATHESIS") {
+        return Ok(PathBuf::from(program));
+    }
+    let requirements_file = workspace_root().join("tests/contract/requirements.txt");
+    let requirements = std::fs::read_to_string(&requirements_file)
+        .with_context(|| format!("reading {}", requirements_file.display()))?;
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"));
+    let venv = target.join("schemathesis");
+    let program = venv.join("bin/schemathesis");
+    // The requirements it was installed from, written after the install.
+    let installed = venv.join("installed-requirements.txt");
+    if program.exists() && std::fs::read_to_string(&installed).ok() == Some(requirements.clone()) {
+        return Ok(program);
+    }
+    eprintln!(
+        "xtask: installing Schemathesis for the contract test (a Python virtual environment in {})",
+        venv.display()
+    );
+    let made = Command::new("python3")
+        .args(["-m", "venv", "--clear"])
+        .arg(&venv)
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        bail!(
+            "the contract test needs Python 3 with its venv module to install Schemathesis: on Debian or \
+             Ubuntu `apt-get install python3 python3-venv`; or install Schemathesis 4 yourself and set \
+             OUTCOMES_TEST_SCHEMATHESIS to its program"
+        );
+    }
+    let status = Command::new(venv.join("bin/pip"))
+        .args([
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--require-hashes",
+            "--only-binary=:all:",
+            "-r",
+        ])
+        .arg(&requirements_file)
+        .status()
+        .context("running pip")?;
+    anyhow::ensure!(
+        status.success() && program.exists(),
+        "installing Schemathesis from PyPI failed (pip install --require-hashes -r {}); run it by hand \
+         to see why",
+        requirements_file.display()
+    );
+    std::fs::write(&installed, requirements)?;
+    Ok(program)
+}
+
 fn wait(d: Duration) -> bool {
     std::thread::sleep(d);
     false

@@ -3,19 +3,18 @@
 //! style arrays and hashes, and path parameters.
 //!
 //! `JsonObject`: 415, 413, 400. `QueryParams`: Rails-style `a[]=` arrays
-//! and `a[b]=` hashes. `DossierPath`: a blank id is 404, one over 255
-//! characters (or with control characters) 422.
+//! and `a[b]=` hashes. `DossierPath`: an empty id is 404, one over 255
+//! characters (or with control characters) 422. What each takes is a rule
+//! of `rules.rs`, which also writes its schema in the OpenAPI document.
 
 use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, header};
 use serde_json::{Map, Value};
 
+use super::rules::{self, Refused};
 use crate::AppState;
 use crate::error::{ApiError, Errors};
-
-/// Longest dossier id, external id or other path key we accept.
-pub const MAX_ID_LEN: usize = 255;
 
 /// A request body that is a JSON object (docs/api/conventions.md#request-bodies:
 /// 415 unless declared JSON, 400 when it is not JSON or not an object, 413
@@ -148,13 +147,13 @@ impl QueryParams {
         })
     }
 
-    /// A boolean parameter: true/false/1/0; 422 `invalid` otherwise.
+    /// A boolean parameter ([`rules::BOOLEAN`]); 422 `invalid` otherwise.
     pub fn boolean(&self, key: &str, default: bool) -> Result<bool, ApiError> {
         match self.single(key) {
             None => Ok(default),
-            Some("true" | "1" | "t" | "yes") => Ok(true),
-            Some("false" | "0" | "f" | "no") => Ok(false),
-            Some(_) => Err(ApiError::Invalid(Errors::one(key, "invalid"))),
+            Some(text) => {
+                rules::boolean(text).ok_or_else(|| ApiError::Invalid(Errors::one(key, "invalid")))
+            }
         }
     }
 }
@@ -169,7 +168,7 @@ fn is_array_key(candidate: &str, key: &str) -> bool {
 }
 
 /// The dossier named by the path (`:dossier_id` / `:epd_id`): the EPD's own
-/// identifier, 1 to 255 characters without control characters.
+/// identifier, as [`rules::DOSSIER_ID`] has it.
 #[derive(Debug, Clone)]
 pub struct DossierPath(pub String);
 
@@ -181,13 +180,11 @@ impl<S: Send + Sync> FromRequestParts<S> for DossierPath {
         let id = params
             .get("dossier_id")
             .ok_or(ApiError::NotFound("dossier_id"))?;
-        if id.is_empty() {
-            return Err(ApiError::NotFound("dossier_id"));
+        match rules::DOSSIER_ID.check(id) {
+            Ok(()) => Ok(DossierPath(id.to_owned())),
+            Err(Refused::Blank) => Err(ApiError::NotFound("dossier_id")),
+            Err(Refused::Invalid) => Err(ApiError::Invalid(Errors::one("dossier_id", "invalid"))),
         }
-        if id.len() > MAX_ID_LEN || id.chars().any(char::is_control) {
-            return Err(ApiError::Invalid(Errors::one("dossier_id", "invalid")));
-        }
-        Ok(DossierPath(id.to_owned()))
     }
 }
 
@@ -215,11 +212,11 @@ impl PathParams {
             .map(|(_, v)| v.as_str())
     }
 
-    /// A numeric id parameter; anything else names nothing (404 `field`).
+    /// A numeric id parameter ([`rules::POSITIVE_ID`]); anything else
+    /// names nothing (404 `field`).
     pub fn id(&self, name: &str, field: &'static str) -> Result<i64, ApiError> {
         self.get(name)
-            .and_then(|v| v.parse::<i64>().ok())
-            .filter(|&v| v > 0)
+            .and_then(|v| rules::POSITIVE_ID.parse(v))
             .ok_or(ApiError::NotFound(field))
     }
 }

@@ -4,9 +4,8 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::extract::MAX_ID_LEN;
-use crate::domain::text::is_language_code;
-use crate::domain::time::{EARLIEST_UNIX, from_unix};
+use super::rules::{self, TimeRefused};
+use crate::domain::time::from_unix;
 use crate::domain::variant::VariantError;
 use crate::error::{ApiError, Errors};
 
@@ -30,8 +29,7 @@ impl<'a> Fields<'a> {
         matches!(self.map.get(key), None | Some(Value::Null))
     }
 
-    /// A required identifier-like string (at most 255 characters, no
-    /// control characters). Integers are accepted and read as their decimal
+    /// A required identifier-like string ([`rules::ID`]). Integers are accepted and read as their decimal
     /// form, as EPDs often number their records. `blank` when missing or
     /// empty, `invalid` when of another type or too long.
     pub fn required_id(&mut self, key: &str) -> Option<String> {
@@ -46,38 +44,29 @@ impl<'a> Fields<'a> {
 
     fn required_text(&mut self, key: &str, integers: bool) -> Option<String> {
         let text = match self.map.get(key) {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(Value::Number(n)) if integers && (n.is_i64() || n.is_u64()) => Some(n.to_string()),
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Number(n)) if integers && (n.is_i64() || n.is_u64()) => n.to_string(),
             Some(_) => {
                 self.errors.add(key, "invalid");
                 return None;
             }
         };
-        match text {
-            Some(s) if s.trim().is_empty() => {
-                self.errors.add(key, "blank");
-                None
-            }
-            Some(s) if s.len() > MAX_ID_LEN || s.chars().any(char::is_control) => {
-                self.errors.add(key, "invalid");
-                None
-            }
-            Some(s) => Some(s),
-            None => {
-                self.errors.add(key, "blank");
+        match rules::ID.check(&text) {
+            Ok(()) => Some(text),
+            Err(refused) => {
+                self.errors.add(key, refused.code());
                 None
             }
         }
     }
 
-    /// An optional string; blank reads as absent.
+    /// An optional string ([`rules::SHORT_TEXT`]); blank reads as absent.
     pub fn optional_string(&mut self, key: &str) -> Option<String> {
         match self.map.get(key) {
             None | Some(Value::Null) => None,
-            Some(Value::String(s)) if s.trim().is_empty() => None,
-            Some(Value::String(s)) if s.len() <= MAX_ID_LEN && !s.chars().any(char::is_control) => {
-                Some(s.clone())
+            Some(Value::String(s)) if rules::SHORT_TEXT.check(s).is_ok() => {
+                (!s.trim().is_empty()).then(|| s.clone())
             }
             Some(_) => {
                 self.errors.add(key, "invalid");
@@ -91,7 +80,7 @@ impl<'a> Fields<'a> {
     pub fn optional_language(&mut self, key: &str) -> Option<String> {
         match self.map.get(key) {
             None | Some(Value::Null) => None,
-            Some(Value::String(s)) if is_language_code(s) => Some(s.clone()),
+            Some(Value::String(s)) if rules::is_language(s) => Some(s.clone()),
             Some(_) => {
                 self.errors.add(key, "invalid");
                 None
@@ -118,41 +107,26 @@ impl<'a> Fields<'a> {
         }
     }
 
-    /// An optional Unix time in seconds (integer, or a string of digits) no
-    /// earlier than 1999-12-31 and no later than `latest`.
+    /// An optional Unix time in seconds ([`rules::unix_time`]: an integer,
+    /// or a string of digits, no earlier than 1999-12-31) no later than
+    /// `latest`.
     pub fn optional_unix(&mut self, key: &str, latest: DateTime<Utc>) -> Option<DateTime<Utc>> {
         if self.absent(key) {
             return None;
         }
-        let secs = match &self.map[key] {
-            Value::Number(n) => n.as_i64(),
-            Value::String(s) => s.trim().parse::<i64>().ok(),
-            _ => None,
+        let time = match rules::unix_time(&self.map[key]) {
+            Ok(secs) => from_unix(secs).filter(|t| *t <= latest).ok_or("invalid"),
+            Err(TimeRefused::TooEarly) => Err("too_early"),
+            Err(TimeRefused::Invalid) => Err("invalid"),
         };
-        match secs {
-            Some(s) if s < EARLIEST_UNIX => {
-                self.errors.add(key, "too_early");
-                None
-            }
-            Some(s) => match from_unix(s).filter(|t| *t <= latest) {
-                Some(t) => Some(t),
-                None => {
-                    self.errors.add(key, "invalid");
-                    None
-                }
-            },
-            None => {
-                self.errors.add(key, "invalid");
-                None
-            }
-        }
+        time.map_err(|code| self.errors.add(key, code)).ok()
     }
 
     /// An optional string that must be one of `allowed`.
-    pub fn optional_choice(&mut self, key: &str, allowed: &[&str]) -> Option<String> {
+    pub fn optional_choice(&mut self, key: &str, allowed: rules::Choice) -> Option<String> {
         match self.map.get(key) {
             None | Some(Value::Null) => None,
-            Some(Value::String(s)) if allowed.contains(&s.as_str()) => Some(s.clone()),
+            Some(Value::String(s)) if allowed.allows(s) => Some(s.clone()),
             Some(_) => {
                 self.errors.add(key, "invalid");
                 None

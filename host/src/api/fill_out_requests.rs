@@ -16,6 +16,7 @@ use utoipa_axum::routes;
 use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject, PathParams};
 use crate::api::fields::Fields;
+use crate::api::rules;
 use crate::auth::destination::Destinations;
 use crate::auth::guard::Caller;
 use crate::auth::origin;
@@ -86,7 +87,7 @@ impl FillOutRequestView {
     post,
     path = "/dossiers/{dossier_id}/fill_out_requests",
     tag = "fill_out_requests",
-    params(("dossier_id" = String, Path, description = "The EPD's identifier of the patient")),
+    params(("dossier_id" = rules::DossierId, Path, description = "The EPD's identifier of the patient")),
     request_body(content = NewFillOutRequestBody, content_type = "application/json"),
     responses(
         (status = 200, description = "Made", body = FillOutRequestView),
@@ -132,19 +133,30 @@ pub async fn create_fill_out_request(
     }
 }
 
+rules::documented! {
+    PatientOnly: "Only `patient` can be asked." => rules::one_of(["patient"]);
+}
+
 /// The body of `POST .../fill_out_requests`, plain or wrapped in
 /// `fill_out_request`.
 #[derive(Debug, ToSchema)]
 pub struct NewFillOutRequestBody {
-    /// Keys of the questionnaires to fill out, at least one.
+    /// Keys of the questionnaires to fill out, 1 to 50.
+    #[schema(min_items = 1, max_items = 50)]
     pub questionnaire_keys: Vec<String>,
     /// The respondent asked (the dossier's patient); or `respondent_type`.
+    #[schema(value_type = Option<rules::PositiveId>)]
     pub respondent_id: Option<i64>,
     /// `patient` (the default).
+    #[schema(value_type = Option<PatientOnly>)]
     pub respondent_type: Option<String>,
-    /// Unix seconds the questionnaires open; default now.
+    /// Unix seconds the questionnaires open, at most two years ahead;
+    /// default now.
+    #[schema(value_type = Option<rules::UnixTime>)]
     pub open_from: Option<i64>,
-    /// Unix seconds they close: in the future, after `open_from`.
+    /// Unix seconds they close: in the future, after `open_from`, at most
+    /// two years ahead.
+    #[schema(value_type = rules::UnixTime)]
     pub open_till: i64,
     /// Seconds after `open_from` at which a `reminder` callback is sent.
     pub reminders: Option<Vec<i64>>,
@@ -321,8 +333,8 @@ fn respondent(body: &Map<String, Value>, errors: &mut Errors) -> Option<Responde
     path = "/dossiers/{dossier_id}/fill_out_requests/{id}",
     tag = "fill_out_requests",
     params(
-        ("dossier_id" = String, Path, description = "The EPD's identifier of the patient"),
-        ("id" = String, Path, description = "The fill-out request id"),
+        ("dossier_id" = rules::DossierId, Path, description = "The EPD's identifier of the patient"),
+        ("id" = rules::PositiveId, Path, description = "The fill-out request id"),
     ),
     responses(
         (status = 200, description = "Withdrawn", body = FillOutRequestView),

@@ -20,6 +20,7 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject};
+use crate::api::rules;
 use crate::auth::guard::Caller;
 use crate::auth::{origin, secret};
 use crate::domain::catalog::Catalog;
@@ -65,7 +66,7 @@ pub struct FillOutSessionView {
     post,
     path = "/dossiers/{dossier_id}/fill_out_sessions",
     tag = "fill_out_sessions",
-    params(("dossier_id" = String, Path, description = "The EPD's identifier of the patient")),
+    params(("dossier_id" = rules::DossierId, Path, description = "The EPD's identifier of the patient")),
     request_body(content = NewFillOutSessionBody, content_type = "application/json"),
     responses(
         (status = 200, description = "Started", body = FillOutSessionView),

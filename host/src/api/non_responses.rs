@@ -16,6 +16,7 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject, PathParams};
+use crate::api::rules;
 use crate::auth::guard::{AccessLogged, PendingAccess};
 use crate::domain::ids::{NonResponseId, ResponseId};
 use crate::domain::non_response::{self, MAX_REASON_OTHER, MAX_RESPONSES, NonResponse};
@@ -76,6 +77,21 @@ impl NonResponseView {
     }
 }
 
+/// `reason_other`: free text with line breaks and tabs; other control
+/// characters (NUL above all, which PostgreSQL text cannot hold) are not
+/// text.
+const REASON_OTHER: rules::Text = rules::Text {
+    min_chars: 0,
+    max_chars: MAX_REASON_OTHER,
+    non_blank: false,
+    line_breaks: true,
+};
+
+rules::documented! {
+    ReasonCode: "A code of the SBG list of non-response reasons." => rules::one_of(non_response::REASONS.iter().map(|r| r.code));
+    ReasonOther: "Free text, at most 1000 characters; line breaks and tabs, but no other control characters." => REASON_OTHER.schema();
+}
+
 /// The body of `POST .../non_responses`; also accepted wrapped as
 /// `{"non_response": {...}}`.
 #[derive(Debug, ToSchema)]
@@ -83,13 +99,15 @@ pub struct NewNonResponseBody {
     /// Ids of pending responses of this dossier (not completed and in no
     /// non-response yet: scheduled, open, aborted or expired); 1 to 1000
     /// integers.
+    #[schema(min_items = 1, max_items = 1000)]
     pub response_ids: Vec<i64>,
     /// A code of the standard's list: `01`..`10`, `02a`, `02b`, `06a`,
     /// `06b`, `09a`, `09b`.
-    #[schema(example = "10")]
+    #[schema(value_type = ReasonCode, example = "10")]
     pub reason_code: String,
     /// Free text, at most 1000 characters; required (not blank) with code
     /// `10` ("Andere reden, namelijk:").
+    #[schema(value_type = Option<ReasonOther>)]
     pub reason_other: Option<String>,
 }
 
@@ -102,7 +120,7 @@ pub struct NewNonResponseBody {
     get,
     path = "/dossiers/{dossier_id}/non_responses",
     tag = "non-responses",
-    params(("dossier_id" = String, Path, description = "The EPD's identifier of the patient (1-255 characters)")),
+    params(("dossier_id" = rules::DossierId, Path, description = "The EPD's identifier of the patient")),
     responses(
         (status = 200, description = "The non-responses", body = [NonResponseView]),
         (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`: a dossier id over 255 characters or with control characters", body = ErrorBody),
@@ -131,8 +149,8 @@ pub async fn list_non_responses(
     path = "/dossiers/{dossier_id}/non_responses/{id}",
     tag = "non-responses",
     params(
-        ("dossier_id" = String, Path, description = "The EPD's identifier of the patient"),
-        ("id" = i64, Path, description = "Non-response id"),
+        ("dossier_id" = rules::DossierId, Path, description = "The EPD's identifier of the patient"),
+        ("id" = rules::PositiveId, Path, description = "Non-response id"),
     ),
     responses(
         (status = 200, body = NonResponseView),
@@ -168,7 +186,7 @@ pub async fn get_non_response(
     post,
     path = "/dossiers/{dossier_id}/non_responses",
     tag = "non-responses",
-    params(("dossier_id" = String, Path, description = "The EPD's identifier of the patient")),
+    params(("dossier_id" = rules::DossierId, Path, description = "The EPD's identifier of the patient")),
     request_body(content = NewNonResponseBody, content_type = "application/json"),
     responses(
         (status = 201, description = "Registered", body = NonResponseView),
@@ -264,18 +282,11 @@ impl NewNonResponseBody {
         let reason_other = match body.get("reason_other") {
             None | Some(Value::Null) => Some(String::new()),
             Some(Value::String(text)) => {
-                let text = text.trim();
-                // Line breaks and tabs are text; other control characters
-                // (NUL above all, which PostgreSQL text cannot hold) are not.
-                if text.chars().count() > MAX_REASON_OTHER
-                    || text
-                        .chars()
-                        .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
-                {
+                if REASON_OTHER.check(text).is_ok() {
+                    Some(text.trim().to_owned())
+                } else {
                     errors.add("reason_other", "invalid");
                     None
-                } else {
-                    Some(text.to_owned())
                 }
             }
             Some(_) => {

@@ -13,6 +13,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityRequirement, Secur
 use utoipa::openapi::{ContentBuilder, Header, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
+use super::{reports, responses, rules};
 use crate::error::{ErrorBody, json};
 
 #[derive(Debug, OpenApi)]
@@ -32,7 +33,27 @@ A path that names nothing gets 404 `{\"errors\":{\"base\":[\"not_found\"]}}`; a 
     // The one path no router registers: it is served as `/openapi` (GET
     // paths lose `.json` before routing) and documented as clients call it.
     paths(serve),
-    components(schemas(ErrorBody)),
+    // The rules of parameters: a parameter's type is named, not collected
+    // (bodies and answers collect theirs).
+    components(schemas(
+        ErrorBody,
+        rules::DossierId,
+        rules::Id,
+        rules::IdList,
+        rules::IdListOrArray,
+        rules::ShortText,
+        rules::PositiveId,
+        rules::AnyInteger,
+        rules::Boolean,
+        rules::Language,
+        rules::FilterTime,
+        responses::QuestionnaireKeys,
+        responses::ResponseStatus,
+        responses::PageSize,
+        responses::Cursor,
+        reports::ResponseIds,
+        reports::ReportQuestionnaireKeys,
+    )),
     tags(
         (name = "responses", description = "Questionnaire completions"),
         (name = "protocol_subscriptions", description = "Dossiers subscribed to automatic protocols, whose measurements the scheduler prepares"),
@@ -57,11 +78,13 @@ pub fn document(routes: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
     doc.merge(routes);
     Authentication.modify(&mut doc);
     BodyErrors.modify(&mut doc);
+    UriTooLong.modify(&mut doc);
+    super::links::add(&mut doc);
     doc
 }
 
 /// The operations of a path that the API uses.
-fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
+pub(super) fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
     [
         &mut item.get,
         &mut item.put,
@@ -211,6 +234,30 @@ impl Modify for BodyErrors {
     }
 }
 
+/// Documents the 414 of every operation: a request line whose target is
+/// longer than the HTTP server reads (65,534 bytes) is answered 414 with no
+/// body before any route sees it.
+#[derive(Debug)]
+struct UriTooLong;
+
+impl Modify for UriTooLong {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            for operation in operations(item) {
+                let answer = ResponseBuilder::new()
+                    .description(
+                        "The path and query are longer than the HTTP server reads (65,534 bytes); no body",
+                    )
+                    .build();
+                operation
+                    .responses
+                    .responses
+                    .insert("414".to_owned(), RefOr::T(answer));
+            }
+        }
+    }
+}
+
 /// The OpenAPI document
 ///
 /// This document, OpenAPI 3.1.
@@ -221,6 +268,35 @@ pub async fn serve(doc: Arc<utoipa::openapi::OpenApi>) -> Response {
 
 #[cfg(test)]
 mod tests {
+    /// Every `$ref` in `value`.
+    fn refs<'a>(value: &'a serde_json::Value, found: &mut Vec<&'a str>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                if let Some(serde_json::Value::String(target)) = map.get("$ref") {
+                    found.push(target);
+                }
+                map.values().for_each(|v| refs(v, found));
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| refs(v, found)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn every_reference_names_a_component() {
+        let doc = serde_json::to_value(crate::api::document()).expect("serializes");
+        let mut found = Vec::new();
+        refs(&doc, &mut found);
+        assert!(found.len() > 50, "{} references", found.len());
+        for target in found {
+            let name = target.trim_start_matches("#/components/schemas/");
+            assert!(
+                doc["components"]["schemas"][name].is_object(),
+                "{target} names no component: add its type to ApiDoc's components"
+            );
+        }
+    }
+
     #[test]
     fn every_body_has_the_extractors_answers() {
         let doc = crate::api::document();

@@ -12,6 +12,7 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::api::extract::PathParams;
+use crate::api::rules;
 use crate::domain::catalog::{Catalog, CatalogProtocol};
 use crate::domain::ids::{MeasurementId, ProtocolId};
 use crate::error::{ApiError, ErrorBody, json};
@@ -122,7 +123,7 @@ pub async fn list_protocols(State(app): State<AppState>) -> Result<Response, Api
     get,
     path = "/protocols/{id}",
     tag = "protocols",
-    params(("id" = i64, Path, description = "Protocol id")),
+    params(("id" = rules::PositiveId, Path, description = "Protocol id")),
     responses(
         (status = 200, body = ProtocolView),
         (status = 404, description = "`{\"errors\":{\"protocol\":[\"not_found\"]}}`", body = ErrorBody),
@@ -145,7 +146,7 @@ pub async fn get_protocol(
     get,
     path = "/measurements/{id}",
     tag = "protocols",
-    params(("id" = i64, Path, description = "Measurement id")),
+    params(("id" = rules::PositiveId, Path, description = "Measurement id")),
     responses(
         (status = 200, body = MeasurementView),
         (status = 404, description = "`{\"errors\":{\"measurement\":[\"not_found\"]}}`", body = ErrorBody),

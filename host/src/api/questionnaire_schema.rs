@@ -102,17 +102,14 @@ pub struct ConditionSchema {
     pub question: Option<String>,
     /// The answer is this option key (of a checkbox: it is ticked), number,
     /// date or text.
-    #[schema(value_type = Option<Object>)]
     pub equals: Option<serde_json::Value>,
     /// The answer is not this, or the question is unanswered.
-    #[schema(value_type = Option<Object>)]
     pub not_equals: Option<serde_json::Value>,
     /// The number (of an option question: the option's value) lies above.
     pub greater_than: Option<f64>,
     /// The number (of an option question: the option's value) lies below.
     pub less_than: Option<f64>,
     /// The answer is one of these (of a checkbox: one of them is ticked).
-    #[schema(value_type = Option<Vec<Object>>)]
     pub any_of: Option<Vec<serde_json::Value>>,
     /// true: the question is answered; false: it is not.
     pub answered: Option<bool>,

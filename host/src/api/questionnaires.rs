@@ -14,6 +14,7 @@ use utoipa_axum::routes;
 use crate::AppState;
 use crate::api::extract::{PathParams, QueryParams};
 use crate::api::questionnaire_schema::{PageSchema, QuestionSchema};
+use crate::api::rules;
 use crate::domain::catalog::CatalogQuestionnaire;
 use crate::domain::condition::ConditionDef;
 use crate::domain::questionnaire::Kind;
@@ -252,8 +253,8 @@ fn language(query: &QueryParams) -> Result<Option<String>, ApiError> {
     tag = "questionnaires",
     params(
         ("key" = String, Path, description = "Questionnaire key"),
-        ("use_legacy_keys" = Option<bool>, Query, description = "true (default) or false"),
-        ("language" = Option<String>, Query, description = "ISO 639-1 code of the language to show the texts in, where the questionnaire has it; default its own"),
+        ("use_legacy_keys" = Option<rules::Boolean>, Query, description = "true (default) or false"),
+        ("language" = Option<rules::Language>, Query, description = "ISO 639-1 code of the language to show the texts in, where the questionnaire has it; default its own"),
     ),
     responses(
         (status = 200, body = QuestionnaireEnvelope),
@@ -290,8 +291,8 @@ pub async fn get_questionnaire(
     path = "/questionnaires",
     tag = "questionnaires",
     params(
-        ("use_legacy_keys" = Option<bool>, Query, description = "true (default) or false"),
-        ("language" = Option<String>, Query, description = "ISO 639-1 code of the language to show the texts in, where a questionnaire has it; default each one's own"),
+        ("use_legacy_keys" = Option<rules::Boolean>, Query, description = "true (default) or false"),
+        ("language" = Option<rules::Language>, Query, description = "ISO 639-1 code of the language to show the texts in, where a questionnaire has it; default each one's own"),
     ),
     responses(
         (status = 200, body = [QuestionnaireView]),

@@ -21,6 +21,7 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::api::extract::{DossierPath, QueryParams};
+use crate::api::rules;
 use crate::domain::catalog::Catalog;
 use crate::domain::response::{Response as StoredResponse, Status};
 use crate::domain::time::parse_filter;
@@ -48,6 +49,11 @@ pub struct ReportCalculationView {
 /// report a clinic asks for (docs/api/reports.md#parameters).
 pub const MAX_LISTED: usize = 1_000;
 
+rules::documented! {
+    ResponseIds: "Response ids, at most 1,000; one that names no response of the dossier is 404." => rules::list_of(rules::ANY_INTEGER.schema(), MAX_LISTED);
+    ReportQuestionnaireKeys: "Questionnaire keys, at most 1,000, each at most 255 characters without control characters." => rules::list_of(rules::SHORT_TEXT.schema(), MAX_LISTED);
+}
+
 /// How the responses are chosen.
 enum Selection {
     Ids(HashSet<i64>),
@@ -67,12 +73,12 @@ enum Selection {
     path = "/dossiers/{dossier_id}/report_calculations",
     tag = "report calculations",
     params(
-        ("dossier_id" = String, Path, description = "The EPD's identifier of the patient"),
-        ("calculator" = String, Query, description = "Name of the report calculator, e.g. score_series, reliable_change, alarm_summary"),
-        ("response_ids[]" = Option<Vec<i64>>, Query, description = "Specific responses of this dossier, at most 1,000"),
-        ("filters[questionnaire_keys][]" = Option<Vec<String>>, Query, description = "Questionnaire keys, at most 1,000; required when response_ids is absent"),
-        ("filters[completed_after]" = Option<i64>, Query, description = "Unix timestamp lower bound"),
-        ("filters[completed_before]" = Option<i64>, Query, description = "Unix timestamp upper bound"),
+        ("dossier_id" = rules::DossierId, Path, description = "The EPD's identifier of the patient"),
+        ("calculator" = rules::Id, Query, description = "Name of the report calculator, e.g. score_series, reliable_change, alarm_summary"),
+        ("response_ids[]" = Option<ResponseIds>, Query, description = "Specific responses of this dossier, at most 1,000"),
+        ("filters[questionnaire_keys][]" = Option<ReportQuestionnaireKeys>, Query, description = "Questionnaire keys, at most 1,000; required when response_ids is absent"),
+        ("filters[completed_after]" = Option<rules::FilterTime>, Query, description = "Lower bound of the completion time"),
+        ("filters[completed_before]" = Option<rules::FilterTime>, Query, description = "Upper bound of the completion time"),
     ),
     responses(
         (status = 200, description = "The calculation", body = ReportCalculationView),
@@ -150,7 +156,8 @@ fn parse(query: &QueryParams, zone: chrono_tz::Tz) -> Result<(String, Selection)
     }
     let selection = match query.list("response_ids") {
         Some(ids) => {
-            let parsed: Option<Vec<i64>> = ids.iter().map(|i| i.trim().parse().ok()).collect();
+            let parsed: Option<Vec<i64>> =
+                ids.iter().map(|i| rules::ANY_INTEGER.parse(i)).collect();
             match parsed {
                 Some(ids) if !ids.is_empty() && ids.len() <= MAX_LISTED => {
                     Some(Selection::Ids(ids.into_iter().collect()))
@@ -163,16 +170,20 @@ fn parse(query: &QueryParams, zone: chrono_tz::Tz) -> Result<(String, Selection)
         }
         None => {
             let mut inner = Errors::new();
-            let keys: Vec<String> = query
+            let given = query
                 .list("filters[questionnaire_keys]")
-                .unwrap_or_default()
+                .unwrap_or_default();
+            // The keys go to the database: no control characters (NUL above
+            // all, which PostgreSQL text cannot hold).
+            let refused = given.iter().any(|k| rules::SHORT_TEXT.check(k).is_err());
+            let keys: Vec<String> = given
                 .into_iter()
                 .map(|k| k.trim().to_owned())
                 .filter(|k| !k.is_empty())
                 .collect();
-            if keys.is_empty() {
+            if keys.is_empty() && !refused {
                 inner.add("questionnaire_keys", "blank");
-            } else if keys.len() > MAX_LISTED {
+            } else if refused || keys.len() > MAX_LISTED {
                 inner.add("questionnaire_keys", "invalid");
             }
             let mut time = |name: &str| {

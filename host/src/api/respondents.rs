@@ -13,6 +13,7 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::api::extract::{DossierPath, PathParams};
+use crate::api::rules;
 use crate::auth::guard::{AccessLogged, PendingAccess};
 use crate::domain::ids::RespondentId;
 use crate::domain::respondent::Respondent;
@@ -53,7 +54,7 @@ impl From<&Respondent> for RespondentView {
     get,
     path = "/dossiers/{dossier_id}/respondents",
     tag = "respondents",
-    params(("dossier_id" = String, Path, description = "The EPD's identifier of the patient")),
+    params(("dossier_id" = rules::DossierId, Path, description = "The EPD's identifier of the patient")),
     responses(
         (status = 200, description = "The respondents", body = [RespondentView]),
         (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`: a dossier id over 255 characters or with control characters", body = ErrorBody),
@@ -81,8 +82,8 @@ pub async fn list_respondents(
     path = "/dossiers/{dossier_id}/respondents/{id}",
     tag = "respondents",
     params(
-        ("dossier_id" = String, Path, description = "The EPD's identifier of the patient"),
-        ("id" = i64, Path, description = "Respondent id"),
+        ("dossier_id" = rules::DossierId, Path, description = "The EPD's identifier of the patient"),
+        ("id" = rules::PositiveId, Path, description = "Respondent id"),
     ),
     responses(
         (status = 200, body = RespondentView),
@@ -117,8 +118,8 @@ pub async fn get_respondent(
     path = "/dossiers/{dossier_id}/respondents/{id}/revoke_links",
     tag = "respondents",
     params(
-        ("dossier_id" = String, Path, description = "The EPD's identifier of the patient"),
-        ("id" = i64, Path, description = "Respondent id"),
+        ("dossier_id" = rules::DossierId, Path, description = "The EPD's identifier of the patient"),
+        ("id" = rules::PositiveId, Path, description = "Respondent id"),
     ),
     responses(
         (status = 204, description = "Revoked"),

@@ -15,7 +15,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::AppState;
-use crate::api::extract::{MAX_ID_LEN, PathParams, QueryParams};
+use crate::api::extract::{PathParams, QueryParams};
+use crate::api::rules;
 use crate::auth::guard::{AccessLogged, Caller, PendingAccess};
 use crate::error::{ApiError, ErrorBody, Errors, json};
 use crate::store::{AccessEntry, DossierStats};
@@ -124,7 +125,7 @@ impl From<DossierStats> for StatsView {
     get,
     path = "/dossiers/{dossier_id}/stats",
     tag = "stats",
-    params(("dossier_id" = String, Path, description = "One dossier id (`:epd_ids`), ids separated by commas, or a JSON array of ids")),
+    params(("dossier_id" = rules::IdListOrArray, Path, description = "One dossier id (`:epd_ids`), ids separated by commas, or a JSON array of ids")),
     responses(
         (status = 200, description = "Dossier id to its counters", body = BTreeMap<String, StatsView>),
         (status = 403, description = "`{\"errors\":{\"base\":[\"sub_mismatch\"]}}`: a JWT may only ask for the dossier of its `sub`", body = ErrorBody),
@@ -156,7 +157,7 @@ pub async fn dossier_stats(
     get,
     path = "/stats",
     tag = "stats",
-    params(("epd_ids" = Option<String>, Query, description = "Dossier ids; absent: all dossiers")),
+    params(("epd_ids" = Option<rules::IdList>, Query, description = "Dossier ids; absent: all dossiers")),
     responses(
         (status = 200, description = "Dossier id to its counters", body = BTreeMap<String, StatsView>),
         (status = 403, description = "`{\"errors\":{\"base\":[\"sub_mismatch\"]}}` (`sub_missing` without a `sub`): a JWT may only ask for the dossier of its `sub`", body = ErrorBody),
@@ -190,9 +191,7 @@ async fn answer(
     ids: Option<Vec<String>>,
 ) -> Result<Response, ApiError> {
     if let Some(ids) = &ids {
-        let bad = |id: &String| {
-            id.trim().is_empty() || id.len() > MAX_ID_LEN || id.chars().any(char::is_control)
-        };
+        let bad = |id: &String| rules::ID.check(id).is_err();
         if ids.is_empty() || ids.len() > MAX_DOSSIERS || ids.iter().any(bad) {
             return Err(invalid());
         }

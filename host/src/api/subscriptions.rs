@@ -19,6 +19,7 @@ use super::responses::ResponseView;
 use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject, PathParams};
 use crate::api::fields::{Fields, variant_errors};
+use crate::api::rules;
 use crate::auth::links::Links;
 use crate::domain::catalog::{Catalog, CatalogProtocol};
 use crate::domain::ids::{ProtocolId, SubscriptionId};
@@ -97,7 +98,7 @@ impl SubscriptionView {
     get,
     path = "/dossiers/{dossier_id}/protocol_subscriptions",
     tag = "protocol_subscriptions",
-    params(("dossier_id" = String, Path, description = "The EPD's identifier of the patient")),
+    params(("dossier_id" = rules::DossierId, Path, description = "The EPD's identifier of the patient")),
     responses(
         (status = 200, description = "Active subscriptions, without `responses`", body = [SubscriptionView]),
         (status = 422, description = "`{\"errors\":{\"dossier_id\":[\"invalid\"]}}`", body = ErrorBody),
@@ -130,7 +131,7 @@ pub async fn list_subscriptions(
     post,
     path = "/dossiers/{dossier_id}/protocol_subscriptions",
     tag = "protocol_subscriptions",
-    params(("dossier_id" = String, Path, description = "The EPD's identifier of the patient")),
+    params(("dossier_id" = rules::DossierId, Path, description = "The EPD's identifier of the patient")),
     request_body(content = NewSubscriptionBody, content_type = "application/json"),
     responses(
         (status = 200, description = "Started; with `responses`", body = SubscriptionView),
@@ -193,13 +194,16 @@ pub async fn start_subscription(
 pub struct NewSubscriptionBody {
     /// Key of an automatic protocol; required unless `protocol_id` is given
     /// (the key wins when both are).
+    #[schema(value_type = Option<rules::ShortText>)]
     pub protocol_key: Option<String>,
     /// Id of an automatic protocol.
+    #[schema(value_type = Option<rules::IdNumber>)]
     pub protocol_id: Option<i64>,
     /// Unix seconds the subscription starts (its first measurement is due
     /// then, or as the protocol's schedule says); at least 946598400, at
     /// most five years ahead; default: now. A start in the past prepares
     /// the occurrences still open and skips those whose window closed.
+    #[schema(value_type = Option<rules::UnixTime>)]
     pub start_at: Option<i64>,
     /// Flag name to boolean, for every questionnaire of the protocol; each
     /// must be a flag of one of them (422 `{"errors":{"base":["flag_does_not_exist"]}}`),
@@ -288,12 +292,9 @@ fn find_protocol<'c>(
     let Some(id) = given("protocol_id") else {
         return Err(ApiError::Invalid(Errors::one("protocol_key", "blank")));
     };
-    let id = match id {
-        Value::Number(n) => n.as_i64(),
-        Value::String(s) => s.trim().parse::<i64>().ok(),
-        _ => None,
-    }
-    .ok_or(ApiError::Invalid(Errors::one("protocol_id", "invalid")))?;
+    let id = rules::ID_DIGITS
+        .read(id)
+        .ok_or(ApiError::Invalid(Errors::one("protocol_id", "invalid")))?;
     catalog
         .protocol(ProtocolId(id))
         .map(|p| (p, "protocol_id"))
@@ -322,8 +323,8 @@ fn with_actions(r: &StoredResponse, zone: Tz, now: DateTime<Utc>, links: &Links)
     path = "/dossiers/{dossier_id}/protocol_subscriptions/{id}",
     tag = "protocol_subscriptions",
     params(
-        ("dossier_id" = String, Path, description = "The EPD's identifier of the patient"),
-        ("id" = String, Path, description = "The subscription id"),
+        ("dossier_id" = rules::DossierId, Path, description = "The EPD's identifier of the patient"),
+        ("id" = rules::PositiveId, Path, description = "The subscription id"),
     ),
     responses(
         (status = 200, description = "Stopped: id, daily_start_time, start_at, stop_at, protocol_key, protocol_name", body = SubscriptionView),

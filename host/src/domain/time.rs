@@ -10,6 +10,9 @@ use chrono_tz::Tz;
 /// (docs/api/conventions.md#earliest-accepted-time).
 pub const EARLIEST_UNIX: i64 = 946_598_400;
 
+/// 9999-12-31 23:59:59 UTC: the latest time accepted on input.
+pub const LATEST_UNIX: i64 = 253_402_300_799;
+
 /// Renders `t` as `2026-03-01T09:30:00.000+01:00` in `zone`.
 pub fn format(t: DateTime<Utc>, zone: Tz) -> String {
     t.with_timezone(&zone)
@@ -30,7 +33,7 @@ pub fn from_millis(ms: i64) -> DateTime<Utc> {
 
 /// Unix seconds as a time, if representable and not after year 9999.
 pub fn from_unix(secs: i64) -> Option<DateTime<Utc>> {
-    DateTime::from_timestamp(secs, 0).filter(|t| t.timestamp() <= 253_402_300_799)
+    DateTime::from_timestamp(secs, 0).filter(|t| t.timestamp() <= LATEST_UNIX)
 }
 
 /// Parses a filter time: Unix seconds, RFC 3339 (`2026-03-01T09:30:00+01:00`,

@@ -53,6 +53,9 @@
 //! - `hostile`: malformed, oversized, deeply nested, non-UTF-8 and mistyped
 //!   bodies, bodies not declared JSON (what a cross-site POST sends),
 //!   absurd ids and query strings: clean JSON 4xx, never a 500.
+//! - `contract`: Schemathesis, with all its checks, against the OpenAPI
+//!   document of a real host: no server error, no answer outside the
+//!   document, no valid request refused, no invalid one accepted.
 //! - `openapi`: the OpenAPI 3.1 document covers exactly the routes of the
 //!   host's route table, their methods as the router answers them, their
 //!   parameters, bodies and error answers.
@@ -205,6 +208,7 @@ mod auth_hardening;
 mod backup;
 mod catalog;
 mod connections;
+mod contract;
 mod database_restart;
 mod fill_out_browser;
 mod fill_out_pages;

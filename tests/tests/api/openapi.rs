@@ -312,8 +312,13 @@ db_test!(async fn every_operation_documents_its_error_answers(app) {
         for status in statuses.iter().filter(|s| !documented.contains(s)) {
             missing.push(format!("{method} {path} {status}"));
         }
-        // An error answer says which codes it carries, in the ErrorBody shape.
-        for (status, response) in responses.iter().filter(|(status, _)| status.starts_with('4')) {
+        // An error answer says which codes it carries, in the ErrorBody
+        // shape; but 414, which the HTTP server answers without a body
+        // before any route sees the request.
+        for (status, response) in responses
+            .iter()
+            .filter(|(status, _)| status.starts_with('4') && *status != "414")
+        {
             if !response["description"].as_str().is_some_and(|d| d.contains("errors")) {
                 missing.push(format!("{method} {path} {status}: the description names no error body"));
             }

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use crate::api::fields::{Fields, variant_errors};
+use crate::api::rules::{self, Choice};
 use crate::domain::answer::AnswerError;
 use crate::domain::answers::GivenAnswers;
 use crate::domain::catalog::Catalog;
@@ -22,32 +23,40 @@ use crate::error::{ApiError, Errors};
 /// How far in the future a `filled_out_at` may lie, for clocks that differ.
 const CLOCK_SKEW: Duration = Duration::hours(1);
 
+/// Who filled out a response: `respondent` (alias `respondent_type`).
+const RESPONDENTS: Choice = Choice(&["patient", "profess"]);
+
+rules::documented! {
+    AnswerData: "Question key (`v_` form) to its answer in the form of its type (docs/api/responses.md#answer-data): an option key (radio, select), a list of option keys (checkbox), a number (slider, integer, decimal), an ISO date (`2024-05-17`, `2024-05` or `2024`, as the question asks), a text (string, textarea). Null, an empty list and a blank text are unanswered. Answers to questions that are not enabled (their flags or conditions hide them) are not stored: they are named in the answer's `dropped_answers`. At least one question." => rules::non_empty_object();
+    Respondent: "Who filled it out: `patient` or `profess` (a professional)." => RESPONDENTS.schema();
+}
+
 /// The body of `POST .../responses`.
 #[derive(Debug, ToSchema)]
 pub struct NewResponseBody {
     /// Key of the questionnaire.
+    #[schema(value_type = rules::Id)]
     pub questionnaire_key: String,
     /// Id managed by the external application; unique per dossier; string
     /// or integer, 1-255 characters.
+    #[schema(value_type = rules::IdOrInteger)]
     pub external_id: String,
-    /// Question key (`v_` form) to its answer in the form of its type
-    /// (docs/api/responses.md#answer-data): an option key (radio, select),
-    /// a list of option keys (checkbox), a number (slider, integer,
-    /// decimal), an ISO date (`2024-05-17`, `2024-05` or `2024`, as the
-    /// question asks), a text (string, textarea). Null, an empty list and
-    /// a blank text are unanswered. Answers to questions that are not
-    /// enabled (their flags or conditions hide them) are not stored: they
-    /// are named in the answer's `dropped_answers`.
-    #[schema(value_type = Object)]
+    /// The answers, question key to answer (`AnswerData`).
+    #[schema(value_type = AnswerData)]
     pub answer_data: Map<String, Value>,
-    /// Unix seconds, at least 946598400.
+    /// Unix seconds, at least 946598400, at most an hour from now.
+    #[schema(value_type = Option<rules::UnixTime>)]
     pub started_at: Option<i64>,
-    /// Unix seconds, at least 946598400; default: now.
+    /// Unix seconds, at least 946598400, at most an hour from now; default:
+    /// now.
+    #[schema(value_type = Option<rules::UnixTime>)]
     pub filled_out_at: Option<i64>,
     /// `patient` (default) or `profess`. Alias: `respondent_type`.
+    #[schema(value_type = Option<Respondent>)]
     pub respondent: Option<String>,
     /// EPD user id of the professional who entered the response; blank
     /// means the respondent did.
+    #[schema(value_type = Option<rules::ShortText>)]
     pub entered_by: Option<String>,
     /// Flag name to boolean: the variant of the questionnaire that was
     /// filled out (a flag may hide or show questions; answers to hidden
@@ -64,6 +73,7 @@ pub struct NewResponseBody {
     pub textvars: Option<Map<String, Value>>,
     /// The language it was filled out in, ISO 639-1 (`nl`); default: the
     /// questionnaire definition's language.
+    #[schema(value_type = Option<rules::Language>)]
     pub language: Option<String>,
 }
 
@@ -98,7 +108,7 @@ impl NewResponseBody {
         } else {
             "respondent_type"
         };
-        let respondent = f.optional_choice(respondent_key, &["patient", "profess"]);
+        let respondent = f.optional_choice(respondent_key, RESPONDENTS);
         let entered_by = f.optional_string("entered_by");
         let parsed = ParsedCompletion::parse(f, catalog, now)?;
         // Flags and textvars (an extension of the original contract's POST,
@@ -128,13 +138,19 @@ impl NewResponseBody {
 /// The body of `PUT .../responses/{external_id}`.
 #[derive(Debug, ToSchema)]
 pub struct CompleteResponseBody {
+    #[schema(value_type = rules::Id)]
     pub questionnaire_key: String,
     /// As for POST.
-    #[schema(value_type = Object)]
+    #[schema(value_type = AnswerData)]
     pub answer_data: Map<String, Value>,
+    /// As for POST.
+    #[schema(value_type = Option<rules::UnixTime>)]
     pub started_at: Option<i64>,
+    /// As for POST.
+    #[schema(value_type = Option<rules::UnixTime>)]
     pub filled_out_at: Option<i64>,
     /// As for POST.
+    #[schema(value_type = Option<rules::Language>)]
     pub language: Option<String>,
 }
 

@@ -16,6 +16,7 @@ use super::body::NewResponseBody;
 use super::view::{ResponseView, StoredResponseView};
 use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject, QueryParams};
+use crate::api::rules;
 use crate::auth::guard::{AccessLogged, PendingAccess};
 use crate::error::{ApiError, ErrorBody, Errors, json};
 use crate::scoring;
@@ -43,8 +44,8 @@ use crate::store::{CreateResult, NewResponse};
     path = "/dossiers/{dossier_id}/responses",
     tag = "responses",
     params(
-        ("dossier_id" = String, Path, description = "The EPD's identifier of the patient"),
-        ("strict" = Option<bool>, Query, description = "true: refuse answers to questions that are not enabled (422 `not_enabled`) instead of dropping them; default false"),
+        ("dossier_id" = rules::DossierId, Path, description = "The EPD's identifier of the patient"),
+        ("strict" = Option<rules::Boolean>, Query, description = "true: refuse answers to questions that are not enabled (422 `not_enabled`) instead of dropping them; default false"),
     ),
     request_body(content = NewResponseBody, content_type = "application/json"),
     responses(

@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::AppState;
 use crate::api::extract::{DossierPath, PathParams};
+use crate::api::rules;
 use crate::error::{ApiError, ErrorBody};
 
 /// Delete a response
@@ -17,8 +18,8 @@ use crate::error::{ApiError, ErrorBody};
     path = "/dossiers/{dossier_id}/responses/{external_id}",
     tag = "responses",
     params(
-        ("dossier_id" = String, Path, description = "The EPD's identifier of the patient"),
-        ("external_id" = String, Path, description = "The external id given on POST"),
+        ("dossier_id" = rules::DossierId, Path, description = "The EPD's identifier of the patient"),
+        ("external_id" = rules::Id, Path, description = "The external id given on POST"),
     ),
     responses(
         (status = 204, description = "Deleted; no body"),
@@ -33,7 +34,7 @@ pub async fn delete_response(
 ) -> Result<Response, ApiError> {
     let external_id = params
         .get("external_id")
-        .filter(|s| s.len() <= 255)
+        .filter(|s| rules::ID.check(s).is_ok())
         .ok_or(ApiError::NotFound("external_id"))?
         .to_owned();
     if app.store().delete_response(dossier, external_id).await? {

@@ -10,6 +10,7 @@ use super::page;
 use super::view::ResponseView;
 use crate::AppState;
 use crate::api::extract::{DossierPath, QueryParams};
+use crate::api::rules;
 use crate::domain::response::Status;
 use crate::domain::time::parse_filter;
 use crate::error::{ApiError, ErrorBody, Errors, json};
@@ -20,6 +21,11 @@ use crate::store::ResponseFilter;
 /// as report calculations' `filters[questionnaire_keys]`
 /// (docs/api/responses.md#list-responses).
 pub const MAX_QUESTIONNAIRE_KEYS: usize = 1_000;
+
+rules::documented! {
+    QuestionnaireKeys: "Questionnaire keys, at most 1000, each at most 255 characters without control characters." => rules::list_of(rules::SHORT_TEXT.schema(), MAX_QUESTIONNAIRE_KEYS);
+    ResponseStatus: "A response's status." => rules::one_of(Status::ALL.iter().map(|s| s.as_str()));
+}
 
 /// List responses
 ///
@@ -42,16 +48,16 @@ pub const MAX_QUESTIONNAIRE_KEYS: usize = 1_000;
     path = "/dossiers/{dossier_id}/responses",
     tag = "responses",
     params(
-        ("dossier_id" = String, Path, description = "The EPD's identifier of the patient (1-255 characters)"),
-        ("questionnaire_keys[]" = Option<Vec<String>>, Query, description = "Only responses on these questionnaires (at most 1000 keys)"),
-        ("completed_before" = Option<String>, Query, description = "Only responses completed before this time (Unix seconds or ISO 8601)"),
-        ("completed_after" = Option<String>, Query, description = "Only responses completed after this time"),
-        ("respondent_type" = Option<String>, Query, description = "Only responses whose completer_type equals this"),
-        ("status" = Option<String>, Query, description = "One of completed, aborted, open, scheduled, expired; anything else is 422 invalid"),
-        ("protocol_subscription_id" = Option<i64>, Query, description = "Only responses of this subscription"),
-        ("respondent_id" = Option<i64>, Query, description = "Only responses of this respondent"),
-        ("page[size]" = Option<u32>, Query, description = "Answer a page of at most this many responses (1 to 1000) instead of the whole list"),
-        ("page[after]" = Option<String>, Query, description = "The opaque cursor from the `Link` of the page before: the page of responses after it (alone: pages of 100)"),
+        ("dossier_id" = rules::DossierId, Path, description = "The EPD's identifier of the patient"),
+        ("questionnaire_keys[]" = Option<QuestionnaireKeys>, Query, description = "Only responses on these questionnaires (at most 1000 keys)"),
+        ("completed_before" = Option<rules::FilterTime>, Query, description = "Only responses completed before this time (Unix seconds or ISO 8601)"),
+        ("completed_after" = Option<rules::FilterTime>, Query, description = "Only responses completed after this time"),
+        ("respondent_type" = Option<rules::ShortText>, Query, description = "Only responses whose completer_type equals this"),
+        ("status" = Option<ResponseStatus>, Query, description = "One of completed, aborted, open, scheduled, expired; anything else is 422 invalid"),
+        ("protocol_subscription_id" = Option<rules::AnyInteger>, Query, description = "Only responses of this subscription"),
+        ("respondent_id" = Option<rules::AnyInteger>, Query, description = "Only responses of this respondent"),
+        ("page[size]" = Option<page::PageSize>, Query, description = "Answer a page of at most this many responses (1 to 1000) instead of the whole list"),
+        ("page[after]" = Option<page::Cursor>, Query, description = "The opaque cursor from the `Link` of the page before: the page of responses after it (alone: pages of 100)"),
     ),
     responses(
         (status = 200, description = "The responses; for a page that others follow, a `Link` header to the next", body = [ResponseView],
@@ -79,7 +85,7 @@ pub async fn list_responses(
     let completed_after = time("completed_after");
     let mut integer = |key: &str| {
         let value = query.single(key)?;
-        let parsed = value.trim().parse::<i64>().ok();
+        let parsed = rules::ANY_INTEGER.parse(value);
         if parsed.is_none() {
             errors.add(key, "invalid");
         }
@@ -99,12 +105,13 @@ pub async fn list_responses(
     // nothing valid.
     let questionnaire_keys = query.list("questionnaire_keys");
     if questionnaire_keys.as_ref().is_some_and(|keys| {
-        keys.len() > MAX_QUESTIONNAIRE_KEYS || keys.iter().any(|k| k.chars().any(char::is_control))
+        keys.len() > MAX_QUESTIONNAIRE_KEYS
+            || keys.iter().any(|k| rules::SHORT_TEXT.check(k).is_err())
     }) {
         errors.add("questionnaire_keys", "invalid");
     }
     let respondent_type = query.single("respondent_type");
-    if respondent_type.is_some_and(|t| t.chars().any(char::is_control)) {
+    if respondent_type.is_some_and(|t| rules::SHORT_TEXT.check(t).is_err()) {
         errors.add("respondent_type", "invalid");
     }
     let page = page::requested(&query, &mut errors);

@@ -17,6 +17,8 @@ use utoipa_axum::routes;
 use crate::AppState;
 
 pub use body::{CompleteResponseBody, NewResponseBody};
+pub use list::{QuestionnaireKeys, ResponseStatus};
+pub use page::{Cursor, PageSize};
 pub use view::ResponseView;
 
 /// The routes of this resource (endpoint group `responses`).

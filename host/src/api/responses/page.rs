@@ -12,6 +12,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use crate::api::extract::QueryParams;
+use crate::api::rules::{self, Integer};
 use crate::domain::ids::ResponseId;
 use crate::error::Errors;
 use crate::store::Page;
@@ -24,6 +25,19 @@ pub const AFTER: &str = "page[after]";
 pub const MAX_SIZE: u32 = 1000;
 /// The size of a page asked for with `page[after]` alone.
 pub const DEFAULT_SIZE: u32 = 100;
+/// The sizes a page may have.
+const SIZES: Integer = Integer {
+    min: 1,
+    max: MAX_SIZE as i64,
+};
+/// The most digits of the id in a cursor: ids stay far below 10^18, and
+/// every number of 18 digits is an `i64`.
+const MAX_CURSOR_DIGITS: usize = 18;
+
+rules::documented! {
+    PageSize: "The number of responses on a page: 1 to 1000." => SIZES.schema();
+    Cursor: "The opaque cursor of a `Link` header." => cursor_schema();
+}
 
 /// The page asked for, if any: None when neither parameter is given.
 /// Problems go into `errors` under `page` (`{"page":{"size":["invalid"]}}`).
@@ -36,9 +50,9 @@ pub fn requested(query: &QueryParams, errors: &mut Errors) -> Option<Page> {
     let mut problems = Errors::new();
     let size = match size {
         None => Some(DEFAULT_SIZE),
-        Some(text) => match text.trim().parse::<u32>() {
-            Ok(n) if (1..=MAX_SIZE).contains(&n) => Some(n),
-            _ => {
+        Some(text) => match SIZES.parse(text).and_then(|n| u32::try_from(n).ok()) {
+            Some(n) => Some(n),
+            None => {
                 problems.add("size", "invalid");
                 None
             }
@@ -73,11 +87,49 @@ pub fn encode(last: ResponseId) -> String {
 pub fn decode(cursor: &str) -> Option<ResponseId> {
     let bytes = URL_SAFE_NO_PAD.decode(cursor).ok()?;
     let text = std::str::from_utf8(&bytes).ok()?;
-    // Only the form `encode` writes: no sign, no leading zeros.
-    if text.is_empty() || text.starts_with(['0', '+', '-']) {
+    // Only the form `encode` writes: digits, no leading zeros.
+    if text.is_empty()
+        || text.len() > MAX_CURSOR_DIGITS
+        || text.starts_with('0')
+        || !text.bytes().all(|b| b.is_ascii_digit())
+    {
         return None;
     }
     text.parse::<i64>().ok().map(ResponseId)
+}
+
+/// The JSON Schema of the cursors [`decode`] reads: base64url without
+/// padding (RFC 4648 section 5, trailing bits zero) of 1 to 18 decimal
+/// digits, the first not 0. Three digits (bytes `0x30`-`0x39`) encode as
+/// four characters: the first digit's high bits in the first (`M` for 0-3,
+/// `N` for 4-7, `O` for 8-9) and its low bits in the second, the second
+/// digit in the third, the third digit in the fourth; one or two digits
+/// left over encode as two or three characters with their low bits zero.
+fn cursor_schema() -> utoipa::openapi::schema::Schema {
+    // A digit as the first two characters of its group; the first digit of
+    // a cursor, which is not 0 (`MD`).
+    let digit = "(?:[MN][DTjz]|O[DT])";
+    let first = "(?:M[Tjz]|N[DTjz]|O[DT])";
+    let second = "[AEIMQUYcgk]";
+    let third = "[w-z0-5]";
+    let group = format!("{digit}{second}{third}");
+    // One digit left: its low bits shifted into the second character.
+    let one_left = "(?:[MN][AQgw]|O[AQ])";
+    let one_only = "(?:M[Qgw]|N[AQgw]|O[AQ])";
+    let two_left = format!("{digit}{second}");
+    let full = MAX_CURSOR_DIGITS / 3;
+    let pattern = format!(
+        "^(?:{first}{second}{third}(?:(?:{group}){{0,{}}}(?:{one_left}|{two_left})?|(?:{group}){{{}}})|{one_only}|{first}{second})$",
+        full - 2,
+        full - 1,
+    );
+    let mut schema = utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .pattern(Some(pattern))
+        .build();
+    // `$` lets a final line break through in some dialects; this does not.
+    rules::not(&mut schema, "[^A-Za-z0-9_-]".to_owned());
+    utoipa::openapi::schema::Schema::Object(schema)
 }
 
 /// The value of a `Link` header to the page after `last`: this request's
@@ -112,9 +164,58 @@ mod tests {
 
     #[test]
     fn cursors_round_trip() {
-        for id in [1, 42, 9_007_199_254_740_993, i64::MAX] {
+        for id in [1, 42, 9_007_199_254_740_993, 999_999_999_999_999_999] {
             assert_eq!(decode(&encode(ResponseId(id))), Some(ResponseId(id)));
         }
+    }
+
+    #[test]
+    fn cursors_are_read_exactly_where_their_schema_allows_them() {
+        use rand::{Rng, SeedableRng};
+
+        use crate::api::rules::tests::{allows, document};
+        let schema = document::<Cursor>();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(35);
+        let alphabet: Vec<char> = ('A'..='Z')
+            .chain('a'..='z')
+            .chain('0'..='9')
+            .chain("-_=+/\n ".chars())
+            .collect();
+        let mut values: Vec<String> = (0..20_000)
+            .map(|_| {
+                let len = rng.gen_range(0..28);
+                (0..len)
+                    .map(|_| alphabet[rng.gen_range(0..alphabet.len())])
+                    .collect()
+            })
+            .collect();
+        // Real cursors, of every length, and their neighbours.
+        for digits in 1..=20_u32 {
+            let id = rng.gen_range(10_i64.pow(digits.min(18) - 1)..10_i64.pow(digits.min(18)));
+            let id = if digits > 18 {
+                i64::MAX - i64::from(digits)
+            } else {
+                id
+            };
+            let cursor = encode(ResponseId(id));
+            values.push(format!("{cursor}\n"));
+            values.push(cursor[1..].to_owned());
+            values.push(cursor);
+            values.push(URL_SAFE_NO_PAD.encode(format!("0{id}")));
+            values.push(URL_SAFE_NO_PAD.encode(format!("-{id}")));
+        }
+        let mut read = 0;
+        for value in values {
+            let decoded = decode(&value).is_some();
+            read += usize::from(decoded);
+            assert_eq!(
+                allows(&schema, &serde_json::json!(value)),
+                decoded,
+                "{value:?}"
+            );
+        }
+        // The real cursors of 1 to 18 digits, at least.
+        assert!(read >= 18, "{read} cursors read");
     }
 
     #[test]

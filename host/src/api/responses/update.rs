@@ -11,6 +11,7 @@ use super::body::CompleteResponseBody;
 use super::view::{ResponseView, StoredResponseView};
 use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject, PathParams, QueryParams};
+use crate::api::rules;
 use crate::domain::variant::Variant;
 use crate::error::{ApiError, ErrorBody, Errors, json};
 use crate::scoring;
@@ -30,9 +31,9 @@ use crate::store::{CompleteError, Scored};
     path = "/dossiers/{dossier_id}/responses/{external_id}",
     tag = "responses",
     params(
-        ("dossier_id" = String, Path, description = "The EPD's identifier of the patient"),
-        ("external_id" = String, Path, description = "External id, or id of a prepared response"),
-        ("strict" = Option<bool>, Query, description = "true: refuse answers to questions that are not enabled (422 `not_enabled`) instead of dropping them; default false"),
+        ("dossier_id" = rules::DossierId, Path, description = "The EPD's identifier of the patient"),
+        ("external_id" = rules::Id, Path, description = "External id, or id of a prepared response"),
+        ("strict" = Option<rules::Boolean>, Query, description = "true: refuse answers to questions that are not enabled (422 `not_enabled`) instead of dropping them; default false"),
     ),
     request_body(content = CompleteResponseBody, content_type = "application/json"),
     responses(
@@ -52,7 +53,7 @@ pub async fn update_response(
     let strict = query.boolean("strict", false)?;
     let segment = params
         .get("external_id")
-        .filter(|s| s.len() <= 255)
+        .filter(|s| rules::ID.check(s).is_ok())
         .ok_or(ApiError::NotFound("external_id"))?
         .to_owned();
     let now = app.now();

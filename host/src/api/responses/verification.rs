@@ -10,6 +10,7 @@ use axum::response::Response;
 
 use crate::AppState;
 use crate::api::extract::{DossierPath, PathParams};
+use crate::api::rules;
 use crate::error::{ApiError, ErrorBody, json};
 use crate::verify::{Verification, Verifier};
 
@@ -31,8 +32,8 @@ use crate::verify::{Verification, Verifier};
     path = "/dossiers/{dossier_id}/responses/{id}/verification",
     tag = "responses",
     params(
-        ("dossier_id" = String, Path, description = "The EPD's identifier of the patient"),
-        ("id" = i64, Path, description = "The response's id"),
+        ("dossier_id" = rules::DossierId, Path, description = "The EPD's identifier of the patient"),
+        ("id" = rules::PositiveId, Path, description = "The response's id"),
     ),
     responses(
         (status = 200, description = "What verifying found", body = Verification),
