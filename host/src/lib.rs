@@ -75,6 +75,11 @@ pub struct Parts {
     /// Where `/metrics` is served apart from the API (`metrics_listen`),
     /// as bound.
     pub metrics_addr: Option<SocketAddr>,
+    /// The bearer with which the main listener serves `/metrics`
+    /// (`metrics_bearer_file`); None: it answers 404.
+    pub scrape_bearer: Option<api::scrape::ScrapeBearer>,
+    /// The last readiness answer, given again for a second.
+    pub readiness: readiness::Recent,
     /// Signs and checks the links into the fill-out pages.
     pub links: Arc<Links>,
     /// Seals the secrets kept in the database (the link secret, webhook
@@ -135,6 +140,12 @@ impl AppState {
         self.0.metrics_addr
     }
 
+    /// The bearer with which the main listener serves `/metrics`, if
+    /// configured.
+    pub fn scrape_bearer(&self) -> Option<&api::scrape::ScrapeBearer> {
+        self.0.scrape_bearer.as_ref()
+    }
+
     /// The signed links into the fill-out pages.
     pub fn links(&self) -> &Links {
         &self.0.links
@@ -177,6 +188,12 @@ impl AppState {
             auth: &self.0.auth,
             clock: &*self.0.clock,
         }
+    }
+
+    /// The readiness checks, as made less than a second ago or now
+    /// (`readiness::Recent`).
+    pub async fn ready(&self) -> Arc<Vec<readiness::Check>> {
+        self.0.readiness.check(self.readiness()).await
     }
 
     /// When this process's scheduler last finished a pass.

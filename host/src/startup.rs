@@ -134,6 +134,10 @@ impl App {
             Some(l) => Some(l.local_addr()?),
             None => None,
         };
+        let scrape_bearer = match &config.metrics_bearer_file {
+            Some(path) => Some(api::scrape::ScrapeBearer::read(path)?),
+            None => None,
+        };
         let secrets_key = Arc::new(
             SecretsKey::load_or_create(&config.secrets_key_file)
                 .context("reading the secrets key")?,
@@ -165,7 +169,8 @@ impl App {
             store.clone(),
             clock.clone(),
             token_table(&store).await?,
-            RateLimits::new(config.anonymous_limit, config.token_limit),
+            RateLimits::new(config.anonymous_limit, config.token_limit)
+                .with_probes(config.probe_limit),
             AuthSettings {
                 secure: tls.is_some(),
                 trusted_proxies: config.trusted_proxies.clone(),
@@ -202,6 +207,8 @@ impl App {
             trials,
             metrics,
             metrics_addr,
+            scrape_bearer,
+            readiness: Default::default(),
             links,
             secrets_key,
             auth,
