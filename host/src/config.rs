@@ -83,7 +83,9 @@ impl std::str::FromStr for MetricsListen {
         text.trim()
             .parse()
             .map(|addr| MetricsListen(Some(addr)))
-            .map_err(|_| format!("{text:?} is neither an address and port such as 127.0.0.1:9187 nor `off`"))
+            .map_err(|_| {
+                format!("{text:?} is neither an address and port such as 127.0.0.1:9187 nor `off`")
+            })
     }
 }
 

@@ -58,12 +58,16 @@ pub fn router(state: AppState) -> Router {
     let guarded = |group: OpenApiRouter<AppState>, gate: Gate| {
         let auth = state.auth().clone();
         match gate {
-            Gate::Guard(right) => group.route_layer(middleware::from_fn(
-                move |req: Request, next: Next| guard(auth.clone(), right, req, next),
-            )),
-            Gate::Probes => group.route_layer(middleware::from_fn(
-                move |req: Request, next: Next| probes::limit(auth.clone(), req, next),
-            )),
+            Gate::Guard(right) => {
+                group.route_layer(middleware::from_fn(move |req: Request, next: Next| {
+                    guard(auth.clone(), right, req, next)
+                }))
+            }
+            Gate::Probes => {
+                group.route_layer(middleware::from_fn(move |req: Request, next: Next| {
+                    probes::limit(auth.clone(), req, next)
+                }))
+            }
         }
     };
     served(guarded)

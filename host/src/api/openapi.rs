@@ -45,7 +45,7 @@ A path that names nothing gets 404 `{\"errors\":{\"base\":[\"not_found\"]}}`; a 
         (name = "questionnaires", description = "Questionnaire definitions"),
         (name = "report calculations", description = "Calculator plugins run over a dossier's responses"),
         (name = "plugins", description = "Scorer and calculator plugins the service runs"),
-        (name = "operations", description = "Health, readiness, version, metrics, this document and its interactive page (`/api/v1/docs`); none needs credentials"),
+        (name = "operations", description = "Health, readiness, version, metrics, this document and its interactive page (`/api/v1/docs`); none needs API credentials. The probes (`/health`, `/livez`, `/readyz`, `/version`) are limited per client address; `/metrics` is served here only to the configured metrics bearer"),
     )
 )]
 pub struct ApiDoc;

@@ -94,7 +94,10 @@ pub async fn metrics(State(app): State<AppState>, req: Request) -> Response {
     let refusal = if header.is_some() && !auth.is_secure() && !remote.proxied_https {
         ApiError::Forbidden("https_required")
     } else {
-        match header.and_then(|v| v.to_str().ok()).and_then(Credentials::parse) {
+        match header
+            .and_then(|v| v.to_str().ok())
+            .and_then(Credentials::parse)
+        {
             Some(Credentials::Bearer(given)) if bearer.matches(given) => return exposition(&app),
             Some(Credentials::Bearer(_)) => ApiError::Unauthorized(WRONG_SCRAPE_CHALLENGE),
             _ => ApiError::Unauthorized(SCRAPE_CHALLENGE),

@@ -1,4 +1,6 @@
-//! The guard every API endpoint group sits behind: transport, credentials
+//! The guard every API endpoint group sits behind: whether the client
+//! address is held back (its allowance without valid credentials used up:
+//! 429 before the credentials are read), transport, credentials
 //! (refused with 503 while the token table has expired), revocation, rate
 //! limit, IP allow-list, rights and JWT subject, in that order, before the
 //! handler runs; then one access-log row for requests that touch dossier
@@ -113,7 +115,11 @@ const INVALID_TOKEN_CHALLENGE: &str = "Bearer realm=\"api\", error=\"invalid_tok
 /// visible ASCII still names one).
 fn challenge_for(header: Option<&[u8]>) -> &'static str {
     let scheme = header
-        .and_then(|h| h.trim_ascii_start().split(|b| matches!(b, b' ' | b'\t')).next())
+        .and_then(|h| {
+            h.trim_ascii_start()
+                .split(|b| matches!(b, b' ' | b'\t'))
+                .next()
+        })
         .unwrap_or_default();
     if scheme.eq_ignore_ascii_case(b"basic") {
         BASIC_CHALLENGE
@@ -172,10 +178,12 @@ pub async fn guard(auth: AuthService, right: Right, mut req: Request, next: Next
     let anonymous =
         held_back.is_some() || matches!(&checked, Err(refusal) if without_credentials(refusal));
     let checked = match checked {
-        Err(refusal) if anonymous && held_back.is_none() => Err(match auth.limits().admit_anonymous(remote.rate_key()) {
-            Ok(()) => refusal,
-            Err(over) => ApiError::TooManyRequests(over.0),
-        }),
+        Err(refusal) if anonymous && held_back.is_none() => {
+            Err(match auth.limits().admit_anonymous(remote.rate_key()) {
+                Ok(()) => refusal,
+                Err(over) => ApiError::TooManyRequests(over.0),
+            })
+        }
         other => other,
     };
     // The status is known only once the handler has answered.

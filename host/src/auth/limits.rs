@@ -246,7 +246,9 @@ impl RateLimits {
         let Some(limiter) = &self.probes else {
             return Ok(());
         };
-        let answer = limiter.admit(&ClientKey::of(client)).map_err(|(wait, _)| wait);
+        let answer = limiter
+            .admit(&ClientKey::of(client))
+            .map_err(|(wait, _)| wait);
         if limiter.buckets.load().len() > MAX_ADDRESSES {
             limiter.prune(MAX_ADDRESSES / 2);
         }
@@ -264,7 +266,9 @@ impl RateLimits {
     /// Tokens are few (the token table), so their buckets need no pruning.
     pub fn admit_token(&self, consumer_key: &str) -> Result<(), RetryAfter> {
         match &self.tokens {
-            Some(limiter) => limiter.admit(&consumer_key.to_owned()).map_err(|(wait, _)| wait),
+            Some(limiter) => limiter
+                .admit(&consumer_key.to_owned())
+                .map_err(|(wait, _)| wait),
             None => Ok(()),
         }
     }
@@ -350,13 +354,23 @@ mod tests {
         limits.prune();
         assert!(limits.held_back(a).is_err());
         // Another client is not held; an IPv6 client is held by its /64.
-        assert_eq!(limits.held_back("192.0.2.8".parse().expect("address")), Ok(()));
+        assert_eq!(
+            limits.held_back("192.0.2.8".parse().expect("address")),
+            Ok(())
+        );
         let v6: IpAddr = "2001:db8:1:2::1".parse().expect("address");
         for _ in 0..3 {
             let _ = limits.admit_anonymous(v6);
         }
-        assert!(limits.held_back("2001:db8:1:2::9".parse().expect("address")).is_err());
-        assert_eq!(limits.held_back("2001:db8:1:3::1".parse().expect("address")), Ok(()));
+        assert!(
+            limits
+                .held_back("2001:db8:1:2::9".parse().expect("address"))
+                .is_err()
+        );
+        assert_eq!(
+            limits.held_back("2001:db8:1:3::1".parse().expect("address")),
+            Ok(())
+        );
     }
 
     #[test]
@@ -368,7 +382,10 @@ mod tests {
             assert_eq!(limits.admit_probe(a), Ok(()));
         }
         assert!(limits.admit_probe(a).is_err());
-        assert_eq!(limits.admit_probe("192.0.2.8".parse().expect("address")), Ok(()));
+        assert_eq!(
+            limits.admit_probe("192.0.2.8".parse().expect("address")),
+            Ok(())
+        );
         assert_eq!(limits.held_back(a), Ok(()), "probes hold nothing back");
         assert_eq!(limits.admit_anonymous(a), Ok(()));
     }

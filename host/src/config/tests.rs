@@ -73,7 +73,10 @@ fn metrics_listen_takes_an_address_or_off() {
     assert_eq!(c.metrics_listen, None);
     let cli = settings(|s| s.server.metrics_listen = Some("[::1]:9000".parse().expect("valid")));
     let c = Config::resolve(cli, FileSettings::default()).expect("valid");
-    assert_eq!(c.metrics_listen, Some("[::1]:9000".parse().expect("address")));
+    assert_eq!(
+        c.metrics_listen,
+        Some("[::1]:9000".parse().expect("address"))
+    );
     assert!(toml::from_str::<FileSettings>("metrics_listen = \"nowhere\"\n").is_err());
 }
 

@@ -12,9 +12,9 @@ use tests::reqwest::Method;
 use tests::{Answer, TestApp, basic, create_token, create_token_with, db_test, json, start_time};
 
 use crate::auth::{
-    BASIC_CHALLENGE, D1_RESPONSES, NO_CREDENTIALS_CHALLENGE, ISSUER, JWT_KEY, PROTOCOLS, PUBLIC_PEM, assert_forbidden,
-    assert_unauthorized, bearer, claims, client_from, get_as, get_with, jwt, non_loopback_ipv4,
-    port_of, raw_signed, register_key, send_raw, sign, spawn_jwt,
+    BASIC_CHALLENGE, D1_RESPONSES, ISSUER, JWT_KEY, NO_CREDENTIALS_CHALLENGE, PROTOCOLS,
+    PUBLIC_PEM, assert_forbidden, assert_unauthorized, bearer, claims, client_from, get_as,
+    get_with, jwt, non_loopback_ipv4, port_of, raw_signed, register_key, send_raw, sign, spawn_jwt,
     spawn_on_all_interfaces_untrusted, standard_header, unsigned,
 };
 use crate::support::*;

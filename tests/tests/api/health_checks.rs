@@ -167,7 +167,10 @@ db_test!(
         for path in ["/health", "/livez", "/readyz", "/version"] {
             let answer = probe(&app, path).await;
             assert_eq!(answer.status, 429, "{path}: {}", answer.text);
-            assert_eq!(answer.body, json!({"errors": {"base": ["too_many_requests"]}}));
+            assert_eq!(
+                answer.body,
+                json!({"errors": {"base": ["too_many_requests"]}})
+            );
             let wait: u64 = answer.headers["retry-after"]
                 .to_str()
                 .ok()
@@ -180,7 +183,11 @@ db_test!(
             .local_address(Some("127.0.0.2".parse().expect("address")))
             .build()
             .expect("a client");
-        let answer = other.get(app.url("/health")).send().await.expect("an answer");
+        let answer = other
+            .get(app.url("/health"))
+            .send()
+            .await
+            .expect("an answer");
         assert_eq!(answer.status(), 200);
         // The API is not a probe.
         assert_eq!(app.get("/api/v1/protocols").await.status, 200);

@@ -388,12 +388,19 @@ db_test!(
             }
         };
         let challenge = |answer: &tests::Answer| {
-            answer.headers.get("www-authenticate").and_then(|v| v.to_str().ok()).map(str::to_owned)
+            answer
+                .headers
+                .get("www-authenticate")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
         };
         let none = get(None).await;
         assert_eq!(none.status, 401, "{}", none.text);
         assert_eq!(none.body, json!({"errors": {"base": ["unauthorized"]}}));
-        assert_eq!(challenge(&none).as_deref(), Some("Bearer realm=\"metrics\""));
+        assert_eq!(
+            challenge(&none).as_deref(),
+            Some("Bearer realm=\"metrics\"")
+        );
         let wrong = get(Some(format!("Bearer {SCRAPE_SECRET}x"))).await;
         assert_eq!(wrong.status, 401, "{}", wrong.text);
         assert_eq!(
@@ -405,7 +412,10 @@ db_test!(
         assert_eq!(api.status, 401, "{}", api.text);
         let right = get(Some(format!("Bearer {SCRAPE_SECRET}"))).await;
         assert_eq!(right.status, 200, "{}", right.text);
-        assert_eq!(right.headers["content-type"], "text/plain; version=0.0.4; charset=utf-8");
+        assert_eq!(
+            right.headers["content-type"],
+            "text/plain; version=0.0.4; charset=utf-8"
+        );
         promtool_check(&right.text);
         // Sent over plain HTTP to the proxy, the bearer is refused unread.
         let plain = app

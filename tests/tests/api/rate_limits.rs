@@ -184,7 +184,12 @@ db_test!(
         // is read: the test token's real secret, which a check would
         // accept, meets the same 429, so nothing was checked.
         for _ in 0..3 {
-            assert_eq!(get_as(&app, D1_RESPONSES, &basic(tests::TEST_KEY, "guess")).await.status, 401);
+            assert_eq!(
+                get_as(&app, D1_RESPONSES, &basic(tests::TEST_KEY, "guess"))
+                    .await
+                    .status,
+                401
+            );
         }
         assert_too_many(&get_as(&app, D1_RESPONSES, &basic(tests::TEST_KEY, "guess")).await);
         let forged = "Bearer e30.e30.QUFBQQ".to_owned();
@@ -255,7 +260,11 @@ db_test!(
             .build()
             .expect("a client");
         for _ in 0..4 {
-            other.get(app.url(D1_RESPONSES)).send().await.expect("an answer");
+            other
+                .get(app.url(D1_RESPONSES))
+                .send()
+                .await
+                .expect("an answer");
         }
         assert_eq!(from_other_address(&app, D1_RESPONSES).await, 429);
         // ...and an EPD on its own uploads as fast as the service takes

@@ -133,8 +133,11 @@ fn an_unknown_kid_costs_one_verification_like_a_wrong_signature() {
         "algorithm not registered"
     );
     // A kid whose token has no key at all is unknown, at the same cost.
-    let (result, cost) =
-        rsa_checks_of(|| verify_with(&good, NOW, &stand_ins(), |_| Some(((), Vec::<RegisteredKey>::new()))));
+    let (result, cost) = rsa_checks_of(|| {
+        verify_with(&good, NOW, &stand_ins(), |_| {
+            Some(((), Vec::<RegisteredKey>::new()))
+        })
+    });
     assert_eq!((result.map(|_| ()), cost), (Err(JwtError::UnknownKey), 1));
 
     // A 4096-bit-sized signature where only 2048-bit keys are registered:

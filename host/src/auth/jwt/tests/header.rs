@@ -208,7 +208,9 @@ fn a_token_over_8_kib_is_refused() {
         &with_claim("pad", json!("x".repeat(MAX_TOKEN_BYTES))),
     );
     assert!(big.len() > MAX_TOKEN_BYTES);
-    let result = verify(&big, NOW, &stand_ins(), |_| panic!("no lookup for an oversized token"));
+    let result = verify(&big, NOW, &stand_ins(), |_| {
+        panic!("no lookup for an oversized token")
+    });
     assert_eq!(result, Err(JwtError::TooLarge));
     // Just under the limit is fine.
     let fits = sign(

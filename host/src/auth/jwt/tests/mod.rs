@@ -109,7 +109,9 @@ fn stand_ins() -> StandIns {
 }
 
 fn check_at(token: &str, now: i64) -> Result<VerifiedJwt, JwtError> {
-    verify(token, now, &stand_ins(), |kid| (kid == KID).then(registered_for_both))
+    verify(token, now, &stand_ins(), |kid| {
+        (kid == KID).then(registered_for_both)
+    })
 }
 
 fn check(token: &str) -> Result<VerifiedJwt, JwtError> {

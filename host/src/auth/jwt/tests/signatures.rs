@@ -72,10 +72,15 @@ fn kid_reads_the_kid_after_the_header_rules() {
 #[test]
 fn the_key_lookup_is_called_once_with_the_kid_and_not_at_all_for_a_bad_header() {
     let calls = RefCell::new(Vec::new());
-    let result = verify(&sign(Algorithm::RS256, &claims()), NOW, &stand_ins(), |kid| {
-        calls.borrow_mut().push(kid.to_owned());
-        Some(registered_for_both())
-    });
+    let result = verify(
+        &sign(Algorithm::RS256, &claims()),
+        NOW,
+        &stand_ins(),
+        |kid| {
+            calls.borrow_mut().push(kid.to_owned());
+            Some(registered_for_both())
+        },
+    );
     assert!(result.is_ok());
     assert_eq!(*calls.borrow(), vec![KID.to_owned()]);
 
