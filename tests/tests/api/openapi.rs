@@ -259,6 +259,11 @@ db_test!(async fn every_documented_route_is_served(app) {
     for (name, path) in documented(&doc) {
         let (method, path) = (method(&name), concrete(&app, &path));
         let body = (method == Method::POST || method == Method::PUT).then(|| (b"{}".to_vec(), "application/json"));
+        // Without a metrics bearer the main listener answers /metrics with
+        // the handler's 404 (metrics_scrape.rs serves it with one).
+        if path == "/metrics" && app.state.scrape_bearer().is_none() {
+            continue;
+        }
         let answer = app.send(method.clone(), &path, body).await;
         // Served: neither the router's 404 nor its 405.
         assert_ne!(answer.body, error("base", "not_found"), "{method} {path}");

@@ -199,14 +199,24 @@ db_test!(
         assert_too_many(&get_as(&app, PROTOCOLS, &app.basic_header()).await);
         // Another address is served, with the same credentials.
         assert_eq!(from_other_address(&app, D1_RESPONSES).await, 200);
-        // The 429s are counted as refusals without credentials, one row.
-        let rows: Vec<(u16, Option<u32>, Option<String>)> = whole_log(&app)
+        // Counted as refusals without credentials. The guesses claimed the
+        // test token's key (the 429 that held the address back too); the
+        // requests held back claim nobody: their header was never read.
+        let rows: Vec<(u16, Option<u32>, Option<String>, Option<String>)> = whole_log(&app)
             .await
             .into_iter()
             .filter(|e| e.client == "127.0.0.1")
-            .map(|e| (e.status, e.refusals, e.consumer_key))
+            .map(|e| (e.status, e.refusals, e.consumer_key, e.claimed_key))
             .collect();
-        assert_eq!(rows, vec![(401, Some(3), None), (429, Some(3), None)]);
+        let test = Some(tests::TEST_KEY.to_owned());
+        assert_eq!(
+            rows,
+            vec![
+                (401, Some(3), None, test.clone()),
+                (429, Some(1), None, test),
+                (429, Some(2), None, None),
+            ]
+        );
     }
 );
 
