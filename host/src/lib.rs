@@ -42,6 +42,7 @@ use chrono::{DateTime, Utc};
 
 use crate::auth::at_rest::SecretsKey;
 use crate::auth::links::Links;
+use crate::auth::metrics_bearer::MetricsBearer;
 use crate::auth::service::AuthService;
 use crate::clock::Clock;
 use crate::config::Config;
@@ -77,7 +78,7 @@ pub struct Parts {
     pub metrics_addr: Option<SocketAddr>,
     /// The bearer with which the main listener serves `/metrics`
     /// (`metrics_bearer_file`); None: it answers 404.
-    pub scrape_bearer: Option<api::scrape::ScrapeBearer>,
+    pub metrics_bearer: Option<MetricsBearer>,
     /// The last readiness answer, given again for a second.
     pub readiness: readiness::Recent,
     /// Signs and checks the links into the fill-out pages.
@@ -142,8 +143,8 @@ impl AppState {
 
     /// The bearer with which the main listener serves `/metrics`, if
     /// configured.
-    pub fn scrape_bearer(&self) -> Option<&api::scrape::ScrapeBearer> {
-        self.0.scrape_bearer.as_ref()
+    pub fn metrics_bearer(&self) -> Option<&MetricsBearer> {
+        self.0.metrics_bearer.as_ref()
     }
 
     /// The signed links into the fill-out pages.

@@ -31,6 +31,7 @@ use crate::auth::at_rest::SecretsKey;
 use crate::auth::destination::Destinations;
 use crate::auth::limits::RateLimits;
 use crate::auth::link_secret::{self, LinkSettings};
+use crate::auth::metrics_bearer::MetricsBearer;
 use crate::auth::service::{AuthService, AuthSettings};
 use crate::auth::tokens::TokenTable;
 use crate::clock::Clock;
@@ -134,8 +135,8 @@ impl App {
             Some(l) => Some(l.local_addr()?),
             None => None,
         };
-        let scrape_bearer = match &config.metrics_bearer_file {
-            Some(path) => Some(api::scrape::ScrapeBearer::read(path)?),
+        let metrics_bearer = match &config.metrics_bearer_file {
+            Some(path) => Some(MetricsBearer::read(path)?),
             None => None,
         };
         let secrets_key = Arc::new(
@@ -207,7 +208,7 @@ impl App {
             trials,
             metrics,
             metrics_addr,
-            scrape_bearer,
+            metrics_bearer,
             readiness: Default::default(),
             links,
             secrets_key,

@@ -5,7 +5,7 @@
 //! without credentials only on a listener of its own (`metrics_listen`,
 //! loopback by default, [`router`]), and on the main listener only to
 //! `Authorization: Bearer <secret>` with the secret of
-//! `metrics_bearer_file` ([`ScrapeBearer`]); without that setting the main
+//! `metrics_bearer_file` ([`MetricsBearer`]); without that setting the main
 //! listener answers it 404.
 //!
 //! The bearer is refused like API credentials: over plain HTTP from
@@ -21,46 +21,10 @@ use axum::routing::get;
 
 use crate::AppState;
 use crate::auth::guard::client_of;
-use crate::auth::secret;
+use crate::auth::metrics_bearer::MetricsBearer;
 use crate::auth::tokens::Credentials;
 use crate::error::{ApiError, ErrorBody};
 use crate::metrics::families::{POOL_CONNECTIONS, POOL_MAX_CONNECTIONS};
-
-/// The secret that lets the main listener serve `/metrics`, kept as its
-/// SHA-256 and compared in constant time.
-#[derive(Clone)]
-pub struct ScrapeBearer([u8; 32]);
-
-impl std::fmt::Debug for ScrapeBearer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ScrapeBearer(..)")
-    }
-}
-
-impl ScrapeBearer {
-    /// The secret in `text` (surrounding white space ignored), at least 32
-    /// characters.
-    pub fn new(text: &str) -> Result<ScrapeBearer, String> {
-        let secret = text.trim();
-        if secret.chars().count() < 32 {
-            return Err("the secret must be at least 32 characters".to_owned());
-        }
-        Ok(ScrapeBearer(secret::hash(secret)))
-    }
-
-    /// Reads the secret from `path` (`metrics_bearer_file`).
-    pub fn read(path: &std::path::Path) -> anyhow::Result<ScrapeBearer> {
-        use anyhow::Context as _;
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading metrics_bearer_file {}", path.display()))?;
-        ScrapeBearer::new(&text)
-            .map_err(|problem| anyhow::anyhow!("metrics_bearer_file {}: {problem}", path.display()))
-    }
-
-    fn matches(&self, given: &str) -> bool {
-        secret::matches(given, &self.0)
-    }
-}
 
 const SCRAPE_CHALLENGE: &str = "Bearer realm=\"metrics\"";
 const WRONG_SCRAPE_CHALLENGE: &str = "Bearer realm=\"metrics\", error=\"invalid_token\"";
@@ -82,7 +46,7 @@ const WRONG_SCRAPE_CHALLENGE: &str = "Bearer realm=\"metrics\", error=\"invalid_
     (status = 429, description = "`{\"errors\":{\"base\":[\"too_many_requests\"]}}` with `Retry-After` (seconds): this client address made too many requests without valid credentials", body = ErrorBody),
 ))]
 pub async fn metrics(State(app): State<AppState>, req: Request) -> Response {
-    let Some(bearer) = app.scrape_bearer() else {
+    let Some(bearer) = app.metrics_bearer() else {
         return ApiError::NotFound("base").into_response();
     };
     let auth = app.auth();

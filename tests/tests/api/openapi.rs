@@ -261,7 +261,7 @@ db_test!(async fn every_documented_route_is_served(app) {
         let body = (method == Method::POST || method == Method::PUT).then(|| (b"{}".to_vec(), "application/json"));
         // Without a metrics bearer the main listener answers /metrics with
         // the handler's 404 (metrics_scrape.rs serves it with one).
-        if path == "/metrics" && app.state.scrape_bearer().is_none() {
+        if path == "/metrics" && app.state.metrics_bearer().is_none() {
             continue;
         }
         let answer = app.send(method.clone(), &path, body).await;
