@@ -41,8 +41,11 @@ pub const FRESH_FOR: chrono::Duration = chrono::Duration::seconds(1);
 /// time: probes that arrive meanwhile wait for it and take its answer.
 #[derive(Debug, Default)]
 pub struct Recent {
-    last: tokio::sync::Mutex<Option<(DateTime<Utc>, Arc<Vec<Check>>)>>,
+    last: tokio::sync::Mutex<Option<Stamped>>,
 }
+
+/// Checks and when they were made.
+type Stamped = (DateTime<Utc>, Arc<Vec<Check>>);
 
 impl Recent {
     /// The checks as made less than [`FRESH_FOR`] ago, or made now.

@@ -5,7 +5,7 @@
 //! without credentials only on a listener of its own (`metrics_listen`,
 //! loopback by default, [`router`]), and on the main listener only to
 //! `Authorization: Bearer <secret>` with the secret of
-//! `metrics_bearer_file` ([`MetricsBearer`]); without that setting the main
+//! `metrics_bearer_file` ([`MetricsBearer`](crate::auth::metrics_bearer::MetricsBearer)); without that setting the main
 //! listener answers it 404.
 //!
 //! The bearer is refused like API credentials: over plain HTTP from
@@ -21,7 +21,6 @@ use axum::routing::get;
 
 use crate::AppState;
 use crate::auth::guard::client_of;
-use crate::auth::metrics_bearer::MetricsBearer;
 use crate::auth::tokens::Credentials;
 use crate::error::{ApiError, ErrorBody};
 use crate::metrics::families::{POOL_CONNECTIONS, POOL_MAX_CONNECTIONS};

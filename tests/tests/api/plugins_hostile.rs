@@ -128,7 +128,7 @@ async fn the_host_survives(app: &TestApp, code: &str, loaded: bool) {
     assert_eq!(real.status, 404);
 
     assert_eq!(app.get("/health").await.status, 200, "still serving");
-    let metrics = metrics_text(&app).await;
+    let metrics = metrics_text(app).await;
     assert!(
         metrics.contains(&format!(
             "outcomes_scoring_failures_total{{questionnaire=\"hostile\",code=\"{code}\"}} 1"
