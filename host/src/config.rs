@@ -65,6 +65,38 @@ impl std::str::FromStr for LogFormat {
     }
 }
 
+/// Where the listener of /metrics alone is bound (`metrics_listen`): an
+/// address, or none (`off`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct MetricsListen(pub Option<SocketAddr>);
+
+/// As a flag gives it (and the table's default): `off`, or an address
+/// and port.
+impl std::str::FromStr for MetricsListen {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<MetricsListen, String> {
+        if text.trim().eq_ignore_ascii_case("off") {
+            return Ok(MetricsListen(None));
+        }
+        text.trim()
+            .parse()
+            .map(|addr| MetricsListen(Some(addr)))
+            .map_err(|_| {
+                format!("{text:?} is neither an address and port such as 127.0.0.1:9187 nor `off`")
+            })
+    }
+}
+
+impl TryFrom<String> for MetricsListen {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<MetricsListen, String> {
+        text.parse()
+    }
+}
+
 /// The resolved configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -88,6 +120,9 @@ pub struct Config {
     pub anonymous_limit: Option<RateLimit>,
     /// Requests per API token; None: no limit.
     pub token_limit: Option<RateLimit>,
+    /// Requests to the probes (/health, /livez, /readyz, /version) per
+    /// client address; None: no limit.
+    pub probe_limit: Option<RateLimit>,
     pub log_format: LogFormat,
     pub log: String,
     /// Proxies whose forwarding header is believed and that may terminate
@@ -118,9 +153,12 @@ pub struct Config {
     /// refused; None: never.
     pub token_reload_failure_limit: Option<u32>,
     // (#19 metrics)
-    /// Where /metrics is served apart from the API; None: on the main
-    /// listener.
+    /// Where /metrics is served alone, without credentials; None: nowhere
+    /// apart.
     pub metrics_listen: Option<SocketAddr>,
+    /// The file of the bearer secret with which the main listener serves
+    /// /metrics; None: it does not.
+    pub metrics_bearer_file: Option<PathBuf>,
     // (#20 multihost)
     /// How long a request waits for a database connection (then 503).
     pub database_acquire_timeout: Duration,
@@ -201,6 +239,7 @@ impl Config {
             connection_limit_per_client,
             watch,
             metrics_listen,
+            metrics_bearer_file,
             max_connections,
             write_queue_timeout,
             database_acquire_timeout,
@@ -208,6 +247,8 @@ impl Config {
             anonymous_per_second,
             token_burst,
             token_per_second,
+            probe_burst,
+            probe_per_second,
             token_reload_failure_limit,
             public_url,
             allowed_origins,
@@ -326,6 +367,8 @@ impl Config {
                 .map_err(|problem| ConfigError::new("anonymous_burst", problem))?,
             token_limit: RateLimit::per_second(token_burst, token_per_second)
                 .map_err(|problem| ConfigError::new("token_burst", problem))?,
+            probe_limit: RateLimit::per_second(probe_burst, probe_per_second)
+                .map_err(|problem| ConfigError::new("probe_burst", problem))?,
             log_format,
             log,
             trusted_proxies: TrustedProxies {
@@ -352,7 +395,8 @@ impl Config {
                 .then(|| Duration::from_secs(scheduler_interval)),
             token_reload_failure_limit: (token_reload_failure_limit > 0)
                 .then_some(token_reload_failure_limit),
-            metrics_listen,
+            metrics_listen: metrics_listen.0,
+            metrics_bearer_file,
             database_acquire_timeout: seconds(
                 "database_acquire_timeout",
                 database_acquire_timeout,

@@ -42,6 +42,7 @@ use chrono::{DateTime, Utc};
 
 use crate::auth::at_rest::SecretsKey;
 use crate::auth::links::Links;
+use crate::auth::metrics_bearer::MetricsBearer;
 use crate::auth::service::AuthService;
 use crate::clock::Clock;
 use crate::config::Config;
@@ -75,6 +76,11 @@ pub struct Parts {
     /// Where `/metrics` is served apart from the API (`metrics_listen`),
     /// as bound.
     pub metrics_addr: Option<SocketAddr>,
+    /// The bearer with which the main listener serves `/metrics`
+    /// (`metrics_bearer_file`); None: it answers 404.
+    pub metrics_bearer: Option<MetricsBearer>,
+    /// The last readiness answer, given again for a second.
+    pub readiness: readiness::Recent,
     /// Signs and checks the links into the fill-out pages.
     pub links: Arc<Links>,
     /// Seals the secrets kept in the database (the link secret, webhook
@@ -135,6 +141,12 @@ impl AppState {
         self.0.metrics_addr
     }
 
+    /// The bearer with which the main listener serves `/metrics`, if
+    /// configured.
+    pub fn metrics_bearer(&self) -> Option<&MetricsBearer> {
+        self.0.metrics_bearer.as_ref()
+    }
+
     /// The signed links into the fill-out pages.
     pub fn links(&self) -> &Links {
         &self.0.links
@@ -177,6 +189,12 @@ impl AppState {
             auth: &self.0.auth,
             clock: &*self.0.clock,
         }
+    }
+
+    /// The readiness checks, as made less than a second ago or now
+    /// (`readiness::Recent`).
+    pub async fn ready(&self) -> Arc<Vec<readiness::Check>> {
+        self.0.readiness.check(self.readiness()).await
     }
 
     /// When this process's scheduler last finished a pass.

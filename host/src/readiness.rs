@@ -9,8 +9,12 @@
 //! Given the parts it reads ([`Parts`]), never the application state.
 //!
 //! The database must answer within `DATABASE_TIMEOUT` (2 s); the
-//! scheduler must have finished a pass within two of its intervals.
+//! scheduler must have finished a pass within two of its intervals. An
+//! answer is kept for [`FRESH_FOR`] (one second, by the injected clock)
+//! and given to every probe in that time ([`Recent`]), so a flood of
+//! probes asks the database once a second, not once a probe.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -29,6 +33,37 @@ use crate::store::{MigrationName, MigrationStatus, Store};
 /// the one-second default of an orchestrator's probe would be too tight
 /// for a busy PostgreSQL; the guide sets the probe's timeout above it.
 pub const DATABASE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long a readiness answer is given again instead of checking anew.
+pub const FRESH_FOR: chrono::Duration = chrono::Duration::seconds(1);
+
+/// The last readiness answer and when it was made. One check runs at a
+/// time: probes that arrive meanwhile wait for it and take its answer.
+#[derive(Debug, Default)]
+pub struct Recent {
+    last: tokio::sync::Mutex<Option<Stamped>>,
+}
+
+/// Checks and when they were made.
+type Stamped = (DateTime<Utc>, Arc<Vec<Check>>);
+
+impl Recent {
+    /// The checks as made less than [`FRESH_FOR`] ago, or made now.
+    pub async fn check(&self, parts: Parts<'_>) -> Arc<Vec<Check>> {
+        let mut last = self.last.lock().await;
+        let now = parts.clock.now();
+        if let Some((made, checks)) = &*last
+            && *made <= now
+            && now - *made < FRESH_FOR
+        {
+            return checks.clone();
+        }
+        let checks = Arc::new(check(parts).await);
+        // Stamped when done: probes that waited for a slow check take it.
+        *last = Some((parts.clock.now(), checks.clone()));
+        checks
+    }
+}
 
 /// The outcome of one check.
 #[derive(Debug, Clone, PartialEq, Eq)]

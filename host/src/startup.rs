@@ -31,6 +31,7 @@ use crate::auth::at_rest::SecretsKey;
 use crate::auth::destination::Destinations;
 use crate::auth::limits::RateLimits;
 use crate::auth::link_secret::{self, LinkSettings};
+use crate::auth::metrics_bearer::MetricsBearer;
 use crate::auth::service::{AuthService, AuthSettings};
 use crate::auth::tokens::TokenTable;
 use crate::clock::Clock;
@@ -134,6 +135,10 @@ impl App {
             Some(l) => Some(l.local_addr()?),
             None => None,
         };
+        let metrics_bearer = match &config.metrics_bearer_file {
+            Some(path) => Some(MetricsBearer::read(path)?),
+            None => None,
+        };
         let secrets_key = Arc::new(
             SecretsKey::load_or_create(&config.secrets_key_file)
                 .context("reading the secrets key")?,
@@ -165,7 +170,8 @@ impl App {
             store.clone(),
             clock.clone(),
             token_table(&store).await?,
-            RateLimits::new(config.anonymous_limit, config.token_limit),
+            RateLimits::new(config.anonymous_limit, config.token_limit)
+                .with_probes(config.probe_limit),
             AuthSettings {
                 secure: tls.is_some(),
                 trusted_proxies: config.trusted_proxies.clone(),
@@ -208,6 +214,8 @@ impl App {
             trials,
             metrics,
             metrics_addr,
+            metrics_bearer,
+            readiness: Default::default(),
             links,
             secrets_key,
             auth,

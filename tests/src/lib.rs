@@ -157,6 +157,9 @@ impl TestApp {
         settings.pool.max_connections = Some(4);
         // Tests drive the scheduler with `scheduler::tick` at explicit times.
         settings.scheduler.scheduler_interval = Some(0);
+        // /metrics on a port of its own per host (the default one would be
+        // shared by every test), as `metrics_addr` tells.
+        settings.server.metrics_listen = Some("127.0.0.1:0".parse().expect("address"));
         let mut config =
             Config::resolve(settings, FileSettings::default()).expect("test configuration");
         adjust(&mut config);

@@ -79,6 +79,9 @@ pub struct ServeProcess {
     pub port: u16,
     /// `http://127.0.0.1:PORT`
     pub base: String,
+    /// Where its /metrics listener is, `http://127.0.0.1:PORT` (a port of
+    /// its own unless `extra` named `--metrics-listen`).
+    pub metrics_base: String,
     log: PathBuf,
 }
 
@@ -101,6 +104,16 @@ impl ServeProcess {
         std::fs::create_dir_all(data_dir).expect("the host's data folder");
         let log = data_dir.join(format!("serve-{port}.log"));
         let stderr = std::fs::File::create(&log).expect("the host's log file");
+        // The default metrics address would be shared by every host.
+        let metrics_port = free_port();
+        let metrics_listen = if extra.iter().any(|a| a == "--metrics-listen") {
+            Vec::new()
+        } else {
+            vec![
+                "--metrics-listen".to_owned(),
+                format!("127.0.0.1:{metrics_port}"),
+            ]
+        };
         let mut command = Command::new(outcomes_binary());
         for (key, _) in std::env::vars_os() {
             if key.to_string_lossy().starts_with("OUTCOMES_") || key == "RUST_LOG" {
@@ -126,6 +139,7 @@ impl ServeProcess {
             .arg("--plugin-cache-key-file")
             .arg(plugin_cache_key())
             .args(["--watch", "false"])
+            .args(metrics_listen)
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -135,6 +149,7 @@ impl ServeProcess {
             child,
             port,
             base: format!("http://127.0.0.1:{port}"),
+            metrics_base: format!("http://127.0.0.1:{metrics_port}"),
             log,
         };
         let client = reqwest::Client::new();

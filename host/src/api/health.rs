@@ -32,7 +32,8 @@ pub struct Health {
 /// Health
 ///
 /// 200 when the database answers and the token table has not expired, 503
-/// when either fails.
+/// when either fails; 429 past this client address's share of the probes
+/// (`/livez`, `/readyz`, `/version` and this one).
 #[utoipa::path(get, path = "/health", tag = "operations", responses(
     (status = 200, body = Health),
     (status = 503, body = Health),

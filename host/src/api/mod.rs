@@ -46,13 +46,31 @@ use crate::auth::guard::guard;
 use crate::auth::rights::Right;
 use crate::error::ApiError;
 
+/// What a group of routes sits behind.
+#[derive(Debug, Clone, Copy)]
+enum Gate {
+    /// The auth guard, with the right of the endpoint group.
+    Guard(Right),
+    /// Each client address's share of the probes.
+    Probes,
+}
+
 /// Every route, with state.
 pub fn router(state: AppState) -> Router {
-    let guarded = |group: OpenApiRouter<AppState>, right: Right| {
+    let guarded = |group: OpenApiRouter<AppState>, gate: Gate| {
         let auth = state.auth().clone();
-        group.route_layer(middleware::from_fn(move |req: Request, next: Next| {
-            guard(auth.clone(), right, req, next)
-        }))
+        match gate {
+            Gate::Guard(right) => {
+                group.route_layer(middleware::from_fn(move |req: Request, next: Next| {
+                    guard(auth.clone(), right, req, next)
+                }))
+            }
+            Gate::Probes => {
+                group.route_layer(middleware::from_fn(move |req: Request, next: Next| {
+                    probes::limit(auth.clone(), req, next)
+                }))
+            }
+        }
     };
     served(guarded)
         .fallback(not_found)
@@ -63,7 +81,7 @@ pub fn router(state: AppState) -> Router {
 /// Every route [`router`] serves: [`routes`], and the document made of
 /// them.
 fn served(
-    guarded: impl Fn(OpenApiRouter<AppState>, Right) -> OpenApiRouter<AppState>,
+    guarded: impl Fn(OpenApiRouter<AppState>, Gate) -> OpenApiRouter<AppState>,
 ) -> Router<AppState> {
     let (routes, doc) = routes(guarded).split_for_parts();
     let doc = Arc::new(openapi::document(doc));
@@ -109,9 +127,10 @@ pub fn route_table() -> Vec<(Method, String)> {
 }
 
 /// Every documented route: the endpoint groups under `/api/v1`, each passed
-/// through `guarded` with its right, and the open operations endpoints.
+/// through `guarded` with its right, the probes through `guarded` with
+/// their limit, and the other open operations endpoints.
 fn routes(
-    guarded: impl Fn(OpenApiRouter<AppState>, Right) -> OpenApiRouter<AppState>,
+    guarded: impl Fn(OpenApiRouter<AppState>, Gate) -> OpenApiRouter<AppState>,
 ) -> OpenApiRouter<AppState> {
     let groups = [
         (responses::router(), Right::Responses),
@@ -129,15 +148,17 @@ fn routes(
     let api = groups
         .into_iter()
         .fold(OpenApiRouter::new(), |api, (group, right)| {
-            api.merge(guarded(group, right))
+            api.merge(guarded(group, Gate::Guard(right)))
         });
-    OpenApiRouter::new()
-        .nest("/api/v1", api)
+    let probes = OpenApiRouter::new()
         .routes(routes!(health::health))
-        .routes(routes!(scrape::metrics))
         .routes(routes!(probes::livez))
         .routes(routes!(probes::readyz))
-        .routes(routes!(probes::version))
+        .routes(routes!(probes::version));
+    OpenApiRouter::new()
+        .nest("/api/v1", api)
+        .merge(guarded(probes, Gate::Probes))
+        .routes(routes!(scrape::metrics))
         .routes(routes!(docs::page))
         .routes(routes!(docs::file))
 }

@@ -66,7 +66,7 @@ A path that names nothing gets 404 `{\"errors\":{\"base\":[\"not_found\"]}}`; a 
         (name = "questionnaires", description = "Questionnaire definitions"),
         (name = "report calculations", description = "Calculator plugins run over a dossier's responses"),
         (name = "plugins", description = "Scorer and calculator plugins the service runs"),
-        (name = "operations", description = "Health, readiness, version, metrics, this document and its interactive page (`/api/v1/docs`); none needs credentials"),
+        (name = "operations", description = "Health, readiness, version, metrics, this document and its interactive page (`/api/v1/docs`); none needs API credentials. The probes (`/health`, `/livez`, `/readyz`, `/version`) are limited per client address; `/metrics` is served here only to the configured metrics bearer"),
     )
 )]
 pub struct ApiDoc;
@@ -80,6 +80,7 @@ pub fn document(routes: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
     BodyErrors.modify(&mut doc);
     UriTooLong.modify(&mut doc);
     super::links::add(&mut doc);
+    ProbeLimits.modify(&mut doc);
     doc
 }
 
@@ -168,17 +169,53 @@ impl Modify for Authentication {
                     .description(forbidden)
                     .content("application/json", error_body())
                     .build();
-                let too_many = ResponseBuilder::new()
-                    .description(
-                        "`{\"errors\":{\"base\":[\"too_many_requests\"]}}` with `Retry-After` (seconds): over the \
-                         rate limit of this token, or of this client address for requests without valid credentials",
-                    )
-                    .header("Retry-After", Header::default())
-                    .content("application/json", error_body())
-                    .build();
+                let too_many = too_many(
+                    "over the rate limit of this token, or of this client address for requests without \
+                     valid credentials (then answered before the credentials are read)",
+                );
                 responses.insert("401".to_owned(), RefOr::T(unauthorized));
                 responses.insert("403".to_owned(), RefOr::T(forbidden));
-                responses.insert("429".to_owned(), RefOr::T(too_many));
+                responses.insert("429".to_owned(), RefOr::T(too_many.build()));
+            }
+        }
+    }
+}
+
+/// A 429 `too_many_requests` with `Retry-After`, and why.
+fn too_many(why: &str) -> ResponseBuilder {
+    ResponseBuilder::new()
+        .description(format!(
+            "`{{\"errors\":{{\"base\":[\"too_many_requests\"]}}}}` with `Retry-After` (seconds): {why}"
+        ))
+        .header("Retry-After", Header::default())
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorBody")))
+                .build(),
+        )
+}
+
+/// The probes, which each client address may ask so often
+/// (`crate::api::probes::limit`).
+pub const PROBES: [&str; 4] = ["/health", "/livez", "/readyz", "/version"];
+
+/// Documents the 429 of the probes.
+#[derive(Debug)]
+struct ProbeLimits;
+
+impl Modify for ProbeLimits {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            if !PROBES.contains(&path.as_str()) {
+                continue;
+            }
+            for operation in operations(item) {
+                let answer = too_many("this client address asked the probes too often");
+                operation
+                    .responses
+                    .responses
+                    .insert("429".to_owned(), RefOr::T(answer.build()));
             }
         }
     }

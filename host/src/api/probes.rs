@@ -4,20 +4,37 @@
 //! authenticated, like `/health`; they name no patient data, path,
 //! address or setting (docs/operations.md#health-and-version).
 //!
-//! `/readyz` answers 503 with `errors` naming each failed check.
+//! `/readyz` answers 503 with `errors` naming each failed check, and gives
+//! one answer for a second (`crate::readiness::Recent`). Each client
+//! address has its share of the probes, `/health` included ([`limit`]):
+//! past it, 429 before anything is looked at.
 
 use std::collections::BTreeMap;
 
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::StatusCode;
-use axum::response::Response;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::AppState;
+use crate::auth::guard::client_of;
+use crate::auth::service::AuthService;
 use crate::build_info;
-use crate::error::json;
-use crate::readiness::{self, Status};
+use crate::error::{ApiError, json};
+
+/// Holds each client address (IPv6: its /64) to its share of the probes
+/// (`probe_burst`, `probe_per_second`; docs/operations.md#rate-limits),
+/// before the probe runs.
+pub async fn limit(auth: AuthService, req: Request, next: Next) -> Response {
+    let remote = client_of(&auth, req.extensions(), req.headers());
+    match auth.limits().admit_probe(remote.rate_key()) {
+        Ok(()) => next.run(req).await,
+        Err(over) => ApiError::TooManyRequests(over.0).into_response(),
+    }
+}
+use crate::readiness::Status;
 
 /// The process answers.
 #[derive(Debug, Serialize, ToSchema)]
@@ -30,7 +47,7 @@ pub struct Alive {
 ///
 /// 200 whenever the process answers HTTP at all; touches neither the
 /// database nor the plugins, so a slow database never gets a live process
-/// restarted.
+/// restarted. Like every probe, 429 past this client address's share.
 #[utoipa::path(get, path = "/livez", tag = "operations", responses(
     (status = 200, body = Alive),
 ))]
@@ -86,33 +103,36 @@ pub struct Readiness {
 /// serves and no plugin folder was refused with nothing serving from it,
 /// the scheduler passed within two intervals (when it runs in this
 /// process), and the token table has not expired. 503 otherwise, naming
-/// each failed check with its problem; details are in the log.
+/// each failed check with its problem; details are in the log. One answer
+/// serves every probe for a second, so the database is asked at most once
+/// a second however many probes arrive; 429 past this client address's
+/// share of the probes.
 #[utoipa::path(get, path = "/readyz", tag = "operations", responses(
     (status = 200, body = Readiness),
     (status = 503, body = Readiness, description = "Not ready: `errors` names each failed check"),
 ))]
 pub async fn readyz(State(app): State<AppState>) -> Response {
-    let checks = readiness::check(app.readiness()).await;
+    let checks = app.ready().await;
     let mut errors = BTreeMap::new();
     let mut views = BTreeMap::new();
-    for check in checks {
-        let view = match check.status {
+    for check in checks.iter() {
+        let view = match &check.status {
             Status::Ok(detail) => CheckView {
                 status: "ok",
-                detail: Some(detail),
+                detail: Some(detail.clone()),
                 problem: None,
             },
             Status::Unknown(detail) => CheckView {
                 status: "unknown",
-                detail: Some(detail),
+                detail: Some(detail.clone()),
                 problem: None,
             },
             Status::Failed { code, problem } => {
-                errors.insert(check.name, vec![code]);
+                errors.insert(check.name, vec![*code]);
                 CheckView {
                     status: "failed",
                     detail: None,
-                    problem: Some(problem),
+                    problem: Some(problem.clone()),
                 }
             }
         };

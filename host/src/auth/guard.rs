@@ -1,4 +1,6 @@
-//! The guard every API endpoint group sits behind: transport, credentials
+//! The guard every API endpoint group sits behind: whether the client
+//! address is held back (its allowance without valid credentials used up:
+//! 429 before the credentials are read), transport, credentials
 //! (refused with 503 while the token table has expired), revocation, rate
 //! limit, IP allow-list, rights and JWT subject, in that order, before the
 //! handler runs; then one access-log row for requests that touch dossier
@@ -98,8 +100,35 @@ impl Identity {
     }
 }
 
+/// The challenges of a 401 (docs/api/rights.md#authentication-failures):
+/// Basic only to a request that used the Basic scheme, so that a browser
+/// is never invited to prompt for credentials and keep them (and send
+/// them along with requests other sites make it send); a refused bearer
+/// token is `invalid_token` (RFC 6750 section 3.1); anything else, no
+/// credentials at all included, the Bearer scheme without an error.
 const BASIC_CHALLENGE: &str = "Basic realm=\"api\"";
-const BEARER_CHALLENGE: &str = "Bearer error=\"invalid_token\"";
+const BEARER_CHALLENGE: &str = "Bearer realm=\"api\"";
+const INVALID_TOKEN_CHALLENGE: &str = "Bearer realm=\"api\", error=\"invalid_token\"";
+
+/// The challenge for an Authorization header that gave no credentials:
+/// by the scheme it names, read from the raw bytes (a value that is not
+/// visible ASCII still names one).
+fn challenge_for(header: Option<&[u8]>) -> &'static str {
+    let scheme = header
+        .and_then(|h| {
+            h.trim_ascii_start()
+                .split(|b| matches!(b, b' ' | b'\t'))
+                .next()
+        })
+        .unwrap_or_default();
+    if scheme.eq_ignore_ascii_case(b"basic") {
+        BASIC_CHALLENGE
+    } else if scheme.eq_ignore_ascii_case(b"bearer") {
+        INVALID_TOKEN_CHALLENGE
+    } else {
+        BEARER_CHALLENGE
+    }
+}
 
 /// Runs the checks for an endpoint of group `right`, then the handler.
 pub async fn guard(auth: AuthService, right: Right, mut req: Request, next: Next) -> Response {
@@ -122,14 +151,23 @@ pub async fn guard(auth: AuthService, right: Right, mut req: Request, next: Next
         .map(truncate);
 
     let mut identity = Identity::default();
-    let checked = check(
-        &auth,
-        right,
-        &req,
-        remote,
-        dossier.as_deref(),
-        &mut identity,
-    );
+    // A client that has used up its allowance of requests without valid
+    // credentials is answered before its credentials are read, so a flood
+    // of bad ones costs no hash or signature check; valid credentials from
+    // that address wait too, until the allowance refills
+    // (docs/operations.md#rate-limits).
+    let held_back = auth.limits().held_back(remote.rate_key()).err();
+    let checked = match held_back {
+        Some(over) => Err(ApiError::TooManyRequests(over.0)),
+        None => check(
+            &auth,
+            right,
+            &req,
+            remote,
+            dossier.as_deref(),
+            &mut identity,
+        ),
+    };
     // The request's log lines name the token once its credentials are
     // verified: its key, never the secret, nor a key merely claimed.
     if let Some(key) = &identity.consumer_key {
@@ -137,12 +175,15 @@ pub async fn guard(auth: AuthService, right: Right, mut req: Request, next: Next
     }
     // Credentials decide which limit a request counts against: a valid
     // token its own (in `check`), anything else the client address's.
-    let anonymous = matches!(&checked, Err(refusal) if without_credentials(refusal));
+    let anonymous =
+        held_back.is_some() || matches!(&checked, Err(refusal) if without_credentials(refusal));
     let checked = match checked {
-        Err(refusal) if anonymous => Err(match auth.limits().admit_anonymous(remote.rate_key()) {
-            Ok(()) => refusal,
-            Err(over) => ApiError::TooManyRequests(over.0),
-        }),
+        Err(refusal) if anonymous && held_back.is_none() => {
+            Err(match auth.limits().admit_anonymous(remote.rate_key()) {
+                Ok(()) => refusal,
+                Err(over) => ApiError::TooManyRequests(over.0),
+            })
+        }
         other => other,
     };
     // The status is known only once the handler has answered.
@@ -217,16 +258,10 @@ fn check(
         return Err(ApiError::Forbidden("https_required"));
     }
     let Some(credentials) = credentials else {
-        let bearer = header.is_some_and(|h| {
-            h.trim_start()
-                .get(..6)
-                .is_some_and(|s| s.eq_ignore_ascii_case("bearer"))
-        });
-        return Err(ApiError::Unauthorized(if bearer {
-            BEARER_CHALLENGE
-        } else {
-            BASIC_CHALLENGE
-        }));
+        let raw = req.headers().get(header::AUTHORIZATION);
+        return Err(ApiError::Unauthorized(challenge_for(
+            raw.map(|v| v.as_bytes()),
+        )));
     };
     // Reloads have failed for too long: a revocation made since cannot be
     // seen, so no credential is trusted (docs/api/rights.md#order-of-checks).
@@ -246,7 +281,7 @@ fn check(
             let (token, verified) = tokens.bearer(jwt, auth.now().timestamp()).map_err(|e| {
                 identity.claim_jwt(jwt);
                 tracing::info!(reason = %e, "bearer token refused");
-                ApiError::Unauthorized(BEARER_CHALLENGE)
+                ApiError::Unauthorized(INVALID_TOKEN_CHALLENGE)
             })?;
             // The kid named this token.
             identity.verified(&token.consumer_key, Some(&verified.iss));

@@ -7,16 +7,25 @@
 //! settable one: a limit is about real time, and tests configure a burst
 //! that does not refill while they run instead of moving time.
 //!
+//! A client address that has used up its allowance of requests without
+//! valid credentials is held back: every request it makes to the API is
+//! answered 429 before its credentials are read, until its bucket has room
+//! again ([`RateLimits::held_back`]), so a flood of bad credentials costs
+//! no hash or signature check past the burst.
+//!
 //! An IPv6 client counts by its /64. **Invariant:** memory stays bounded
 //! under ever new addresses: buckets full again are dropped every few
 //! seconds (`startup.rs`) and whenever more than `MAX_ADDRESSES` clients
 //! are tracked; if too many remain, the limiter starts over.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use governor::clock::{Clock, DefaultClock};
+use governor::clock::{Clock, DefaultClock, QuantaInstant, Reference};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 use super::ip;
@@ -90,6 +99,61 @@ pub struct RetryAfter(pub u64);
 pub struct RateLimits {
     anonymous: Option<Limiter<ClientKey>>,
     tokens: Option<Limiter<String>>,
+    /// Requests to the probes (`/health`, `/livez`, `/readyz`,
+    /// `/version`) per client address.
+    probes: Option<Limiter<ClientKey>>,
+    held: Held,
+}
+
+/// Clients whose allowance without valid credentials is used up, with the
+/// moment their bucket has room again (on governor's clock).
+#[derive(Debug, Default)]
+struct Held {
+    until: Mutex<HashMap<ClientKey, QuantaInstant>>,
+    /// How many are held, read without the lock: the usual answer is none.
+    count: AtomicUsize,
+}
+
+impl Held {
+    fn map(&self) -> MutexGuard<'_, HashMap<ClientKey, QuantaInstant>> {
+        self.until.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn hold(&self, client: ClientKey, until: QuantaInstant) {
+        let mut map = self.map();
+        if map.len() >= MAX_ADDRESSES {
+            let now = DefaultClock::default().now();
+            map.retain(|_, until| *until > now);
+        }
+        if map.len() < MAX_ADDRESSES {
+            map.insert(client, until);
+        }
+        self.count.store(map.len(), Ordering::Relaxed);
+    }
+
+    fn check(&self, client: ClientKey) -> Result<(), RetryAfter> {
+        if self.count.load(Ordering::Relaxed) == 0 {
+            return Ok(());
+        }
+        let mut map = self.map();
+        let Some(until) = map.get(&client).copied() else {
+            return Ok(());
+        };
+        let now = DefaultClock::default().now();
+        if until > now {
+            return Err(RetryAfter(seconds_up(until.duration_since(now).into())));
+        }
+        map.remove(&client);
+        self.count.store(map.len(), Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn prune(&self) {
+        let now = DefaultClock::default().now();
+        let mut map = self.map();
+        map.retain(|_, until| *until > now);
+        self.count.store(map.len(), Ordering::Relaxed);
+    }
 }
 
 struct Limiter<K: std::hash::Hash + Eq + Clone> {
@@ -115,10 +179,10 @@ impl<K: std::hash::Hash + Eq + Clone> Limiter<K> {
         })
     }
 
-    fn admit(&self, key: &K) -> Result<(), RetryAfter> {
+    fn admit(&self, key: &K) -> Result<(), (RetryAfter, QuantaInstant)> {
         self.buckets.load().check_key(key).map_err(|not_until| {
             let wait = not_until.wait_time_from(DefaultClock::default().now());
-            RetryAfter(seconds_up(wait))
+            (RetryAfter(seconds_up(wait)), not_until.earliest_possible())
         })
     }
 
@@ -142,30 +206,69 @@ impl<K: std::hash::Hash + Eq + Clone> Limiter<K> {
 
 impl RateLimits {
     /// The limiters `anonymous` and `tokens` describe; None: no limit.
+    /// The probes are not limited ([`RateLimits::with_probes`]).
     pub fn new(anonymous: Option<RateLimit>, tokens: Option<RateLimit>) -> RateLimits {
         RateLimits {
             anonymous: anonymous.and_then(Limiter::new),
             tokens: tokens.and_then(Limiter::new),
+            probes: None,
+            held: Held::default(),
         }
     }
 
-    /// Counts a request without valid credentials from `client`.
+    /// These limits, and `probes` per client address on the probes.
+    pub fn with_probes(self, probes: Option<RateLimit>) -> RateLimits {
+        RateLimits {
+            probes: probes.and_then(Limiter::new),
+            ..self
+        }
+    }
+
+    /// Counts a request without valid credentials from `client`. Over the
+    /// limit, the client is held back until its bucket has room again.
     pub fn admit_anonymous(&self, client: IpAddr) -> Result<(), RetryAfter> {
         let Some(limiter) = &self.anonymous else {
             return Ok(());
         };
-        let answer = limiter.admit(&ClientKey::of(client));
+        let key = ClientKey::of(client);
+        let answer = limiter.admit(&key).map_err(|(wait, until)| {
+            self.held.hold(key, until);
+            wait
+        });
         if limiter.buckets.load().len() > MAX_ADDRESSES {
             limiter.prune(MAX_ADDRESSES / 2);
         }
         answer
     }
 
+    /// Counts a request from `client` to a probe.
+    pub fn admit_probe(&self, client: IpAddr) -> Result<(), RetryAfter> {
+        let Some(limiter) = &self.probes else {
+            return Ok(());
+        };
+        let answer = limiter
+            .admit(&ClientKey::of(client))
+            .map_err(|(wait, _)| wait);
+        if limiter.buckets.load().len() > MAX_ADDRESSES {
+            limiter.prune(MAX_ADDRESSES / 2);
+        }
+        answer
+    }
+
+    /// Whether `client` is held back: its allowance of requests without
+    /// valid credentials is used up and has not refilled yet. Costs an
+    /// atomic read while no client is held; consumes nothing.
+    pub fn held_back(&self, client: IpAddr) -> Result<(), RetryAfter> {
+        self.held.check(ClientKey::of(client))
+    }
+
     /// Counts a request with the valid credentials of `consumer_key`.
     /// Tokens are few (the token table), so their buckets need no pruning.
     pub fn admit_token(&self, consumer_key: &str) -> Result<(), RetryAfter> {
         match &self.tokens {
-            Some(limiter) => limiter.admit(&consumer_key.to_owned()),
+            Some(limiter) => limiter
+                .admit(&consumer_key.to_owned())
+                .map_err(|(wait, _)| wait),
             None => Ok(()),
         }
     }
@@ -173,7 +276,8 @@ impl RateLimits {
     /// Drops buckets that are full again, so memory follows the clients
     /// of the last little while; run every few seconds.
     pub fn prune(&self) {
-        if let Some(limiter) = &self.anonymous {
+        self.held.prune();
+        for limiter in [&self.anonymous, &self.probes].into_iter().flatten() {
             limiter.prune(MAX_ADDRESSES / 2);
         }
         if let Some(limiter) = &self.tokens {
@@ -229,6 +333,61 @@ mod tests {
         assert_eq!(limits.admit_token("epd"), Ok(()));
         assert!(limits.admit_token("epd").is_err());
         assert_eq!(limits.admit_token("other"), Ok(()));
+    }
+
+    #[test]
+    fn a_client_over_its_anonymous_limit_is_held_back_and_no_other() {
+        let limits = RateLimits::new(limit(2, Duration::from_secs(3600)), None);
+        let a: IpAddr = "192.0.2.7".parse().expect("address");
+        for _ in 0..2 {
+            assert_eq!(limits.held_back(a), Ok(()));
+            assert_eq!(limits.admit_anonymous(a), Ok(()));
+        }
+        // The burst used up without a refusal yet: not held back.
+        assert_eq!(limits.held_back(a), Ok(()));
+        assert!(limits.admit_anonymous(a).is_err());
+        let Err(RetryAfter(wait)) = limits.held_back(a) else {
+            panic!("held back once refused")
+        };
+        assert!((3500..=3600).contains(&wait), "{wait}");
+        // Asking does not spend anything, and prunes keep the hold.
+        limits.prune();
+        assert!(limits.held_back(a).is_err());
+        // Another client is not held; an IPv6 client is held by its /64.
+        assert_eq!(
+            limits.held_back("192.0.2.8".parse().expect("address")),
+            Ok(())
+        );
+        let v6: IpAddr = "2001:db8:1:2::1".parse().expect("address");
+        for _ in 0..3 {
+            let _ = limits.admit_anonymous(v6);
+        }
+        assert!(
+            limits
+                .held_back("2001:db8:1:2::9".parse().expect("address"))
+                .is_err()
+        );
+        assert_eq!(
+            limits.held_back("2001:db8:1:3::1".parse().expect("address")),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn probes_count_per_client_apart_from_refusals() {
+        let hour = Duration::from_secs(3600);
+        let limits = RateLimits::new(limit(1, hour), None).with_probes(limit(3, hour));
+        let a: IpAddr = "192.0.2.7".parse().expect("address");
+        for _ in 0..3 {
+            assert_eq!(limits.admit_probe(a), Ok(()));
+        }
+        assert!(limits.admit_probe(a).is_err());
+        assert_eq!(
+            limits.admit_probe("192.0.2.8".parse().expect("address")),
+            Ok(())
+        );
+        assert_eq!(limits.held_back(a), Ok(()), "probes hold nothing back");
+        assert_eq!(limits.admit_anonymous(a), Ok(()));
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod jwt;
 pub mod limits;
 pub mod link_secret;
 pub mod links;
+pub mod metrics_bearer;
 pub mod origin;
 pub mod refusals;
 pub mod rights;

@@ -7,7 +7,9 @@
 //!
 //! JWTs verified once are remembered per table, and forgotten once reloads
 //! keep failing. A JWT-only token refuses HTTP Basic. **Invariant:** an
-//! unknown key, or a JWT-only token's, costs as much as a wrong secret.
+//! unknown key, or a JWT-only token's, costs as much as a wrong secret; a
+//! JWT naming an unknown `kid` costs what one of the registered keys'
+//! sizes costs, never more.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,7 +19,9 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use ipnet::IpNet;
 
-use super::jwt::{self, JwtError, KeyAlgorithm, RegisteredKey, RsaPublicKey, VerifiedJwt};
+use super::jwt::{
+    self, JwtError, KeyAlgorithm, RegisteredKey, RsaPublicKey, StandIns, VerifiedJwt,
+};
 use super::rights::{self, Right};
 use super::{ip, origin, secret};
 use crate::store::StoredToken;
@@ -56,6 +60,9 @@ pub struct TokenTable {
     /// Whether verified tokens are remembered: not once the table is stale
     /// ([`TokenTable::forget_verified`]).
     remembering: AtomicBool,
+    /// The sizes of the keys the unrevoked tokens have registered: what an
+    /// unknown `kid`'s stand-in check may cost.
+    stand_ins: StandIns,
 }
 
 /// How far the table in use can be trusted to hold the database's tokens.
@@ -143,10 +150,17 @@ impl TokenTable {
                 }
             }
         }
+        let stand_ins = StandIns::of(
+            by_key
+                .values()
+                .filter(|t| !t.revoked)
+                .flat_map(|t| t.keys.iter()),
+        );
         TokenTable {
             by_key,
             verified: Mutex::default(),
             remembering: AtomicBool::new(true),
+            stand_ins,
         }
     }
 
@@ -213,7 +227,7 @@ impl TokenTable {
         {
             return Ok(hit.clone());
         }
-        let (owner, verified) = jwt::verify_with(token, now_unix, |kid| {
+        let (owner, verified) = jwt::verify_with(token, now_unix, &self.stand_ins, |kid| {
             let owner = self
                 .by_key
                 .get(kid)
@@ -270,6 +284,7 @@ fn parse(t: &StoredToken) -> Result<Token, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD as URL_SAFE;
     use chrono::Utc;
 
     fn stored(key: &str, secret: &str, revoked: bool) -> StoredToken {
@@ -474,6 +489,36 @@ mod tests {
             Err(JwtError::UnknownKey)
         );
         assert!(table.bearer(&jwt("epd", claims), NOW).is_ok());
+    }
+
+    #[test]
+    fn an_unknown_kid_costs_a_check_the_size_of_the_registered_keys_never_more() {
+        // The attack: a JWT naming nobody, with the largest signature a key
+        // may have (8192 bits), to make each request cost the most.
+        let table = TokenTable::new(vec![with_key("epd", false)]);
+        let claims = serde_json::json!({"iss": "x", "aud": "api", "iat": NOW, "exp": NOW + 600});
+        let signed = jwt("nobody", claims);
+        let (input, _) = signed.rsplit_once('.').expect("three segments");
+        let forged = |bytes: usize| format!("{input}.{}", URL_SAFE.encode(vec![0x42u8; bytes]));
+        let cost = |token: &str| {
+            let before = rsa_checks();
+            assert_eq!(
+                table.bearer(token, NOW).map(|_| ()),
+                Err(JwtError::UnknownKey)
+            );
+            rsa_checks() - before
+        };
+        // Only a 2048-bit key is registered: an 8192-bit signature is
+        // refused before any arithmetic, as that key would refuse it...
+        assert_eq!(cost(&forged(1024)), 0, "8192-bit signature");
+        // ...and a 2048-bit one costs what a wrong signature for that key
+        // costs: one check.
+        assert_eq!(cost(&forged(256)), 1, "2048-bit signature");
+        // Revoked tokens' keys size nothing.
+        let revoked = TokenTable::new(vec![with_key("epd", true)]);
+        let before = rsa_checks();
+        assert!(revoked.bearer(&forged(256), NOW).is_err());
+        assert_eq!(rsa_checks() - before, 0);
     }
 
     #[test]

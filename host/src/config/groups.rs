@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use super::declare::settings;
-use super::{List, LogFormat};
+use super::{List, LogFormat, MetricsListen};
 use crate::auth::forwarded::ProxyHeader;
 use crate::plugins::LimitSettings;
 
@@ -139,10 +139,16 @@ settings! {
         /// Whether to watch the plugin and questionnaire folders and reload
         /// what changes while serving
         watch: bool [BOOL] = "true";
-        /// Serve /metrics on this address and port instead of the main
-        /// listener, which then answers it 404. Plain HTTP, never
-        /// authenticated: bind it where only the monitoring system reaches
-        metrics_listen: SocketAddr [ADDR], shown("/metrics on the main listener");
+        /// Address and port of the listener that serves /metrics alone,
+        /// plain HTTP and without credentials, so bind it where only the
+        /// monitoring system reaches; `off` for none. The main listener
+        /// answers /metrics only with --metrics-bearer-file's bearer
+        metrics_listen: MetricsListen [ADDR] = "127.0.0.1:9187";
+        /// File holding a secret (at least 32 characters; surrounding white
+        /// space is ignored) with which the main listener serves /metrics
+        /// too, to `Authorization: Bearer <secret>`, for a monitoring
+        /// system that reaches only that address
+        metrics_bearer_file: PathBuf [FILE], shown("none: /metrics only on metrics_listen");
     }
 
     /// The service's database pool and writer queue. `serve` only (the other
@@ -177,6 +183,13 @@ settings! {
         /// serve (about 7,500 scored POSTs or 16,000 cheap GETs a second on
         /// two cores), so an EPD's bulk upload is never refused
         token_per_second: u32 [N] = "20000";
+        /// Requests to /health, /livez, /readyz and /version one client
+        /// address may make in a burst before it is answered 429; IPv6
+        /// addresses count per /64
+        probe_burst: u32 [N] = "100";
+        /// Requests per second to those probes one client address may make
+        /// after its burst; 0 turns this limit off
+        probe_per_second: u32 [N] = "10";
         /// Failed token reloads in a row (one every 2 s) after which every
         /// API credential is refused with 503 until a reload succeeds:
         /// revocations made elsewhere are not seen while reloads fail. 0

@@ -50,10 +50,34 @@ fn defaults_need_no_configuration() {
         c.token_limit,
         limit(40_000, std::time::Duration::from_micros(50))
     );
+    assert_eq!(
+        c.probe_limit,
+        limit(100, std::time::Duration::from_millis(100))
+    );
+    // /metrics apart, on loopback, and not on the main listener.
+    assert_eq!(
+        c.metrics_listen,
+        Some("127.0.0.1:9187".parse().expect("address"))
+    );
+    assert_eq!(c.metrics_bearer_file, None);
     assert_eq!(c.token_reload_failure_limit, Some(30));
     let never: FileSettings = toml::from_str("token_reload_failure_limit = 0\n").expect("valid");
     let c = Config::resolve(Settings::default(), never).expect("valid");
     assert_eq!(c.token_reload_failure_limit, None);
+}
+
+#[test]
+fn metrics_listen_takes_an_address_or_off() {
+    let off: FileSettings = toml::from_str("metrics_listen = \"off\"\n").expect("valid");
+    let c = Config::resolve(Settings::default(), off).expect("valid");
+    assert_eq!(c.metrics_listen, None);
+    let cli = settings(|s| s.server.metrics_listen = Some("[::1]:9000".parse().expect("valid")));
+    let c = Config::resolve(cli, FileSettings::default()).expect("valid");
+    assert_eq!(
+        c.metrics_listen,
+        Some("[::1]:9000".parse().expect("address"))
+    );
+    assert!(toml::from_str::<FileSettings>("metrics_listen = \"nowhere\"\n").is_err());
 }
 
 #[test]

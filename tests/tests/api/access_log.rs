@@ -12,9 +12,9 @@ use tests::reqwest::Method;
 use tests::{Answer, TestApp, basic, create_token, create_token_with, db_test, json, start_time};
 
 use crate::auth::{
-    BASIC_CHALLENGE, D1_RESPONSES, ISSUER, JWT_KEY, PROTOCOLS, PUBLIC_PEM, assert_forbidden,
-    assert_unauthorized, bearer, claims, client_from, get_as, get_with, jwt, non_loopback_ipv4,
-    port_of, raw_signed, register_key, send_raw, sign, spawn_jwt,
+    BASIC_CHALLENGE, D1_RESPONSES, ISSUER, JWT_KEY, NO_CREDENTIALS_CHALLENGE, PROTOCOLS,
+    PUBLIC_PEM, assert_forbidden, assert_unauthorized, bearer, claims, client_from, get_as,
+    get_with, jwt, non_loopback_ipv4, port_of, raw_signed, register_key, send_raw, sign, spawn_jwt,
     spawn_on_all_interfaces_untrusted, standard_header, unsigned,
 };
 use crate::support::*;
@@ -305,7 +305,7 @@ db_test!(async fn a_refused_basic_call_records_the_claimed_consumer_key_apart(ap
 
 db_test!(async fn a_call_without_credentials_is_recorded_without_a_consumer_key(app) {
     let none = app.send_as(Method::GET, D1_RESPONSES, None, None).await;
-    assert_unauthorized(&none, BASIC_CHALLENGE);
+    assert_unauthorized(&none, NO_CREDENTIALS_CHALLENGE);
     let garbled = get_as(&app, D1_RESPONSES, "Basic !!!").await;
     assert_unauthorized(&garbled, BASIC_CHALLENGE);
     // Counted together: the first one's request id, the count of both.

@@ -35,8 +35,14 @@ pub const JWT_KEY: &str = "epd-jwt";
 /// The `iss` of the JWTs the tests sign.
 pub const ISSUER: &str = "https://epd.example";
 
+/// The challenge to a request that used the Basic scheme; only to such a
+/// request, so a browser is never invited to prompt for credentials.
 pub const BASIC_CHALLENGE: &str = "Basic realm=\"api\"";
-pub const BEARER_CHALLENGE: &str = "Bearer error=\"invalid_token\"";
+/// The challenge to a refused bearer token.
+pub const BEARER_CHALLENGE: &str = "Bearer realm=\"api\", error=\"invalid_token\"";
+/// The challenge to a request without credentials, or with a scheme the
+/// API does not speak.
+pub const NO_CREDENTIALS_CHALLENGE: &str = "Bearer realm=\"api\"";
 
 /// The PHQ-9 responses of dossier d1, a dossier endpoint.
 pub const D1_RESPONSES: &str = "/api/v1/dossiers/d1/responses";
@@ -652,7 +658,7 @@ db_test!(async fn no_credentials_are_refused_on_every_endpoint_group(app) {
         (Method::GET, "/api/v1/questionnaires/phq9"),
     ] {
         let answer = app.send_as(method.clone(), path, None, None).await;
-        assert_unauthorized(&answer, BASIC_CHALLENGE);
+        assert_unauthorized(&answer, NO_CREDENTIALS_CHALLENGE);
     }
     // The public routes stay public.
     assert_eq!(app.send_as(Method::GET, "/health", None, None).await.status, 200);
@@ -670,9 +676,9 @@ db_test!(async fn malformed_authorization_headers_are_refused(app) {
         (no_colon, BASIC_CHALLENGE),
         (not_utf8, BASIC_CHALLENGE),
         (doubled, BASIC_CHALLENGE),
-        (format!("Digest {}", &app.basic_header()[6..]), BASIC_CHALLENGE),
-        (format!("Token {}", app.secret), BASIC_CHALLENGE),
-        (app.secret.clone(), BASIC_CHALLENGE),
+        (format!("Digest {}", &app.basic_header()[6..]), NO_CREDENTIALS_CHALLENGE),
+        (format!("Token {}", app.secret), NO_CREDENTIALS_CHALLENGE),
+        (app.secret.clone(), NO_CREDENTIALS_CHALLENGE),
         ("Bearer".to_owned(), BEARER_CHALLENGE),
         ("Bearer not-a-jwt".to_owned(), BEARER_CHALLENGE),
         ("Bearer a.b".to_owned(), BEARER_CHALLENGE),
@@ -886,7 +892,7 @@ db_test!(
         // the public routes answer.
         assert_unauthorized(
             &send_raw(&client, Method::GET, &url(D1_RESPONSES), &[], None).await,
-            BASIC_CHALLENGE,
+            NO_CREDENTIALS_CHALLENGE,
         );
         assert_eq!(
             send_raw(&client, Method::GET, &url("/health"), &[], None)

@@ -304,7 +304,7 @@ db_test!(
         // Without credentials, still the usual 401.
         assert_unauthorized(
             &app.send_as(Method::GET, PROTOCOLS, None, None).await,
-            BASIC_CHALLENGE,
+            NO_CREDENTIALS_CHALLENGE,
         );
 
         // The table is back: the revocation holds, the rest works again.
@@ -316,3 +316,24 @@ db_test!(
         assert_eq!(app.get(D1_RESPONSES).await.status, 200);
     }
 );
+
+db_test!(async fn a_browser_is_invited_to_send_basic_credentials_only_after_it_sent_some(app) {
+    // The attack: a page elsewhere makes a browser call the API. A Basic
+    // challenge to a request without credentials would make the browser
+    // prompt for them, and then send them along with every request other
+    // sites make it send. Only a request that used the Basic scheme is
+    // answered with the Basic challenge.
+    let cases = [
+        (None, NO_CREDENTIALS_CHALLENGE),
+        (Some("Negotiate abc".to_owned()), NO_CREDENTIALS_CHALLENGE),
+        (Some(basic(tests::TEST_KEY, "guess")), BASIC_CHALLENGE),
+        (Some("basic !!!".to_owned()), BASIC_CHALLENGE),
+        (Some("Bearer e30.e30.QUFBQQ".to_owned()), BEARER_CHALLENGE),
+    ];
+    for (authorization, expected) in cases {
+        for path in [D1_RESPONSES, PROTOCOLS] {
+            let answer = app.send_as(Method::GET, path, None, authorization.as_deref()).await;
+            assert_unauthorized(&answer, expected);
+        }
+    }
+});

@@ -3,7 +3,9 @@
 //! check when the database is gone, a migration is missing, a plugin the
 //! catalog needs was refused, or the scheduler stopped passing (time moved
 //! with the test's clock, not slept); `/version` says what the binary is
-//! and nothing else. All without credentials.
+//! and nothing else. All without credentials. A readiness answer serves
+//! every probe for a second; each client address has its share of the
+//! probes.
 
 use std::time::Duration;
 
@@ -98,6 +100,8 @@ async fn lose_database(app: &TestApp) {
 db_test!(async fn an_unreachable_database_makes_the_host_not_ready_but_alive(app) {
     assert_eq!(probe(&app, "/readyz").await.status, 200);
     lose_database(&app).await;
+    // The answer of a second ago is over.
+    app.clock.advance(chrono::Duration::seconds(1));
     let answer = not_ready(&app, json!({"database": ["unreachable"]})).await;
     assert_eq!(answer.body["checks"]["database"]["status"], "failed");
     assert_eq!(
@@ -122,6 +126,73 @@ db_test!(async fn a_missing_migration_makes_the_host_not_ready(app) {
     );
     assert_eq!(answer.body["checks"]["database"]["status"], "ok");
 });
+
+db_test!(async fn readiness_is_checked_once_a_second_however_many_probes_ask(app) {
+    // The attack: a flood of probes, each a query to the database. An
+    // answer serves every probe for a second of the host's clock, so the
+    // database, gone right after the first check, is not asked again
+    // until the second is over.
+    assert_eq!(probe(&app, "/readyz").await.status, 200);
+    lose_database(&app).await;
+    let flood = (0..50).map(|_| probe(&app, "/readyz"));
+    for answer in futures_util::future::join_all(flood).await {
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        assert_eq!(answer.body["checks"]["database"]["detail"], "answers");
+    }
+    app.clock.advance(chrono::Duration::milliseconds(999));
+    assert_eq!(probe(&app, "/readyz").await.status, 200);
+    app.clock.advance(chrono::Duration::milliseconds(1));
+    not_ready(&app, json!({"database": ["unreachable"]})).await;
+});
+
+/// The host where each client address may ask the probes three times.
+async fn spawn_with_three_probes(db: Db) -> TestApp {
+    TestApp::spawn_with(db, |config| {
+        config.probe_limit = Some(host::config::RateLimit {
+            burst: std::num::NonZeroU32::new(3).expect("not zero"),
+            every: Duration::from_secs(3600),
+        });
+    })
+    .await
+}
+
+db_test!(
+    async fn a_client_flooding_the_probes_is_answered_429_and_no_other_client_is(
+        app: spawn_with_three_probes,
+    ) {
+        for path in ["/livez", "/readyz", "/version"] {
+            assert_eq!(probe(&app, path).await.status, 200, "{path}");
+        }
+        // Past its share, every probe answers 429 before it runs.
+        for path in ["/health", "/livez", "/readyz", "/version"] {
+            let answer = probe(&app, path).await;
+            assert_eq!(answer.status, 429, "{path}: {}", answer.text);
+            assert_eq!(
+                answer.body,
+                json!({"errors": {"base": ["too_many_requests"]}})
+            );
+            let wait: u64 = answer.headers["retry-after"]
+                .to_str()
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .expect("Retry-After in seconds");
+            assert!((1..=3600).contains(&wait), "{wait}");
+        }
+        // Another client address (loopback is 127.0.0.0/8) has its own.
+        let other = tests::reqwest::Client::builder()
+            .local_address(Some("127.0.0.2".parse().expect("address")))
+            .build()
+            .expect("a client");
+        let answer = other
+            .get(app.url("/health"))
+            .send()
+            .await
+            .expect("an answer");
+        assert_eq!(answer.status(), 200);
+        // The API is not a probe.
+        assert_eq!(app.get("/api/v1/protocols").await.status, 200);
+    }
+);
 
 /// The host with every built plugin, but a PHQ-9 module that is not
 /// WebAssembly: the folder is refused and no phq9 scorer serves.
@@ -197,10 +268,11 @@ db_test!(
             "no pass for 121 s, more than two intervals of 60 s"
         );
 
-        // A pass makes it ready again.
+        // A pass makes it ready again, once the last answer is over.
         host::scheduler::tick(app.state.scheduler(), app.state.now())
             .await
             .expect("a pass");
+        app.clock.advance(chrono::Duration::seconds(1));
         assert_eq!(probe(&app, "/readyz").await.status, 200);
     }
 );

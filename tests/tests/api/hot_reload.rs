@@ -294,7 +294,7 @@ db_test!(
             .await;
         assert_eq!(answer.status, 201);
         assert_eq!(answer.body["outcome"]["scores"]["total"]["value"], 9.0);
-        let metrics = app.get("/metrics").await.text;
+        let metrics = metrics_text(&app).await;
         assert!(metrics.contains("outcomes_plugins_failed 1"), "{metrics}");
         assert!(
             metrics.contains("outcomes_plugin_reloads_total{folder=\"phq9\",result=\"failed\"} 1"),
@@ -372,7 +372,7 @@ db_test!(
             .post("/api/v1/dossiers/p1/responses", &phq9_body("x1"))
             .await;
         assert_eq!(answer.status, 201);
-        let metrics = app.get("/metrics").await.text;
+        let metrics = metrics_text(&app).await;
         assert!(
             metrics.contains("outcomes_definition_reloads_total{result=\"failed\"}"),
             "{metrics}"

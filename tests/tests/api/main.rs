@@ -8,13 +8,15 @@
 //! - `auth_hardening`: JWT keys pinned to one algorithm, duplicate JSON
 //!   members in a JWT, an unknown kid answered as a wrong signature,
 //!   JWT-only tokens refused over Basic, failed token reloads (health
-//!   `stale`, then every credential refused with 503).
+//!   `stale`, then every credential refused with 503); the Basic challenge
+//!   only to requests that sent Basic credentials.
 //! - `access_log`: one row per dossier access (reads, writes, refusals), none
 //!   outside dossiers; claimed identities apart from verified ones;
 //!   append-only at the database level.
 //! - `rate_limits`: 429 with `Retry-After` past the burst of requests
 //!   without valid credentials per address and of requests per token; a
-//!   valid token's bulk upload never refused; refusals without valid
+//!   valid token's bulk upload never refused; an address past its burst
+//!   answered 429 before its credentials are read; refusals without valid
 //!   credentials (bad fill-out links too) counted a row per client and
 //!   minute, written when the minute ends and at shutdown.
 //! - `access_log_chain`: the hash chain over every row, whatever wrote it and
@@ -124,7 +126,8 @@
 //! - `metrics_scrape`: /metrics after real traffic, checked by promtool:
 //!   every family, requests by route template (never the path), writer,
 //!   pool, plugin calls and failures, scheduler steps, build and process
-//!   figures; `metrics_listen` serves it on its own address only.
+//!   figures; `metrics_listen` serves it on its own address, and the main
+//!   listener only to the configured bearer.
 //! - `plugin_cache`: compiled code on disk: tampered, foreign and linked
 //!   artifacts refused and recompiled, a cache others may use not used,
 //!   temporary files a crash left removed at start, the data folder, cache
@@ -163,7 +166,8 @@
 //! - `health_checks`: `/livez`, `/readyz` (200 when healthy; 503 naming
 //!   an unreachable database, a missing migration, a plugin that failed to
 //!   load, a scheduler that stopped passing) and `/version`, without
-//!   credentials and naming nothing of the deployment.
+//!   credentials and naming nothing of the deployment; one readiness
+//!   answer a second; probes limited per client address.
 //! - `api_docs_browser`: `/api/v1/docs` in headless Chromium: every
 //!   operation rendered from files this service serves, no console error,
 //!   no policy violation, no request to another origin; its headers and

@@ -190,8 +190,8 @@ db_test!(
             !text.contains("here-42") && !text.contains("d-metrics-7"),
             "{text}"
         );
-        // The scrape itself is in flight while it is rendered.
-        assert_eq!(metric(&text, "outcomes_http_requests_in_flight"), Some(1.0));
+        // The scrape, on a listener of its own, is no API request in flight.
+        assert_eq!(metric(&text, "outcomes_http_requests_in_flight"), Some(0.0));
 
         // The writer committed the POSTs; reads waited for pool connections.
         assert!(sum(&text, "outcomes_writer_batch_size_count", &[]) >= 1.0);
@@ -311,20 +311,18 @@ db_test!(
     }
 );
 
-async fn spawn_with_metrics_listen(db: Db) -> TestApp {
-    TestApp::spawn_with(db, |config| {
-        config.metrics_listen = Some("127.0.0.1:0".parse().expect("address"));
-    })
-    .await
-}
-
 db_test!(
-    async fn metrics_listen_serves_the_scrape_there_and_only_there(app: spawn_with_metrics_listen) {
+    async fn metrics_listen_serves_the_scrape_there_and_only_there(app) {
         let addr = app.state.metrics_addr().expect("bound");
         assert_ne!(addr.port(), 0);
-        let main = app.send_as(Method::GET, "/metrics", None, None).await;
-        assert_eq!(main.status, 404, "{}", main.text);
-        assert_eq!(main.body, json!({"errors": {"base": ["not_found"]}}));
+        // The attack: reading how busy the service is, which plugins
+        // serve and how each request fares from the API's address. Without
+        // a metrics bearer the main listener does not serve /metrics.
+        for authorization in [None, Some(app.basic_header())] {
+            let main = app.send_as(Method::GET, "/metrics", None, authorization.as_deref()).await;
+            assert_eq!(main.status, 404, "{}", main.text);
+            assert_eq!(main.body, json!({"errors": {"base": ["not_found"]}}));
+        }
 
         assert_eq!(app.get("/health").await.status, 200);
         let scrape = app
@@ -355,5 +353,86 @@ db_test!(
                 .expect("the metrics listener answers");
             assert_eq!(other.status(), 404, "{path}");
         }
+    }
+);
+
+/// A metrics bearer secret, as the file holds it.
+const SCRAPE_SECRET: &str = "a-metrics-bearer-secret-of-forty-characters";
+
+/// The host whose main listener serves /metrics to [`SCRAPE_SECRET`]; the
+/// loopback peer of the tests a trusted proxy, so a request can say it
+/// reached the proxy over plain HTTP.
+async fn spawn_with_scrape_bearer(db: Db) -> TestApp {
+    TestApp::spawn_with(db, |config| {
+        let file = config.data_dir.join("metrics-bearer");
+        std::fs::write(&file, format!("{SCRAPE_SECRET}\n")).expect("the bearer file");
+        config.metrics_bearer_file = Some(file);
+        config.trusted_proxies.nets = vec!["127.0.0.1/32".parse().expect("a network")];
+    })
+    .await
+}
+
+db_test!(
+    async fn the_main_listener_serves_metrics_only_to_the_configured_bearer(
+        app: spawn_with_scrape_bearer,
+    ) {
+        // As the trusted proxy forwards a request that reached it over HTTPS.
+        let get = |authorization: Option<String>| {
+            let app = &app;
+            async move {
+                let mut headers = vec![("x-forwarded-proto", "https")];
+                if let Some(value) = authorization.as_deref() {
+                    headers.push(("authorization", value));
+                }
+                crate::auth::get_with(app, "/metrics", &headers).await
+            }
+        };
+        let challenge = |answer: &tests::Answer| {
+            answer
+                .headers
+                .get("www-authenticate")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let none = get(None).await;
+        assert_eq!(none.status, 401, "{}", none.text);
+        assert_eq!(none.body, json!({"errors": {"base": ["unauthorized"]}}));
+        assert_eq!(
+            challenge(&none).as_deref(),
+            Some("Bearer realm=\"metrics\"")
+        );
+        let wrong = get(Some(format!("Bearer {SCRAPE_SECRET}x"))).await;
+        assert_eq!(wrong.status, 401, "{}", wrong.text);
+        assert_eq!(
+            challenge(&wrong).as_deref(),
+            Some("Bearer realm=\"metrics\", error=\"invalid_token\"")
+        );
+        // An API token is no metrics bearer.
+        let api = get(Some(app.basic_header())).await;
+        assert_eq!(api.status, 401, "{}", api.text);
+        let right = get(Some(format!("Bearer {SCRAPE_SECRET}"))).await;
+        assert_eq!(right.status, 200, "{}", right.text);
+        assert_eq!(
+            right.headers["content-type"],
+            "text/plain; version=0.0.4; charset=utf-8"
+        );
+        promtool_check(&right.text);
+        // Sent over plain HTTP to the proxy, the bearer is refused unread.
+        let plain = app
+            .client
+            .get(app.url("/metrics"))
+            .header("authorization", format!("Bearer {SCRAPE_SECRET}"))
+            .header("x-forwarded-for", "203.0.113.9")
+            .header("x-forwarded-proto", "http")
+            .send()
+            .await
+            .expect("an answer");
+        assert_eq!(plain.status(), 403);
+        assert_eq!(
+            plain.json::<serde_json::Value>().await.expect("JSON"),
+            json!({"errors": {"base": ["https_required"]}})
+        );
+        // The metrics listener still serves without credentials.
+        assert_eq!(crate::support::scrape(&app).await.status(), 200);
     }
 );

@@ -97,10 +97,11 @@ db_test!(async fn the_plugin_list_needs_credentials_and_the_questionnaires_right
     assert_eq!(answer.status, 200, "{}", answer.text);
 });
 
-db_test!(async fn metrics_answer_prometheus_text_without_credentials(app) {
-    let answer = app.send_as(Method::GET, "/metrics", None, None).await;
-    assert_eq!(answer.status, 200, "{}", answer.text);
-    assert_eq!(answer.headers["content-type"], "text/plain; version=0.0.4; charset=utf-8");
+db_test!(async fn metrics_answer_prometheus_text_without_credentials_on_their_listener(app) {
+    let scraped = scrape(&app).await;
+    assert_eq!(scraped.status(), 200);
+    assert_eq!(scraped.headers()["content-type"], "text/plain; version=0.0.4; charset=utf-8");
+    let answer = tests::Answer { status: scraped.status(), headers: scraped.headers().clone(), body: Value::Null, text: scraped.text().await.expect("a body") };
     assert_prometheus_text(&answer.text);
     let serving = bundled().len();
     assert!(answer.text.lines().any(|l| l == format!("outcomes_plugins_serving {serving}")), "{}", answer.text);
@@ -110,9 +111,10 @@ db_test!(async fn metrics_answer_prometheus_text_without_credentials(app) {
     for name in ["outcomes_plugin_reloads_total", "outcomes_plugins_serving", "outcomes_build_info"] {
         assert!(answer.text.contains(&format!("# TYPE {name} ")), "{name} is described");
     }
-    // Credentials, right or wrong, change nothing.
-    let wrong = app.send_as(Method::GET, "/metrics", None, Some(&basic("test", "wrong"))).await;
-    assert_eq!(wrong.status, 200, "{}", wrong.text);
+    // Credentials, right or wrong, change nothing there.
+    let addr = app.state.metrics_addr().expect("a metrics listener");
+    let wrong = app.client.get(format!("http://{addr}/metrics")).header("authorization", basic("test", "wrong")).send().await.expect("an answer");
+    assert_eq!(wrong.status(), 200);
 });
 
 db_test!(async fn metrics_count_plugin_calls_by_plugin_kind_and_result(app) {

@@ -14,7 +14,7 @@ use tests::plugins::{
 };
 use tests::{Db, TestApp, db_test, json};
 
-use crate::support::test_protocols;
+use crate::support::{metrics_text, test_protocols};
 
 /// PHQ-9 answers `a<n>` for items 1 to 9 from `scores`.
 fn phq9_answers(scores: &[u8; 9]) -> serde_json::Value {
@@ -128,7 +128,7 @@ async fn the_host_survives(app: &TestApp, code: &str, loaded: bool) {
     assert_eq!(real.status, 404);
 
     assert_eq!(app.get("/health").await.status, 200, "still serving");
-    let metrics = app.get("/metrics").await.text;
+    let metrics = metrics_text(app).await;
     assert!(
         metrics.contains(&format!(
             "outcomes_scoring_failures_total{{questionnaire=\"hostile\",code=\"{code}\"}} 1"
@@ -268,7 +268,7 @@ db_test!(
         let plugins = app.get("/api/v1/plugins").await;
         let text = plugins.text;
         assert!(text.contains("env.exfiltrate"), "{text}");
-        let metrics = app.get("/metrics").await.text;
+        let metrics = metrics_text(&app).await;
         assert!(metrics.contains("outcomes_plugins_failed 2"), "{metrics}");
     }
 );

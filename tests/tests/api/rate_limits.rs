@@ -2,8 +2,10 @@
 //! docs/api/rights.md#access-log): requests without valid credentials meet
 //! 429 past a burst per client address, a token past its own limit, and
 //! refusals without valid credentials are counted a row per client and
-//! minute instead of written one by one. Limits here never refill while a
-//! test runs (one request an hour), so the tests count, never wait.
+//! minute instead of written one by one; an address past its burst is
+//! answered 429 before its credentials are read. Limits here never refill
+//! while a test runs (one request an hour), so the tests count, never
+//! wait.
 
 use std::time::Duration;
 
@@ -13,7 +15,7 @@ use host::store::AccessEntry;
 use tests::reqwest::Method;
 use tests::{Answer, Db, TestApp, basic, db_test, start_time};
 
-use crate::auth::{BASIC_CHALLENGE, D1_RESPONSES, assert_unauthorized, get_as};
+use crate::auth::{D1_RESPONSES, NO_CREDENTIALS_CHALLENGE, PROTOCOLS, assert_unauthorized, get_as};
 use crate::support::*;
 use crate::visitor::{Visitor, start_blank};
 
@@ -54,6 +56,23 @@ async fn spawn_pages_with_three_refusals(db: Db) -> TestApp {
         config.anonymous_limit = burst_of(3);
     })
     .await
+}
+
+/// `GET path` with the test token's credentials, from another loopback
+/// address (127.0.0.2; loopback is 127.0.0.0/8): the status.
+async fn from_other_address(app: &TestApp, path: &str) -> u16 {
+    let other = tests::reqwest::Client::builder()
+        .local_address(Some("127.0.0.2".parse().expect("address")))
+        .build()
+        .expect("a client");
+    other
+        .get(app.url(path))
+        .header("authorization", app.basic_header())
+        .send()
+        .await
+        .expect("an answer")
+        .status()
+        .as_u16()
 }
 
 async fn anonymous(app: &TestApp) -> Answer {
@@ -98,7 +117,7 @@ db_test!(async fn a_thousand_refusals_are_written_as_a_handful_of_rows(app) {
             if answer.status == 429 {
                 assert_too_many(&answer);
             } else {
-                assert_unauthorized(&answer, BASIC_CHALLENGE);
+                assert_unauthorized(&answer, NO_CREDENTIALS_CHALLENGE);
             }
             statuses.push(answer.status.as_u16());
         }
@@ -127,7 +146,7 @@ db_test!(
         app: spawn_with_three_refusals,
     ) {
         for _ in 0..3 {
-            assert_unauthorized(&anonymous(&app).await, BASIC_CHALLENGE);
+            assert_unauthorized(&anonymous(&app).await, NO_CREDENTIALS_CHALLENGE);
         }
         let limited = anonymous(&app).await;
         assert_too_many(&limited);
@@ -141,14 +160,66 @@ db_test!(
             &app.send_as(Method::GET, "/api/v1/protocols", None, None)
                 .await,
         );
-        // A valid token from the same address is not held back.
-        assert_eq!(app.get(D1_RESPONSES).await.status, 200);
+        // Nor are valid credentials from that address: it is held back
+        // until its allowance refills. Another address is not.
+        assert_too_many(&app.get(D1_RESPONSES).await);
+        assert_eq!(from_other_address(&app, D1_RESPONSES).await, 200);
         // The document says so on every operation that needs credentials.
         let doc = app.get("/api/v1/openapi.json").await.body;
         let operation = &doc["paths"]["/api/v1/dossiers/{dossier_id}/responses"]["get"];
         assert!(
             operation["responses"]["429"]["headers"]["Retry-After"].is_object(),
             "{operation}"
+        );
+    }
+);
+
+db_test!(
+    async fn a_client_past_its_burst_is_answered_429_before_its_credentials_are_read(
+        app: spawn_with_three_refusals,
+    ) {
+        // The attack: a flood of wrong secrets and forged JWTs from one
+        // address, each costing a hash or a signature check. Past the
+        // burst the address is answered 429 before its Authorization header
+        // is read: the test token's real secret, which a check would
+        // accept, meets the same 429, so nothing was checked.
+        for _ in 0..3 {
+            assert_eq!(
+                get_as(&app, D1_RESPONSES, &basic(tests::TEST_KEY, "guess"))
+                    .await
+                    .status,
+                401
+            );
+        }
+        assert_too_many(&get_as(&app, D1_RESPONSES, &basic(tests::TEST_KEY, "guess")).await);
+        let forged = "Bearer e30.e30.QUFBQQ".to_owned();
+        for authorization in [forged, app.basic_header()] {
+            assert_too_many(&get_as(&app, D1_RESPONSES, &authorization).await);
+        }
+        assert_too_many(&get_as(&app, PROTOCOLS, &app.basic_header()).await);
+        // Another address is served, with the same credentials.
+        assert_eq!(from_other_address(&app, D1_RESPONSES).await, 200);
+        // Counted as refusals without credentials. The guesses claimed the
+        // test token's key (the 429 that held the address back too); the
+        // requests held back claim nobody: their header was never read.
+        let log: Vec<AccessEntry> = whole_log(&app)
+            .await
+            .into_iter()
+            .filter(|e| e.client == "127.0.0.1")
+            .collect();
+        assert!(log.iter().all(|e| e.consumer_key.is_none()));
+        let rows: Vec<(u16, Option<u32>, Option<String>)> = log
+            .into_iter()
+            .map(|e| (e.status, e.refusals, e.claimed_key))
+            .collect();
+        let test = Some(tests::TEST_KEY.to_owned());
+        assert_eq!(
+            rows,
+            vec![
+                (401, Some(3), test.clone()),
+                (429, Some(1), test),
+                (429, Some(2), None),
+            ]
         );
     }
 );
@@ -196,13 +267,22 @@ db_test!(async fn refusals_with_valid_credentials_stay_one_row_each(app) {
 
 db_test!(
     async fn a_valid_tokens_bulk_upload_is_never_refused(app: spawn_with_three_refusals) {
-        // The address is over its limit for requests without credentials...
-        for _ in 0..3 {
-            anonymous(&app).await;
+        // Another address is over its limit for requests without
+        // credentials...
+        let other = tests::reqwest::Client::builder()
+            .local_address(Some("127.0.0.2".parse().expect("address")))
+            .build()
+            .expect("a client");
+        for _ in 0..4 {
+            other
+                .get(app.url(D1_RESPONSES))
+                .send()
+                .await
+                .expect("an answer");
         }
-        assert_too_many(&anonymous(&app).await);
-        // ...and an EPD on it uploads as fast as the service takes it, under
-        // the default limit per token.
+        assert_eq!(from_other_address(&app, D1_RESPONSES).await, 429);
+        // ...and an EPD on its own uploads as fast as the service takes
+        // it, under the default limit per token.
         let mut created = 0;
         for batch in 0..10 {
             let posts = (0..100).map(|n| {

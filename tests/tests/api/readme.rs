@@ -12,7 +12,9 @@
 //!   `OUTCOMES_DATA_DIR` in its environment naming the service's database
 //!   and data folder (the README's service keeps both in `./data`, the
 //!   default, which a test must not touch);
-//! - `http://127.0.0.1:8080` becomes the service's address;
+//! - `http://127.0.0.1:8080` becomes the service's address, and
+//!   `http://127.0.0.1:9187` (where /metrics is served) its metrics
+//!   listener's;
 //! - `SECRET=...` takes the `consumer_secret` that `token create` printed;
 //! - the service runs with its own address in `--allowed-origins`, as the
 //!   section says to for the fill-out session;
@@ -39,6 +41,9 @@ use tests::{Db, ScratchDatabase, basic, json, repo_root};
 const CARGO_RUN: &str = "cargo run -q -p host --bin outcomes --";
 /// The address the README's service listens at.
 const README_ADDRESS: &str = "http://127.0.0.1:8080";
+/// The address the README's service serves /metrics at (the default
+/// `metrics_listen`).
+const README_METRICS_ADDRESS: &str = "http://127.0.0.1:9187";
 
 /// The commands of the ```sh blocks in README.md's "Try it" section, in
 /// order. A command is one line, or several joined by a trailing `\` or
@@ -134,10 +139,11 @@ fn step(command: &str) -> Step {
         .position(|w| *w == "-X")
         .and_then(|i| words.get(i + 1))
         .map_or("GET", |m| m);
-    let at = command
-        .find(README_ADDRESS)
+    let (at, address) = [README_ADDRESS, README_METRICS_ADDRESS]
+        .into_iter()
+        .find_map(|address| Some((command.find(address)?, address)))
         .unwrap_or_else(|| panic!("a curl command without {README_ADDRESS}: {command}"));
-    let path: String = command[at + README_ADDRESS.len()..]
+    let path: String = command[at + address.len()..]
         .chars()
         .take_while(|c| !matches!(c, '?' | '\'' | '"' | ' ' | '\n'))
         .collect();
@@ -358,7 +364,8 @@ async fn the_try_it_commands_run_and_print_what_the_readme_says(db: Db) {
         }
         let runnable = command
             .replace(CARGO_RUN, &binary)
-            .replace(README_ADDRESS, &host.base);
+            .replace(README_ADDRESS, &host.base)
+            .replace(README_METRICS_ADDRESS, &host.metrics_base);
         let ran = bash(&runnable, dir.path(), &env).await;
         assert!(
             ran.ok,

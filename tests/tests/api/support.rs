@@ -238,13 +238,22 @@ fn without_plugins(config: &mut host::config::Config) {
     config.plugins.dir = empty;
 }
 
-/// The body of `GET /metrics`, asked without credentials.
+/// `GET /metrics` on the host's metrics listener (`metrics_listen`), as
+/// the monitoring system asks: without credentials.
+pub async fn scrape(app: &TestApp) -> tests::reqwest::Response {
+    let addr = app.state.metrics_addr().expect("a metrics listener");
+    app.client
+        .get(format!("http://{addr}/metrics"))
+        .send()
+        .await
+        .expect("the metrics listener answers")
+}
+
+/// The body of [`scrape`], which must succeed.
 pub async fn metrics_text(app: &TestApp) -> String {
-    let answer = app
-        .send_as(tests::reqwest::Method::GET, "/metrics", None, None)
-        .await;
-    assert_eq!(answer.status, 200, "{}", answer.text);
-    answer.text
+    let answer = scrape(app).await;
+    assert_eq!(answer.status(), 200);
+    answer.text().await.expect("a body")
 }
 
 /// The value of one series in a Prometheus text exposition (`series` is

@@ -277,6 +277,10 @@ impl Process {
             .arg("serve")
             .arg("--listen")
             .arg(addr.to_string())
+            // Each host its own port for /metrics (a binary from before
+            // the default address takes this form too).
+            .arg("--metrics-listen")
+            .arg("127.0.0.1:0")
             .arg("--data-dir")
             .arg(&data)
             .arg("--database-url")

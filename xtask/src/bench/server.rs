@@ -374,6 +374,10 @@ impl Server {
             .arg("serve")
             .arg("--listen")
             .arg(addr.to_string())
+            // Each host its own port for /metrics (a binary from before
+            // the default address takes this form too).
+            .arg("--metrics-listen")
+            .arg("127.0.0.1:0")
             .arg("--data-dir")
             .arg(fresh.dir.path().join("data"))
             .arg("--database-url")

@@ -13,7 +13,8 @@
 //!   fixed order: size, structure, header rules (`alg`, `typ`, forbidden
 //!   parameters, `kid`, no member twice), key lookup by `kid`, signature
 //!   with the keys registered for the token's `alg` (an unknown `kid` costs
-//!   the same verification), then claims (no member twice; `iss`, `aud`,
+//!   the same verification, against a stand-in the size of the registered
+//!   keys), then claims (no member twice; `iss`, `aud`,
 //!   `iat`, `exp`, `nbf`, `sub`).
 //!
 //! The files build on each other in one direction: `limits` → `error` →
@@ -63,4 +64,4 @@ pub use limits::{
 };
 #[cfg(test)]
 pub(crate) use verify::RSA_CHECKS;
-pub use verify::{kid, verify, verify_with};
+pub use verify::{StandIns, kid, verify, verify_with};

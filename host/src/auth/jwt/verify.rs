@@ -3,10 +3,15 @@
 //! member twice), key lookup by `kid`, signature, then claims
 //! ([`super::claims`], no member twice).
 //!
-//! **Invariant:** every token that reaches the key lookup costs at least one
-//! RSA verification the size of its signature, so an unknown `kid`, a key
-//! not registered for the token's `alg` and a wrong signature take the same
-//! time: the answer never tells whether a consumer key exists.
+//! **Invariant:** every token that reaches the key lookup costs what its
+//! signature's size costs against the registered keys, whoever its `kid`
+//! names: one RSA verification when a key of that size is registered
+//! (the token's own, or a stand-in of that size, [`StandIns`]), none when
+//! no key of that size is. So an unknown `kid`, a key not registered for
+//! the token's `alg` and a wrong signature take the same time, the answer
+//! never tells whether a consumer key exists, and a caller cannot make the
+//! service do a larger verification than its real keys need (an 8192-bit
+//! signature costs nothing where only 2048-bit keys are registered).
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -30,6 +35,33 @@ const STAND_IN_EXPONENT: [u8; 3] = [0x01, 0x00, 0x01];
 /// signature's size; no signature verifies with it.
 static STAND_IN_MODULUS: [u8; MAX_RSA_BITS / 8] = [0xff; MAX_RSA_BITS / 8];
 
+/// The sizes a stand-in check may have: those of the registered keys, in
+/// bytes. Built with the key table; a signature of another size is refused
+/// before any arithmetic, as a registered key would refuse it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StandIns {
+    sizes: Vec<usize>,
+}
+
+impl StandIns {
+    /// The sizes of these keys.
+    pub fn of<'k>(keys: impl IntoIterator<Item = &'k RegisteredKey>) -> StandIns {
+        let mut sizes: Vec<usize> = keys.into_iter().map(|k| k.key.modulus_bytes()).collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        StandIns { sizes }
+    }
+
+    /// A stand-in modulus of `len` bytes, when a registered key has that
+    /// size.
+    fn modulus(&self, len: usize) -> Option<&'static [u8]> {
+        self.sizes
+            .binary_search(&len)
+            .ok()
+            .and_then(|_| STAND_IN_MODULUS.get(..len))
+    }
+}
+
 /// What the pre-lookup stages produce.
 struct Parsed<'a> {
     kid: String,
@@ -49,13 +81,15 @@ pub fn kid(token: &str) -> Result<String, JwtError> {
 
 /// Full verification. `key_for` is called at most once, with the kid, and
 /// returns the registered key or `None` (-> [`JwtError::UnknownKey`]). It is
-/// not called at all when the token fails an earlier check.
+/// not called at all when the token fails an earlier check. `stand_ins`:
+/// the sizes of the keys registered anywhere ([`verify_with`]).
 pub fn verify(
     token: &str,
     now_unix: i64,
+    stand_ins: &StandIns,
     key_for: impl FnOnce(&str) -> Option<RegisteredKey>,
 ) -> Result<VerifiedJwt, JwtError> {
-    verify_with(token, now_unix, |kid| {
+    verify_with(token, now_unix, stand_ins, |kid| {
         key_for(kid).map(|key| ((), vec![key]))
     })
     .map(|((), verified)| verified)
@@ -66,10 +100,14 @@ pub fn verify(
 /// keys (several during a rotation: the first that verifies wins), or
 /// `None` (-> [`JwtError::UnknownKey`]). Only keys registered for the
 /// token's `alg` are tried. The token is parsed once, however many keys
-/// are tried. Answers the owner with the verified claims.
+/// are tried. Answers the owner with the verified claims. When none of
+/// the owner's keys can check the signature (no owner, another size,
+/// another algorithm), a stand-in of the signature's size does, if
+/// `stand_ins` (the sizes of every registered key) has that size.
 pub fn verify_with<T, K: std::borrow::Borrow<RegisteredKey>>(
     token: &str,
     now_unix: i64,
+    stand_ins: &StandIns,
     lookup: impl FnOnce(&str) -> Option<(T, Vec<K>)>,
 ) -> Result<(T, VerifiedJwt), JwtError> {
     let parsed = parse(token)?;
@@ -89,7 +127,7 @@ pub fn verify_with<T, K: std::borrow::Borrow<RegisteredKey>>(
         .filter(|k| k.key.modulus_bytes() == parsed.signature_len)
         .peekable();
     let verified = if candidates.peek().is_none() {
-        stand_in_check(&parsed);
+        stand_in_check(&parsed, stand_ins);
         false
     } else {
         candidates.any(|k| rsa_check(&parsed, k.key.decoding()))
@@ -123,11 +161,11 @@ fn rsa_check(parsed: &Parsed<'_>, key: &DecodingKey) -> bool {
 
 /// The check a registered key of the signature's size would do, against
 /// a stand-in modulus of that size; it never verifies. A signature of a
-/// size no key may have is refused by ring before any arithmetic, here as
-/// for a registered key, so no stand-in is needed then.
-fn stand_in_check(parsed: &Parsed<'_>) {
+/// size no registered key has would be refused by every key before any
+/// arithmetic, so no stand-in checks it either.
+fn stand_in_check(parsed: &Parsed<'_>, stand_ins: &StandIns) {
     if (MIN_RSA_BITS / 8..=MAX_RSA_BITS / 8).contains(&parsed.signature_len)
-        && let Some(modulus) = STAND_IN_MODULUS.get(..parsed.signature_len)
+        && let Some(modulus) = stand_ins.modulus(parsed.signature_len)
     {
         let key = DecodingKey::from_rsa_raw_components(modulus, &STAND_IN_EXPONENT);
         rsa_check(parsed, &key);

@@ -1,6 +1,7 @@
 //! Keys pinned to their algorithm (RFC 8725 section 3.1), and the cost of a
 //! refusal at the key stage: an unknown `kid`, a key not registered for the
-//! token's `alg` and a wrong signature each cost one RSA verification.
+//! token's `alg` and a wrong signature each cost one RSA verification, of
+//! a size some registered key has.
 
 use super::*;
 use crate::auth::jwt::RSA_CHECKS;
@@ -10,7 +11,7 @@ fn pinned(alg: KeyAlgorithm) -> RegisteredKey {
 }
 
 fn check_with(token: &str, key: RegisteredKey) -> Result<VerifiedJwt, JwtError> {
-    verify(token, NOW, |kid| (kid == KID).then_some(key))
+    verify(token, NOW, &stand_ins(), |kid| (kid == KID).then_some(key))
 }
 
 /// RSA verifications `f` made on this thread.
@@ -61,11 +62,11 @@ fn during_a_rotation_each_key_verifies_its_own_algorithm() {
     ];
     let lookup = |keys: Vec<RegisteredKey>| move |_: &str| Some(((), keys));
     let rs512 = sign(Algorithm::RS512, &claims());
-    assert!(verify_with(&rs512, NOW, lookup(keys.clone())).is_ok());
+    assert!(verify_with(&rs512, NOW, &stand_ins(), lookup(keys.clone())).is_ok());
     // The RS256 token is tried against the other (RS256) key only.
     let rs256 = sign(Algorithm::RS256, &claims());
     assert_eq!(
-        verify_with(&rs256, NOW, lookup(keys)).map(|_| ()),
+        verify_with(&rs256, NOW, &stand_ins(), lookup(keys)).map(|_| ()),
         Err(JwtError::Signature)
     );
 }
@@ -132,20 +133,32 @@ fn an_unknown_kid_costs_one_verification_like_a_wrong_signature() {
         "algorithm not registered"
     );
     // A kid whose token has no key at all is unknown, at the same cost.
-    let (result, cost) =
-        rsa_checks_of(|| verify_with(&good, NOW, |_| Some(((), Vec::<RegisteredKey>::new()))));
+    let (result, cost) = rsa_checks_of(|| {
+        verify_with(&good, NOW, &stand_ins(), |_| {
+            Some(((), Vec::<RegisteredKey>::new()))
+        })
+    });
     assert_eq!((result.map(|_| ()), cost), (Err(JwtError::UnknownKey), 1));
 
-    // A 4096-bit-sized signature: the registered 2048-bit key cannot check
-    // it, so the stand-in of that size does, for a known and an unknown
-    // kid alike.
-    let big = |token: &str| {
+    // A 4096-bit-sized signature where only 2048-bit keys are registered:
+    // every registered key refuses it before any arithmetic, so no
+    // stand-in checks it either, known kid or not.
+    let big = |token: &str, bytes: usize| {
         let (input, _) = token.rsplit_once('.').expect("three segments");
-        format!("{input}.{}", URL_SAFE_NO_PAD.encode([0x42u8; 512]))
+        format!("{input}.{}", URL_SAFE_NO_PAD.encode(vec![0x42u8; bytes]))
     };
-    let (result, cost) = rsa_checks_of(|| check_with(&big(&good), key()));
+    let (result, cost) = rsa_checks_of(|| check_with(&big(&good, 512), key()));
+    assert_eq!((result, cost), (Err(JwtError::Signature), 0));
+    let (result, cost) = rsa_checks_of(|| check_with(&big(&unknown_kid, 512), key()));
+    assert_eq!((result, cost), (Err(JwtError::UnknownKey), 0));
+    // Once a 4096-bit key is registered anywhere, the stand-in of that size
+    // checks it, for a known and an unknown kid alike.
+    let other = RsaPublicKey::from_pem(RSA4096_PUBLIC_PEM).expect("4096-bit key");
+    let both = StandIns::of([&key(), &RegisteredKey::pinned(other, KeyAlgorithm::Rs256)]);
+    let with_both = |token: &str| verify(token, NOW, &both, |kid| (kid == KID).then(key));
+    let (result, cost) = rsa_checks_of(|| with_both(&big(&good, 512)));
     assert_eq!((result, cost), (Err(JwtError::Signature), 1));
-    let (result, cost) = rsa_checks_of(|| check_with(&big(&unknown_kid), key()));
+    let (result, cost) = rsa_checks_of(|| with_both(&big(&unknown_kid, 512)));
     assert_eq!((result, cost), (Err(JwtError::UnknownKey), 1));
 
     // A signature no RSA key can have is refused before any arithmetic,

@@ -67,7 +67,7 @@ fn path_and_sql_characters_in_a_kid_make_it_merely_unknown() {
     ] {
         let header = json!({ "typ": "JWT", "alg": "RS256", "kid": hostile }).to_string();
         let seen = RefCell::new(None);
-        let result = verify(&with_header(&header), NOW, |kid| {
+        let result = verify(&with_header(&header), NOW, &stand_ins(), |kid| {
             *seen.borrow_mut() = Some(kid.to_owned());
             None
         });
@@ -86,7 +86,7 @@ fn a_kid_with_control_characters_is_refused_before_lookup() {
         "b\u{85}",
     ] {
         let header = json!({ "typ": "JWT", "alg": "RS256", "kid": hostile }).to_string();
-        let result = verify(&with_header(&header), NOW, |_| {
+        let result = verify(&with_header(&header), NOW, &stand_ins(), |_| {
             panic!("looked up {hostile:?}")
         });
         assert!(
@@ -208,7 +208,9 @@ fn a_token_over_8_kib_is_refused() {
         &with_claim("pad", json!("x".repeat(MAX_TOKEN_BYTES))),
     );
     assert!(big.len() > MAX_TOKEN_BYTES);
-    let result = verify(&big, NOW, |_| panic!("no lookup for an oversized token"));
+    let result = verify(&big, NOW, &stand_ins(), |_| {
+        panic!("no lookup for an oversized token")
+    });
     assert_eq!(result, Err(JwtError::TooLarge));
     // Just under the limit is fine.
     let fits = sign(
@@ -261,7 +263,7 @@ fn garbage_base64_is_refused() {
         format!("{}.{p}.{s}", h.replace('-', "+").replace('_', "/") + "+/"),
         format!("{h}.{p}.A"),
     ] {
-        let result = verify(&bad, NOW, |_| panic!("no lookup for {bad}"));
+        let result = verify(&bad, NOW, &stand_ins(), |_| panic!("no lookup for {bad}"));
         assert!(
             matches!(result, Err(JwtError::Malformed(_))),
             "{bad}: {result:?}"

@@ -30,6 +30,7 @@ const PUBLIC_PKCS1_PEM: &str =
 const OTHER_PRIVATE_PEM: &[u8] = include_bytes!("../../../../../tests/fixtures/keys/other2048.pem");
 const OTHER_PUBLIC_PEM: &str = include_str!("../../../../../tests/fixtures/keys/other2048.pub.pem");
 const RSA1024_PUBLIC_PEM: &str = include_str!("../../../../../tests/fixtures/keys/rsa1024.pub.pem");
+const RSA4096_PUBLIC_PEM: &str = include_str!("../../../../../tests/fixtures/keys/rsa4096.pub.pem");
 const EC_PUBLIC_PEM: &str = include_str!("../../../../../tests/fixtures/keys/ec256.pub.pem");
 
 /// The modulus of other2048.pub.pem, base64url, for a `jwk` header:
@@ -102,8 +103,15 @@ fn with_payload(payload: &str) -> String {
     )
 }
 
+/// The sizes of the keys registered: the fixture key's (2048 bits).
+fn stand_ins() -> StandIns {
+    StandIns::of([&registered_for_both()])
+}
+
 fn check_at(token: &str, now: i64) -> Result<VerifiedJwt, JwtError> {
-    verify(token, now, |kid| (kid == KID).then(registered_for_both))
+    verify(token, now, &stand_ins(), |kid| {
+        (kid == KID).then(registered_for_both)
+    })
 }
 
 fn check(token: &str) -> Result<VerifiedJwt, JwtError> {

@@ -42,7 +42,7 @@ fn pkcs1_and_spki_forms_of_the_same_key_both_verify() {
     for alg in [Algorithm::RS256, Algorithm::RS512] {
         let token = sign(alg, &claims());
         for key in [&spki, &pkcs1] {
-            let verified = verify(&token, NOW, |_| {
+            let verified = verify(&token, NOW, &stand_ins(), |_| {
                 Some(RegisteredKey::pinned(
                     key.clone(),
                     KeyAlgorithm::parse(match alg {
@@ -72,16 +72,21 @@ fn kid_reads_the_kid_after_the_header_rules() {
 #[test]
 fn the_key_lookup_is_called_once_with_the_kid_and_not_at_all_for_a_bad_header() {
     let calls = RefCell::new(Vec::new());
-    let result = verify(&sign(Algorithm::RS256, &claims()), NOW, |kid| {
-        calls.borrow_mut().push(kid.to_owned());
-        Some(registered_for_both())
-    });
+    let result = verify(
+        &sign(Algorithm::RS256, &claims()),
+        NOW,
+        &stand_ins(),
+        |kid| {
+            calls.borrow_mut().push(kid.to_owned());
+            Some(registered_for_both())
+        },
+    );
     assert!(result.is_ok());
     assert_eq!(*calls.borrow(), vec![KID.to_owned()]);
 
     let called = Cell::new(false);
     let bad = with_header(r#"{"typ":"JWT","alg":"HS256","kid":"client-1"}"#);
-    let result = verify(&bad, NOW, |_| {
+    let result = verify(&bad, NOW, &stand_ins(), |_| {
         called.set(true);
         Some(registered_for_both())
     });
@@ -207,7 +212,7 @@ fn a_signature_by_another_key_is_refused() {
     let other_public = RsaPublicKey::from_pem(OTHER_PUBLIC_PEM).expect("other public");
     let good = sign(Algorithm::RS256, &claims());
     assert_eq!(
-        verify(&good, NOW, |_| Some(RegisteredKey::pinned(
+        verify(&good, NOW, &stand_ins(), |_| Some(RegisteredKey::pinned(
             other_public,
             KeyAlgorithm::Rs256
         ))),
