@@ -348,9 +348,22 @@ pub async fn open_completing_url(
     if let Err(over) = app.auth().limits().admit_link(&link) {
         return too_many(&app, &parts, action, lang, over, None, Msg::TooOftenText).await;
     }
+    open_session(&app, &parts, lang, action, respondent, generation).await
+}
+
+/// Opens a session of `respondent` (link generation `generation`) for the
+/// browser that sent `parts`, with its access row (`action`).
+async fn open_session(
+    app: &AppState,
+    parts: &Parts,
+    lang: Lang,
+    action: &str,
+    respondent: RespondentId,
+    generation: i64,
+) -> Response {
     let now = app.now();
     let cookie = secret::generate();
-    let entry = access(&app, &parts, action, 303);
+    let entry = access(app, parts, action, 303);
     let opened = app
         .store()
         .open_respondent_session(respondent, generation, cookie_hash(&cookie), now, entry)
@@ -379,7 +392,7 @@ pub async fn open_completing_url(
             revoked(lang)
         }
         Ok(OpenResult::Unknown) => {
-            refused_link(&app, &parts, action, lang, LinkError::Tampered).await
+            refused_link(app, parts, action, lang, LinkError::Tampered).await
         }
         Err(e) => failed(lang, &e),
     }

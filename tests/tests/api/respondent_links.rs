@@ -346,7 +346,7 @@ db_test!(
         let other = app.another_host().await;
         assert_eq!(stored_secret(&app).await, stored);
         let on_other = url.replace(&app.base, &other.base);
-        assert_eq!(Visitor::new(&other).get(&on_other).await.status, 303);
+        assert_eq!(Visitor::new(&other).log_in(&on_other).await.status, 303);
     }
 );
 
