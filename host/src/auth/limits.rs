@@ -307,12 +307,11 @@ mod tests {
     #[test]
     fn links_and_sessions_have_buckets_of_their_own() {
         let hour = Duration::from_secs(3600);
-        let limits = RateLimits::new(limit(1, hour), limit(1, hour)).with_respondents(
-            RespondentLimits {
+        let limits =
+            RateLimits::new(limit(1, hour), limit(1, hour)).with_respondents(RespondentLimits {
                 link: limit(2, hour),
                 session: limit(3, hour),
-            },
-        );
+            });
         for _ in 0..2 {
             assert_eq!(limits.admit_link("respondent:7"), Ok(()));
         }

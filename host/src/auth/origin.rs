@@ -178,7 +178,10 @@ mod tests {
         assert!(from(Some("https://ROM.example.org:443"), None));
         assert!(from(None, None), "no browser's cross-site post");
         assert!(!from(Some("https://evil.example"), Some("cross-site")));
-        assert!(!from(Some("https://sub.rom.example.org"), Some("same-site")));
+        assert!(!from(
+            Some("https://sub.rom.example.org"),
+            Some("same-site")
+        ));
         assert!(!from(Some("https://evil.example"), None));
         assert!(!from(Some("null"), None));
         assert!(!from(None, Some("cross-site")));

@@ -347,7 +347,13 @@ mod tests {
         assert_eq!(
             rows,
             vec![
-                ("192.0.2.7".into(), Some("epd".into()), 403, Some(1000), None),
+                (
+                    "192.0.2.7".into(),
+                    Some("epd".into()),
+                    403,
+                    Some(1000),
+                    None
+                ),
                 ("192.0.2.7".into(), None, 403, Some(1), Some("d1".into())),
             ]
         );

@@ -199,7 +199,8 @@ impl AuthService {
     /// `client`: the client as allow-lists see it; None names nobody
     /// (`unknown`), IPv6 addresses count per /64.
     pub async fn count_refusal(&self, mut entry: AccessEntry, client: Option<IpAddr>) {
-        entry.client = client.map_or_else(|| "unknown".to_owned(), |c| ClientKey::of(c).to_string());
+        entry.client =
+            client.map_or_else(|| "unknown".to_owned(), |c| ClientKey::of(c).to_string());
         let known = entry
             .claimed_key
             .as_deref()

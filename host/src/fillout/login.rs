@@ -142,7 +142,9 @@ pub async fn log_in(State(app): State<AppState>, req: Request) -> Response {
         // Used before, by this very browser (a reload, the back button):
         // it is still logged in.
         Ok(LoginResult::Spent(session))
-            if live_session(&app, &parts).await.is_some_and(|s| s.id == session) =>
+            if live_session(&app, &parts)
+                .await
+                .is_some_and(|s| s.id == session) =>
         {
             counted("spent");
             redirect("/fill_out/session")
@@ -204,8 +206,10 @@ fn from_own_page(app: &AppState, parts: &Parts) -> bool {
 /// The page for a login form another site sent: refused, counted as a
 /// refusal of the client address.
 async fn cross_site(app: &AppState, parts: &Parts, action: &str, lang: Lang) -> Response {
-    app.metrics()
-        .inc("outcomes_fill_out_refusals_total", &[("reason", "cross_site")]);
+    app.metrics().inc(
+        "outcomes_fill_out_refusals_total",
+        &[("reason", "cross_site")],
+    );
     let refusal = (
         StatusCode::FORBIDDEN,
         Msg::FormRefusedTitle,

@@ -166,7 +166,11 @@ pub async fn send_batch(
 
 /// The access-log row of an attempt at `now` that the receiver answered
 /// with `answered` (None: no answer, or not sent).
-fn access_row(callback: &ClaimedCallback, answered: Option<u16>, now: DateTime<Utc>) -> AccessEntry {
+fn access_row(
+    callback: &ClaimedCallback,
+    answered: Option<u16>,
+    now: DateTime<Utc>,
+) -> AccessEntry {
     let receiver = crate::auth::origin::absolute_url(&callback.url)
         .map_or_else(|| "unknown".to_owned(), |(_, origin)| origin);
     AccessEntry {

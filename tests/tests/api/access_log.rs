@@ -369,17 +369,23 @@ db_test!(
             // Counted, like every refusal (one row per client, token,
             // route and status each minute).
             vec![
-                counted(1, row(
-                    &app,
-                    &right_missing,
-                    Some("protocols-only"),
-                    "d1",
-                    LIST_ACTION
-                )),
+                counted(
+                    1,
+                    row(
+                        &app,
+                        &right_missing,
+                        Some("protocols-only"),
+                        "d1",
+                        LIST_ACTION
+                    )
+                ),
                 counted(1, row(&app, &ip_refused, Some("remote"), "d1", LIST_ACTION)),
                 // The JWT's two refusals share client, token, route and
                 // status: one row, the first one's.
-                counted(2, with_issuer(row(&app, &no_sub, Some(JWT_KEY), "d1", LIST_ACTION))),
+                counted(
+                    2,
+                    with_issuer(row(&app, &no_sub, Some(JWT_KEY), "d1", LIST_ACTION))
+                ),
             ]
         );
         assert_eq!(

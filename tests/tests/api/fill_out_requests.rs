@@ -209,16 +209,29 @@ db_test!(
         // Each attempt handed dossier data to the receiver: a row each in
         // the access log, under the token that asked, with the answer.
         let receiver = url.trim_end_matches("/cb");
-        let log = app.state.store().access_log(Some("d1"), None).await.expect("log");
+        let log = app
+            .state
+            .store()
+            .access_log(Some("d1"), None)
+            .await
+            .expect("log");
         let sent: Vec<(&str, u16, Option<&str>, &str, Option<&str>)> = log
             .iter()
             .filter(|e| e.action.starts_with("POST callback"))
             .map(|e| {
                 let id = e.request_id.as_deref();
-                (e.action.as_str(), e.status, e.consumer_key.as_deref(), e.client.as_str(), id)
+                (
+                    e.action.as_str(),
+                    e.status,
+                    e.consumer_key.as_deref(),
+                    e.client.as_str(),
+                    id,
+                )
             })
             .collect();
-        let (test, id) = (Some(tests::TEST_KEY), |n: usize| calls[n]["event_id"].as_str());
+        let (test, id) = (Some(tests::TEST_KEY), |n: usize| {
+            calls[n]["event_id"].as_str()
+        });
         assert_eq!(
             sent,
             vec![

@@ -112,7 +112,12 @@ db_test!(
         // The log names the client the proxy saw, every time: the four
         // refusals are counted in one row.
         assert_eq!(logged_clients(&app).await, vec![REAL]);
-        let log = app.state.store().access_log(Some("d1"), None).await.expect("log");
+        let log = app
+            .state
+            .store()
+            .access_log(Some("d1"), None)
+            .await
+            .expect("log");
         assert_eq!(log[0].refusals, Some(4));
     }
 );

@@ -43,7 +43,9 @@ async fn rows(app: &TestApp) -> (i64, i64) {
     let count = |table: &str| format!("SELECT COUNT(*) FROM {table}");
     (
         app.sql(&count("access_log")).await.unwrap_or_default(),
-        app.sql(&count("fill_out_sessions")).await.unwrap_or_default(),
+        app.sql(&count("fill_out_sessions"))
+            .await
+            .unwrap_or_default(),
     )
 }
 
@@ -84,7 +86,8 @@ db_test!(
                 let posts = (0..20).map(|n| {
                     let app = &app;
                     async move {
-                        post_phq9(app, "epd", &format!("ext-{batch}-{n}"), phq9_all_answered()).await
+                        post_phq9(app, "epd", &format!("ext-{batch}-{n}"), phq9_all_answered())
+                            .await
                     }
                 });
                 for answer in futures_util::future::join_all(posts).await {
@@ -175,9 +178,18 @@ db_test!(
         assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 18);
         assert_eq!(statuses.iter().filter(|s| **s == 429).count(), 482);
         let after = rows(&app).await;
-        assert_eq!(after.0 - before.0, 18 + 1, "a row per view shown, one for the count");
+        assert_eq!(
+            after.0 - before.0,
+            18 + 1,
+            "a row per view shown, one for the count"
+        );
         app.state.flush_refusals().await;
-        let log = app.state.store().access_log(Some("d1"), None).await.expect("log");
+        let log = app
+            .state
+            .store()
+            .access_log(Some("d1"), None)
+            .await
+            .expect("log");
         let counted = log.last().expect("the counted row");
         assert_eq!(
             (counted.action.as_str(), counted.status, counted.refusals),
@@ -185,12 +197,18 @@ db_test!(
         );
         let page = browser.get(&path).await;
         page.assert_message(429, "Too many attempts");
-        assert!(page.header("retry-after").parse::<u64>().is_ok_and(|s| s >= 1));
+        assert!(
+            page.header("retry-after")
+                .parse::<u64>()
+                .is_ok_and(|s| s >= 1)
+        );
     }
 );
 
 db_test!(
-    async fn a_completing_url_s_get_shows_a_start_button_and_opens_nothing(app: crate::fill_out_sessions::spawn_with_epd) {
+    async fn a_completing_url_s_get_shows_a_start_button_and_opens_nothing(
+        app: crate::fill_out_sessions::spawn_with_epd,
+    ) {
         prepare(&app, "d1", "phq9", None, None).await;
         let link = completing_url(&app, "d1").await;
         let before = rows(&app).await;
@@ -210,23 +228,35 @@ db_test!(
             page.text
         );
         assert!(page.text.contains("<button type=\"submit\">Start</button>"));
-        assert!(!page.text.contains("PHQ-9"), "nothing of the dossier: {}", page.text);
+        assert!(
+            !page.text.contains("PHQ-9"),
+            "nothing of the dossier: {}",
+            page.text
+        );
         assert!(page.header("set-cookie").is_empty());
         assert!(scanner.cookie.is_none());
         assert_eq!(rows(&app).await, before, "nothing opened, nothing logged");
         // The button opens the questionnaire, with its access row.
         let form = Visitor::new(&app).open(&link).await;
         assert!(form.text.contains("<h1>PHQ-9</h1>"), "{}", form.text);
-        let log = app.state.store().access_log(Some("d1"), None).await.expect("log");
+        let log = app
+            .state
+            .store()
+            .access_log(Some("d1"), None)
+            .await
+            .expect("log");
         assert!(
-            log.iter().any(|e| e.action == "POST /fill_out/respondents/{id}" && e.status == 303),
+            log.iter()
+                .any(|e| e.action == "POST /fill_out/respondents/{id}" && e.status == 303),
             "{log:?}"
         );
     }
 );
 
 db_test!(
-    async fn a_login_form_sent_by_another_site_logs_nobody_in(app: crate::fill_out_sessions::spawn_with_epd) {
+    async fn a_login_form_sent_by_another_site_logs_nobody_in(
+        app: crate::fill_out_sessions::spawn_with_epd,
+    ) {
         prepare(&app, "d1", "phq9", None, None).await;
         let completing = completing_url(&app, "d1").await;
         let one_time = start_blank(&app, "d2", &["phq9"]).await;
@@ -237,7 +267,10 @@ db_test!(
             // The attacker's page posts the form: the browser says where
             // it comes from, in one header or the other.
             for headers in [
-                vec![("origin", "https://evil.example"), ("sec-fetch-site", "cross-site")],
+                vec![
+                    ("origin", "https://evil.example"),
+                    ("sec-fetch-site", "cross-site"),
+                ],
                 vec![("origin", "https://evil.example")],
                 vec![("sec-fetch-site", "same-site")],
             ] {
@@ -299,7 +332,10 @@ db_test!(
         let left = ended
             .post_form(
                 &format!("/fill_out/session/responses/{id}"),
-                &[("csrf", form.field("csrf").as_str()), ("action", "interrupt")],
+                &[
+                    ("csrf", form.field("csrf").as_str()),
+                    ("action", "interrupt"),
+                ],
             )
             .await;
         assert_eq!(left.status, 303, "{}", left.text);
@@ -311,21 +347,31 @@ db_test!(
         assert_eq!(rows(&app).await.1, 3);
         // Nothing is deleted before a day has passed since each was over.
         assert_eq!(purged_at(&app, Span::hours(24) - Span::seconds(1)).await, 0);
-        assert_eq!(purged_at(&app, Span::hours(24) + Span::minutes(11)).await, 2);
+        assert_eq!(
+            purged_at(&app, Span::hours(24) + Span::minutes(11)).await,
+            2
+        );
         assert_eq!(rows(&app).await.1, 1);
         assert_eq!(purged_at(&app, Span::hours(26)).await, 0);
         assert_eq!(purged_at(&app, Span::hours(26) + Span::minutes(1)).await, 1);
         assert_eq!(rows(&app).await.1, 0);
         // What was done is still in the access log and the responses.
         assert_eq!(app.get(&responses("d1")).await.body[0]["status"], "aborted");
-        let log = app.state.store().access_log(Some("d1"), None).await.expect("log");
+        let log = app
+            .state
+            .store()
+            .access_log(Some("d1"), None)
+            .await
+            .expect("log");
         let interrupted = format!("POST /fill_out/session/responses/{id}");
         assert!(log.iter().any(|e| e.action == interrupted), "{log:?}");
     }
 );
 
 db_test!(
-    async fn a_redirect_to_the_progress_page_is_logged(app: crate::fill_out_sessions::spawn_with_epd) {
+    async fn a_redirect_to_the_progress_page_is_logged(
+        app: crate::fill_out_sessions::spawn_with_epd,
+    ) {
         let link = start(
             &app,
             "d1",
@@ -336,11 +382,25 @@ db_test!(
         let mut browser = Visitor::new(&app);
         let progress = browser.open(&link).await;
         assert!(progress.location().starts_with(&format!("{EPD}/progress?")));
-        assert!(progress.location().contains("=phq9"), "{}", progress.location());
-        let log = app.state.store().access_log(Some("d1"), None).await.expect("log");
+        assert!(
+            progress.location().contains("=phq9"),
+            "{}",
+            progress.location()
+        );
+        let log = app
+            .state
+            .store()
+            .access_log(Some("d1"), None)
+            .await
+            .expect("log");
         let last = log.last().expect("a row");
         assert_eq!(
-            (last.action.as_str(), last.status, last.dossier.as_deref(), last.consumer_key.as_deref()),
+            (
+                last.action.as_str(),
+                last.status,
+                last.dossier.as_deref(),
+                last.consumer_key.as_deref()
+            ),
             ("GET /fill_out/session", 303, Some("d1"), None)
         );
     }
