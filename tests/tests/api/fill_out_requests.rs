@@ -101,6 +101,9 @@ async fn tick_at(app: &TestApp, after: Duration) {
         .expect("a scheduler pass");
 }
 
+/// A callback's access row: action, status, caller, receiver, event id.
+type CallbackRow<'a> = (&'a str, u16, Option<&'a str>, &'a str, Option<&'a str>);
+
 async fn spawn_refusing_twice(db: Db) -> (TestApp, String, Received) {
     spawn_with_callbacks(db, 2).await
 }
@@ -215,7 +218,7 @@ db_test!(
             .access_log(Some("d1"), None)
             .await
             .expect("log");
-        let sent: Vec<(&str, u16, Option<&str>, &str, Option<&str>)> = log
+        let sent: Vec<CallbackRow> = log
             .iter()
             .filter(|e| e.action.starts_with("POST callback"))
             .map(|e| {

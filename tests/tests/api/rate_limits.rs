@@ -179,6 +179,9 @@ db_test!(async fn refusals_counted_at_shutdown_are_written(app) {
     assert_eq!(app.sql("SELECT refusals FROM access_log").await, Some(2));
 });
 
+/// A counted row of a token: key, status, count, dossier, client.
+type TokenRow = (Option<String>, u16, Option<u32>, Option<String>, String);
+
 db_test!(async fn refusals_with_valid_credentials_are_counted_under_the_token(app) {
     // A valid token without the right, and one used from outside its
     // allow-list, each refused 150 times (within the address's burst).
@@ -201,7 +204,7 @@ db_test!(async fn refusals_with_valid_credentials_are_counted_under_the_token(ap
     }
     // Nothing written one by one: a row per token, each minute.
     assert_eq!(app.state.store().access_log(None, None).await.expect("log"), vec![]);
-    let rows: Vec<(Option<String>, u16, Option<u32>, Option<String>, String)> = whole_log(&app)
+    let rows: Vec<TokenRow> = whole_log(&app)
         .await
         .into_iter()
         .map(|e| (e.consumer_key, e.status, e.refusals, e.dossier, e.client))
