@@ -33,7 +33,7 @@ use serde::Deserialize;
 use crate::plugins::PluginSettings;
 
 pub use crate::auth::forwarded::{ProxyHeader, TrustedProxies};
-pub use crate::auth::limits::RateLimit;
+pub use crate::auth::limits::{RateLimit, RespondentLimits};
 pub use commands::{
     AccessLogSettings, PluginToolSettings, RescoreSettings, StoreSettings, TokenSettings,
 };
@@ -123,6 +123,8 @@ pub struct Config {
     /// Requests to the probes (/health, /livez, /readyz, /version) per
     /// client address; None: no limit.
     pub probe_limit: Option<RateLimit>,
+    /// Opens per respondent's link and requests per fill-out session.
+    pub respondent_limits: RespondentLimits,
     pub log_format: LogFormat,
     pub log: String,
     /// Proxies whose forwarding header is believed and that may terminate
@@ -143,6 +145,8 @@ pub struct Config {
     pub fill_out_link_ttl: Duration,
     /// How long a completing_url works after it was handed out.
     pub completing_url_ttl: Duration,
+    /// How long a fill-out session is kept once over.
+    pub fill_out_session_retention: Duration,
     /// The key that encrypts secrets kept in the database.
     pub secrets_key_file: PathBuf,
     /// Certificate chain and key for serving HTTPS.
@@ -249,6 +253,10 @@ impl Config {
             token_per_second,
             probe_burst,
             probe_per_second,
+            link_burst,
+            link_per_minute,
+            session_burst,
+            session_per_minute,
             token_reload_failure_limit,
             public_url,
             allowed_origins,
@@ -256,6 +264,7 @@ impl Config {
             fill_out_secret_file,
             fill_out_link_ttl,
             completing_url_ttl,
+            fill_out_session_retention,
             scheduler_interval,
             callback_allowed_networks,
             plugin_limits,
@@ -369,6 +378,12 @@ impl Config {
                 .map_err(|problem| ConfigError::new("token_burst", problem))?,
             probe_limit: RateLimit::per_second(probe_burst, probe_per_second)
                 .map_err(|problem| ConfigError::new("probe_burst", problem))?,
+            respondent_limits: RespondentLimits {
+                link: RateLimit::per_minute(link_burst, link_per_minute)
+                    .map_err(|problem| ConfigError::new("link_burst", problem))?,
+                session: RateLimit::per_minute(session_burst, session_per_minute)
+                    .map_err(|problem| ConfigError::new("session_burst", problem))?,
+            },
             log_format,
             log,
             trusted_proxies: TrustedProxies {
@@ -388,6 +403,11 @@ impl Config {
             completing_url_ttl: seconds(
                 "completing_url_ttl",
                 completing_url_ttl,
+                HOUR..=366 * DAY,
+            )?,
+            fill_out_session_retention: seconds(
+                "fill_out_session_retention",
+                fill_out_session_retention,
                 HOUR..=366 * DAY,
             )?,
             tls,

@@ -171,7 +171,8 @@ impl App {
             clock.clone(),
             token_table(&store).await?,
             RateLimits::new(config.anonymous_limit, config.token_limit)
-                .with_probes(config.probe_limit),
+                .with_probes(config.probe_limit)
+                .with_respondents(config.respondent_limits),
             AuthSettings {
                 secure: tls.is_some(),
                 trusted_proxies: config.trusted_proxies.clone(),
@@ -186,6 +187,10 @@ impl App {
             metrics: metrics.clone(),
             heartbeat: Heartbeat::new(clock.now()),
             callbacks,
+            sessions: scheduler::SessionRetention {
+                retention: chrono::Duration::from_std(config.fill_out_session_retention)?,
+                link_ttl: chrono::Duration::from_std(config.fill_out_link_ttl)?,
+            },
         });
         let reloader = Arc::new(Reloader {
             plugins: plugins.clone(),

@@ -1,14 +1,16 @@
 //! The guard every API endpoint group sits behind: whether the client
 //! address is held back (its allowance without valid credentials used up:
 //! 429 before the credentials are read), transport, credentials
-//! (refused with 503 while the token table has expired), revocation, rate
-//! limit, IP allow-list, rights and JWT subject, in that order, before the
-//! handler runs; then one access-log row for requests that touch dossier
-//! data, refusals included (docs/api/rights.md#order-of-checks;
+//! (refused with 503 while the token table has expired), revocation, IP
+//! allow-list, the token's rate limit, rights and JWT subject, in that
+//! order, before the handler runs; then one access-log row for requests
+//! that touch dossier data, refusals included
+//! (docs/api/rights.md#order-of-checks;
 //! docs/api/rights.md#access-log, after NEN 7513). Refusals without valid
-//! credentials count against the client address's rate limit and are
-//! counted in the log, a row per client and minute, not written one by one
-//! (docs/operations.md#rate-limits).
+//! credentials, or with valid ones from outside their allow-list, count
+//! against the client address's rate limit; every refusal is counted in
+//! the log, a row per client, token, route and status each minute, not
+//! written one by one (docs/operations.md#rate-limits).
 //!
 //! The guard is given the auth service (`service.rs`: tokens, limits,
 //! refusals, transport settings) and nothing else of the application: it
@@ -174,11 +176,13 @@ pub async fn guard(auth: AuthService, right: Right, mut req: Request, next: Next
         crate::telemetry::record_token(key);
     }
     // Credentials decide which limit a request counts against: a valid
-    // token its own (in `check`), anything else the client address's.
-    let anonymous =
-        held_back.is_some() || matches!(&checked, Err(refusal) if without_credentials(refusal));
+    // token used where it may be its own (in `check`), anything else the
+    // client address's.
+    let by_address =
+        held_back.is_some() || matches!(&checked, Err(refusal) if counts_by_address(refusal));
+    let refused = checked.is_err();
     let checked = match checked {
-        Err(refusal) if anonymous && held_back.is_none() => {
+        Err(refusal) if by_address && held_back.is_none() => {
             Err(match auth.limits().admit_anonymous(remote.rate_key()) {
                 Ok(()) => refusal,
                 Err(over) => ApiError::TooManyRequests(over.0),
@@ -219,9 +223,9 @@ pub async fn guard(auth: AuthService, right: Right, mut req: Request, next: Next
         return response;
     }
     entry.status = response.status().as_u16();
-    if anonymous {
+    if refused {
         // Nothing was handed out: counted, written within the minute.
-        auth.count_refusal(entry, remote.rate_key()).await;
+        auth.count_refusal(entry, remote.client).await;
         return response;
     }
     // No access to dossier data goes unrecorded: if the row cannot be
@@ -288,12 +292,14 @@ fn check(
             (token, Some(Arc::new(verified)))
         }
     };
-    auth.limits()
-        .admit_token(&token.consumer_key)
-        .map_err(|over| ApiError::TooManyRequests(over.0))?;
+    // The allow-list before the token's bucket: a stolen secret used from
+    // elsewhere must not use up what the real client may send.
     if !ip::allowed(&token.ip_allow, remote.client) {
         return Err(ApiError::Forbidden("ip_not_allowed"));
     }
+    auth.limits()
+        .admit_token(&token.consumer_key)
+        .map_err(|over| ApiError::TooManyRequests(over.0))?;
     if !token.has_right(right) {
         return Err(ApiError::Forbidden("right_missing"));
     }
@@ -307,12 +313,16 @@ fn check(
     Ok(Caller { token, jwt })
 }
 
-/// Whether `refusal` came before any credentials were found valid: none,
-/// wrong ones, or credentials over plain HTTP (refused unread).
-fn without_credentials(refusal: &ApiError) -> bool {
+/// Whether `refusal` counts against the client address's limit rather
+/// than a token's: it came before any credentials were found valid (none,
+/// wrong ones, or credentials over plain HTTP, refused unread), or valid
+/// ones were used from outside their token's allow-list.
+fn counts_by_address(refusal: &ApiError) -> bool {
     matches!(
         refusal,
-        ApiError::Unauthorized(_) | ApiError::Forbidden("https_required")
+        ApiError::Unauthorized(_)
+            | ApiError::Forbidden("https_required")
+            | ApiError::Forbidden("ip_not_allowed")
     )
 }
 

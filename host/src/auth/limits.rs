@@ -1,7 +1,9 @@
 //! Rate limits (docs/operations.md#rate-limits): requests without valid
-//! credentials per client address, tight; requests per API token, high.
-//! Token buckets from `governor`, keyed; over the limit is 429 with
-//! `Retry-After`.
+//! credentials per client address, tight; requests per API token, high;
+//! opens of a respondent's link (each may start a session) per link, and
+//! requests of a fill-out session per session, each sized for a person at
+//! a browser. Token buckets from `governor`, keyed; over the limit is 429
+//! with `Retry-After`.
 //!
 //! The buckets run on governor's own monotonic clock, not the app's
 //! settable one: a limit is about real time, and tests configure a burst
@@ -78,14 +80,24 @@ impl RateLimit {
     /// `burst` at once and `per_second` after; None when `per_second` is 0
     /// (no limit).
     pub fn per_second(burst: u32, per_second: u32) -> Result<Option<RateLimit>, String> {
-        if per_second == 0 {
+        RateLimit::per(burst, per_second, Duration::from_secs(1))
+    }
+
+    /// `burst` at once and `per_minute` after; None when `per_minute` is 0
+    /// (no limit).
+    pub fn per_minute(burst: u32, per_minute: u32) -> Result<Option<RateLimit>, String> {
+        RateLimit::per(burst, per_minute, Duration::from_secs(60))
+    }
+
+    fn per(burst: u32, rate: u32, span: Duration) -> Result<Option<RateLimit>, String> {
+        if rate == 0 {
             return Ok(None);
         }
         let burst = std::num::NonZeroU32::new(burst)
             .ok_or("the burst must be at least 1 (turn the limit off with a rate of 0)")?;
         Ok(Some(RateLimit {
             burst,
-            every: Duration::from_secs(1) / per_second,
+            every: span / rate,
         }))
     }
 }
@@ -103,6 +115,8 @@ pub struct RateLimits {
     /// `/version`) per client address.
     probes: Option<Limiter<ClientKey>>,
     held: Held,
+    links: Option<Limiter<String>>,
+    sessions: Option<Limiter<i64>>,
 }
 
 /// Clients whose allowance without valid credentials is used up, with the
@@ -156,6 +170,20 @@ impl Held {
     }
 }
 
+/// The limits of the respondents' links and sessions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RespondentLimits {
+    /// Opens of one link (a `completing_url`'s Start, a `fill_out_url`'s
+    /// button); None: no limit.
+    pub link: Option<RateLimit>,
+    /// Requests of one fill-out session; None: no limit.
+    pub session: Option<RateLimit>,
+}
+
+/// Links and sessions tracked at most; past it the buckets full again are
+/// dropped, and if that is not enough, all of them.
+const MAX_RESPONDENT_KEYS: usize = 100_000;
+
 struct Limiter<K: std::hash::Hash + Eq + Clone> {
     quota: Quota,
     buckets: ArcSwap<DefaultKeyedRateLimiter<K>>,
@@ -206,12 +234,15 @@ impl<K: std::hash::Hash + Eq + Clone> Limiter<K> {
 
 impl RateLimits {
     /// The limiters `anonymous` and `tokens` describe; None: no limit.
-    /// The probes are not limited ([`RateLimits::with_probes`]).
+    /// The probes are not limited ([`RateLimits::with_probes`]), nor
+    /// respondents' links and sessions ([`RateLimits::with_respondents`]).
     pub fn new(anonymous: Option<RateLimit>, tokens: Option<RateLimit>) -> RateLimits {
         RateLimits {
             anonymous: anonymous.and_then(Limiter::new),
             tokens: tokens.and_then(Limiter::new),
             probes: None,
+            links: None,
+            sessions: None,
             held: Held::default(),
         }
     }
@@ -222,6 +253,41 @@ impl RateLimits {
             probes: probes.and_then(Limiter::new),
             ..self
         }
+    }
+
+    /// These limits, with `respondents`' limits on links and sessions.
+    pub fn with_respondents(self, respondents: RespondentLimits) -> RateLimits {
+        RateLimits {
+            links: respondents.link.and_then(Limiter::new),
+            sessions: respondents.session.and_then(Limiter::new),
+            ..self
+        }
+    }
+
+    /// Counts an open of the respondent's link named `link` (a key that
+    /// tells links apart: the respondent's for a `completing_url`, the
+    /// session's for a `fill_out_url`), once its signature checked out.
+    pub fn admit_link(&self, link: &str) -> Result<(), RetryAfter> {
+        let Some(limiter) = &self.links else {
+            return Ok(());
+        };
+        let answer = limiter.admit(&link.to_owned()).map_err(|(wait, _)| wait);
+        if limiter.buckets.load().len() > MAX_RESPONDENT_KEYS {
+            limiter.prune(MAX_RESPONDENT_KEYS / 2);
+        }
+        answer
+    }
+
+    /// Counts a request of the live fill-out session with this id.
+    pub fn admit_session(&self, session: i64) -> Result<(), RetryAfter> {
+        let Some(limiter) = &self.sessions else {
+            return Ok(());
+        };
+        let answer = limiter.admit(&session).map_err(|(wait, _)| wait);
+        if limiter.buckets.load().len() > MAX_RESPONDENT_KEYS {
+            limiter.prune(MAX_RESPONDENT_KEYS / 2);
+        }
+        answer
     }
 
     /// Counts a request without valid credentials from `client`. Over the
@@ -282,6 +348,12 @@ impl RateLimits {
         }
         if let Some(limiter) = &self.tokens {
             limiter.prune(usize::MAX);
+        }
+        if let Some(limiter) = &self.links {
+            limiter.prune(MAX_RESPONDENT_KEYS / 2);
+        }
+        if let Some(limiter) = &self.sessions {
+            limiter.prune(MAX_RESPONDENT_KEYS / 2);
         }
     }
 }
@@ -388,6 +460,35 @@ mod tests {
         );
         assert_eq!(limits.held_back(a), Ok(()), "probes hold nothing back");
         assert_eq!(limits.admit_anonymous(a), Ok(()));
+    }
+
+    #[test]
+    fn links_and_sessions_have_buckets_of_their_own() {
+        let hour = Duration::from_secs(3600);
+        let limits =
+            RateLimits::new(limit(1, hour), limit(1, hour)).with_respondents(RespondentLimits {
+                link: limit(2, hour),
+                session: limit(3, hour),
+            });
+        for _ in 0..2 {
+            assert_eq!(limits.admit_link("respondent:7"), Ok(()));
+        }
+        assert!(limits.admit_link("respondent:7").is_err());
+        assert_eq!(limits.admit_link("respondent:8"), Ok(()));
+        for _ in 0..3 {
+            assert_eq!(limits.admit_session(1), Ok(()));
+        }
+        assert!(limits.admit_session(1).is_err());
+        assert_eq!(limits.admit_session(2), Ok(()));
+        // The others are untouched.
+        let a: IpAddr = "192.0.2.7".parse().expect("address");
+        assert_eq!(limits.admit_anonymous(a), Ok(()));
+        assert_eq!(limits.admit_token("epd"), Ok(()));
+        assert_eq!(
+            RateLimit::per_minute(10, 2).map(|l| l.map(|l| l.every)),
+            Ok(Some(Duration::from_secs(30)))
+        );
+        assert_eq!(RateLimit::per_minute(10, 0), Ok(None));
     }
 
     #[test]

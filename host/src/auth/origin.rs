@@ -96,6 +96,28 @@ pub fn allowed(origin: &str, token: &[String], every_token: &[String]) -> bool {
     token.iter().chain(every_token).any(|o| o == origin)
 }
 
+/// Whether a form posted to this service at `public_origin` (normalized)
+/// was sent by one of its own pages, as the browser tells: login forms
+/// carry no session yet, so no CSRF token, and a page of another site
+/// could otherwise log a browser in with a link of its choosing (login
+/// CSRF). `Sec-Fetch-Site` decides when present: `same-origin` (our page)
+/// or `none` (the user's own doing); without it `Origin` must be absent or
+/// be `public_origin`. A request that says neither is no browser's
+/// cross-site post; its link is still checked.
+pub fn sent_from_own_page(
+    public_origin: &str,
+    origin: Option<&str>,
+    fetch_site: Option<&str>,
+) -> bool {
+    match fetch_site {
+        Some(site) => {
+            let site = site.trim();
+            site.eq_ignore_ascii_case("same-origin") || site.eq_ignore_ascii_case("none")
+        }
+        None => origin.is_none_or(|o| parse(o).is_ok_and(|o| o == public_origin)),
+    }
+}
+
 /// Parses a comma-separated list of origins.
 pub fn parse_list(text: &str) -> Result<Vec<String>, String> {
     text.split(',')
@@ -143,6 +165,26 @@ mod tests {
         assert!(!allowed("https://evil.example", &token, &every));
         assert!(!allowed("https://epd.example.org:8443", &token, &every));
         assert!(!allowed("https://epd.example.org", &[], &[]));
+    }
+
+    #[test]
+    fn only_posts_from_the_service_s_own_pages_count_as_its_own() {
+        let ours = "https://rom.example.org";
+        let from = |origin, site| sent_from_own_page(ours, origin, site);
+        assert!(from(Some("https://rom.example.org"), Some("same-origin")));
+        // Under `Referrer-Policy: no-referrer` a browser may send `null`.
+        assert!(from(Some("null"), Some("same-origin")));
+        assert!(from(None, Some("none")));
+        assert!(from(Some("https://ROM.example.org:443"), None));
+        assert!(from(None, None), "no browser's cross-site post");
+        assert!(!from(Some("https://evil.example"), Some("cross-site")));
+        assert!(!from(
+            Some("https://sub.rom.example.org"),
+            Some("same-site")
+        ));
+        assert!(!from(Some("https://evil.example"), None));
+        assert!(!from(Some("null"), None));
+        assert!(!from(None, Some("cross-site")));
     }
 
     #[test]

@@ -59,8 +59,7 @@ struct Inner {
     /// Requests per client address without valid credentials, and per
     /// token.
     limits: RateLimits,
-    /// Refusals without valid credentials, counted until their row is
-    /// written.
+    /// Refusals, counted until their row is written.
     refusals: Refusals,
 }
 
@@ -194,11 +193,14 @@ impl AuthService {
         &self.0.limits
     }
 
-    /// Records a refusal without valid credentials from `client` in the
-    /// access log, counted with the others of its minute
-    /// (docs/api/rights.md#access-log); writes the rows that are due.
-    pub async fn count_refusal(&self, mut entry: AccessEntry, client: IpAddr) {
-        entry.client = ClientKey::of(client).to_string();
+    /// Records a refusal from `client` in the access log, counted with the
+    /// others of its minute (docs/api/rights.md#access-log); writes the rows
+    /// that are due.
+    /// `client`: the client as allow-lists see it; None names nobody
+    /// (`unknown`), IPv6 addresses count per /64.
+    pub async fn count_refusal(&self, mut entry: AccessEntry, client: Option<IpAddr>) {
+        entry.client =
+            client.map_or_else(|| "unknown".to_owned(), |c| ClientKey::of(c).to_string());
         let known = entry
             .claimed_key
             .as_deref()

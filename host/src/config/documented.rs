@@ -109,6 +109,12 @@ fn arrived(c: &Config, key: &str) -> String {
         })
         .to_string()
     };
+    let per_minute = |l: &Option<RateLimit>| {
+        l.map_or(0, |l| {
+            Duration::from_secs(60).as_nanos() / l.every.as_nanos()
+        })
+        .to_string()
+    };
     let burst = |l: &Option<RateLimit>| l.map_or(0, |l| l.burst.get()).to_string();
     let none = || "\"(none)\"".to_owned();
     match key {
@@ -153,6 +159,10 @@ fn arrived(c: &Config, key: &str) -> String {
         "token_per_second" => per_second(&c.token_limit),
         "probe_burst" => burst(&c.probe_limit),
         "probe_per_second" => per_second(&c.probe_limit),
+        "link_burst" => burst(&c.respondent_limits.link),
+        "link_per_minute" => per_minute(&c.respondent_limits.link),
+        "session_burst" => burst(&c.respondent_limits.session),
+        "session_per_minute" => per_minute(&c.respondent_limits.session),
         "token_reload_failure_limit" => c.token_reload_failure_limit.unwrap_or(0).to_string(),
         "public_url" => c.public_url.as_ref().map_or_else(none, |u| text(u)),
         "allowed_origins" => array(c.allowed_origins.iter().map(|o| text(o)).collect()),
@@ -166,6 +176,7 @@ fn arrived(c: &Config, key: &str) -> String {
         },
         "fill_out_link_ttl" => secs(c.fill_out_link_ttl),
         "completing_url_ttl" => secs(c.completing_url_ttl),
+        "fill_out_session_retention" => secs(c.fill_out_session_retention),
         "scheduler_interval" => c.scheduler_interval.map_or(0, |d| d.as_secs()).to_string(),
         "callback_allowed_networks" => nets(&c.callback_allowed_networks),
         "plugin_limits" => {

@@ -190,6 +190,19 @@ settings! {
         /// Requests per second to those probes one client address may make
         /// after its burst; 0 turns this limit off
         probe_per_second: u32 [N] = "10";
+        /// Opens of one respondent's link (a completing_url's Start button,
+        /// a fill_out_url's) in a burst before it is answered 429; each may
+        /// start a fill-out session
+        link_burst: u32 [N] = "10";
+        /// Opens of one respondent's link per minute after its burst; 0
+        /// turns this limit off
+        link_per_minute: u32 [N] = "2";
+        /// Requests of one fill-out session (pages, submissions, the
+        /// progress page) in a burst before it is answered 429
+        session_burst: u32 [N] = "120";
+        /// Requests of one fill-out session per minute after its burst; 0
+        /// turns this limit off
+        session_per_minute: u32 [N] = "60";
         /// Failed token reloads in a row (one every 2 s) after which every
         /// API credential is refused with 503 until a reload succeeds:
         /// revocations made elsewhere are not seen while reloads fail. 0
@@ -225,6 +238,10 @@ settings! {
         /// response, a fill-out request or a callback); revoking the
         /// respondent's links ends it sooner
         completing_url_ttl: u64 [SECONDS] = "2592000", shown("2592000, 30 days");
+        /// Seconds a fill-out session is kept after it ended, idled out or
+        /// its link expired unused; then the scheduler deletes it (the
+        /// access log keeps what was done)
+        fill_out_session_retention: u64 [SECONDS] = "604800", shown("604800, 7 days");
     }
 
     /// The scheduler and the callbacks it sends. `serve` only.

@@ -5,7 +5,9 @@
 //! `pending_questionnaire_keys[]`; to the next questionnaire; after the
 //! last, to `return_to`. Every
 //! redirect goes to this service or to a URL checked when the session was
-//! made, never to one a request names.
+//! made, never to one a request names. A redirect to the progress page
+//! tells the caller which questionnaires were filled out: it has its
+//! access-log row.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -32,7 +34,15 @@ pub async fn next(State(app): State<AppState>, live: Live, parts: Parts) -> Resp
     match (progress.next(), &live.session.progress_url) {
         (None, _) => finish(&app, &live.session, lang).await,
         (Some(_), Some(url)) => match progress_location(&app, url, &progress, &live.cookie) {
-            Some(location) => redirect(&location),
+            // The caller's page learns what was and is to be filled out in
+            // the dossier: a read of it, logged before it leaves.
+            Some(location) => {
+                let entry = live.access(&app, &parts, "GET /fill_out/session", 303);
+                match app.store().append_access(entry).await {
+                    Ok(()) => redirect(&location),
+                    Err(e) => failed(lang, &e),
+                }
+            }
             None => page(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 lang,

@@ -180,6 +180,8 @@ pub enum Msg {
     LinkRevokedText,
     StartTitle,
     StartText,
+    /// A `completing_url`'s page: it works again and again.
+    StartAgainText,
     StartButton,
     CompletedAlreadyTitle,
     CompletedAlreadyText,
@@ -199,6 +201,8 @@ pub enum Msg {
     TooLargeText,
     TooManyTitle,
     TooManyText,
+    /// A working link or a session asked too often.
+    TooOftenText,
     FailedTitle,
     FailedText,
 }
@@ -315,6 +319,10 @@ impl Msg {
                 "Hij is ingetrokken. Vraag een nieuwe link aan waar u deze hebt gekregen.",
             ),
             Msg::StartTitle => ("Your questionnaires", "Uw vragenlijsten"),
+            Msg::StartAgainText => (
+                "Press the button to start, or to continue where you left off.",
+                "Druk op de knop om te beginnen, of om verder te gaan waar u gebleven was.",
+            ),
             Msg::StartText => (
                 "Press the button to start. The link works once: after that, this browser continues where you are.",
                 "Druk op de knop om te beginnen. De link werkt één keer: daarna gaat u in deze browser verder.",
@@ -376,6 +384,10 @@ impl Msg {
                 "Ga terug, laad de pagina opnieuw en probeer het nog eens.",
             ),
             Msg::TooManyTitle => ("Too many attempts", "Te veel pogingen"),
+            Msg::TooOftenText => (
+                "This page was asked for too often in a short time. Please wait a few minutes and try again.",
+                "Deze pagina is in korte tijd te vaak opgevraagd. Wacht een paar minuten en probeer het dan opnieuw.",
+            ),
             Msg::TooManyText => (
                 "Links that do not work were opened too often from this network. Please wait a few minutes and try again.",
                 "Er zijn vanaf dit netwerk te vaak links geopend die niet werken. Wacht een paar minuten en probeer het dan opnieuw.",

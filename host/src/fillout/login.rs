@@ -1,29 +1,32 @@
 //! Logging in: the one-time `fill_out_url` of a session made through the
 //! API, and a respondent's `completing_url`. Both check their signature
-//! before anything else, then start a browser session with a new random
-//! cookie. The one-time link is spent by a POST only: its GET shows a page
-//! with a button, so a mail scanner or link preview that fetches it spends
-//! nothing and the respondent's click still works. A refused link counts
-//! against the client's rate limit and in the access log through the auth
-//! service, never written one by one.
+//! before anything else. Neither opens anything on a GET: it shows a page
+//! with a button that posts the link back, so a mail scanner or link
+//! preview that fetches it spends, opens and reads nothing, and the
+//! respondent's click still works. The POST checks that one of this
+//! service's own pages sent it (login CSRF), counts against the link's
+//! rate limit, and starts a browser session with a new random cookie; a
+//! browser that reopens a `completing_url` while its session for that
+//! respondent is live goes on in it. A refused link counts against the
+//! client's rate limit and in the access log through the auth service,
+//! never written one by one.
 
 use axum::body::to_bytes;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Request, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::i18n::{Lang, Msg};
 use super::pages;
 use super::session::{
-    accept_language, access, cookie_hash, cookie_of, failed, html_under, page, policy_for,
-    query_param, redirect, redirect_with_cookie,
+    accept_language, access, cookie_hash, failed, html_under, live_session, page, policy_for,
+    query_param, redirect, redirect_with_cookie, refused_page, too_many,
 };
 use crate::AppState;
-use crate::auth::guard::client_of;
 use crate::auth::links::{CompletingQuery, LinkError, LoginQuery};
-use crate::auth::secret;
+use crate::auth::{origin, secret};
 use crate::domain::ids::RespondentId;
 use crate::store::{LoginResult, OpenResult};
 
@@ -71,7 +74,13 @@ pub async fn show_login(State(app): State<AppState>, parts: Parts) -> Response {
         ("timestamp", query.timestamp.as_str()),
         ("hmac", query.hmac.as_str()),
     ];
-    let body = pages::start(lang, LOGIN, targets.stylesheet.as_deref(), &fields);
+    let body = pages::start(
+        lang,
+        Msg::StartText,
+        LOGIN,
+        targets.stylesheet.as_deref(),
+        &fields,
+    );
     html_under(StatusCode::OK, body, &policy_for(Some(&targets)))
 }
 
@@ -83,6 +92,9 @@ pub async fn log_in(State(app): State<AppState>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let lang = Lang::for_browser(accept_language(&parts.headers));
     let action = "POST /fill_out/session/login";
+    if !from_own_page(&app, &parts) {
+        return cross_site(&app, &parts, action, lang).await;
+    }
     let Ok(bytes) = to_bytes(body, LOGIN_FORM_LIMIT).await else {
         count(&app, LinkError::Tampered);
         return refused_link(&app, &parts, action, lang, LinkError::Tampered).await;
@@ -101,6 +113,10 @@ pub async fn log_in(State(app): State<AppState>, req: Request) -> Response {
     if let Err(why) = app.links().check_login(&query, now) {
         count(&app, why);
         return refused_link(&app, &parts, action, lang, why).await;
+    }
+    let link = format!("fill_out_url {}", query.fill_out_session_key);
+    if let Err(over) = app.auth().limits().admit_link(&link) {
+        return too_many(&app, &parts, action, lang, over, None, Msg::TooOftenText).await;
     }
     let cookie = secret::generate();
     let entry = access(&app, &parts, action, 303);
@@ -125,7 +141,11 @@ pub async fn log_in(State(app): State<AppState>, req: Request) -> Response {
         }
         // Used before, by this very browser (a reload, the back button):
         // it is still logged in.
-        Ok(LoginResult::Spent(session)) if still_in(&app, &parts, session).await => {
+        Ok(LoginResult::Spent(session))
+            if live_session(&app, &parts)
+                .await
+                .is_some_and(|s| s.id == session) =>
+        {
             counted("spent");
             redirect("/fill_out/session")
         }
@@ -174,16 +194,28 @@ fn revoked(lang: Lang) -> Response {
     )
 }
 
-/// Whether the browser that sent `parts` is logged in to the live session
-/// with this id.
-async fn still_in(app: &AppState, parts: &Parts, session: i64) -> bool {
-    let Some(cookie) = cookie_of(&parts.headers) else {
-        return false;
-    };
-    matches!(
-        app.store().fill_out_session(&cookie_hash(&cookie)).await,
-        Ok(Some(s)) if s.id == session && s.is_live(app.now())
-    )
+/// Whether a login form was posted by one of this service's own pages
+/// (docs/api/fill-out.md#hosted-pages): another site's page must not log
+/// a browser in with a link of its choosing.
+fn from_own_page(app: &AppState, parts: &Parts) -> bool {
+    let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
+    let ours = origin::parse(app.links().public_url()).unwrap_or_default();
+    origin::sent_from_own_page(&ours, header("origin"), header("sec-fetch-site"))
+}
+
+/// The page for a login form another site sent: refused, counted as a
+/// refusal of the client address.
+async fn cross_site(app: &AppState, parts: &Parts, action: &str, lang: Lang) -> Response {
+    app.metrics().inc(
+        "outcomes_fill_out_refusals_total",
+        &[("reason", "cross_site")],
+    );
+    let refusal = (
+        StatusCode::FORBIDDEN,
+        Msg::FormRefusedTitle,
+        Msg::FormRefusedText,
+    );
+    refused_page(app, parts, action, lang, refusal).await
 }
 
 /// The page for a link that does not work, and its count in the access
@@ -198,7 +230,7 @@ async fn refused_link(
     lang: Lang,
     why: LinkError,
 ) -> Response {
-    let (status, title, text) = match why {
+    let refusal = match why {
         LinkError::Tampered => (
             StatusCode::FORBIDDEN,
             Msg::LinkTamperedTitle,
@@ -210,33 +242,36 @@ async fn refused_link(
             Msg::LinkExpiredText,
         ),
     };
-    let client = client_of(app.auth(), &parts.extensions, &parts.headers).rate_key();
-    let over = app.auth().limits().admit_anonymous(client).err();
-    let (status, title, text) = match over {
-        Some(_) => (
-            StatusCode::TOO_MANY_REQUESTS,
-            Msg::TooManyTitle,
-            Msg::TooManyText,
-        ),
-        None => (status, title, text),
-    };
-    app.auth()
-        .count_refusal(access(app, parts, action, status.as_u16()), client)
-        .await;
-    let mut response = page(status, lang, title, text, None);
-    if let Some(over) = over {
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(over.0));
-    }
-    response
+    refused_page(app, parts, action, lang, refusal).await
+}
+
+/// Where a `completing_url` points, and where its page posts to.
+fn completing_path(respondent: RespondentId) -> String {
+    format!("/fill_out/respondents/{}", respondent.0)
+}
+
+/// The respondent a `completing_url` names, and its link generation, if
+/// its signature checks out at now.
+fn check_completing(
+    app: &AppState,
+    id: Result<Path<String>, PathRejection>,
+    query: &CompletingQuery,
+) -> Result<(RespondentId, i64), LinkError> {
+    let respondent = id
+        .ok()
+        .and_then(|Path(id)| id.parse::<i64>().ok())
+        .filter(|id| *id > 0)
+        .map(RespondentId)
+        .ok_or(LinkError::Tampered)?;
+    let generation = app.links().check_completing(respondent, query, app.now())?;
+    Ok((respondent, generation))
 }
 
 /// `GET /fill_out/respondents/{id}?expires=...&generation=...&token=...`:
-/// opens whatever the respondent can fill out now; a page says when that
-/// is nothing. An expired link, one of the first format, or one whose
-/// respondent's links were revoked since opens nothing.
-pub async fn open_completing_url(
+/// a link that checks out gets a page with a Start button that posts it
+/// back; nothing is opened, read or written. A tampered or expired link
+/// gets a page that says so.
+pub async fn show_completing_url(
     State(app): State<AppState>,
     id: Result<Path<String>, PathRejection>,
     parts: Parts,
@@ -250,25 +285,89 @@ pub async fn open_completing_url(
         generation: query_param(&parts, "generation"),
         token: query_param(&parts, "token"),
     };
-    let now = app.now();
-    let respondent = id
-        .ok()
-        .and_then(|Path(id)| id.parse::<i64>().ok())
-        .filter(|id| *id > 0)
-        .map(RespondentId);
-    let action = "GET /fill_out/respondents/{id}";
-    let checked = respondent
-        .ok_or(LinkError::Tampered)
-        .and_then(|r| Ok((r, app.links().check_completing(r, &query, now)?)));
-    let (respondent, generation) = match checked {
+    let respondent = match check_completing(&app, id, &query) {
+        Ok((respondent, _)) => respondent,
+        Err(why) => {
+            count(&app, why);
+            let action = "GET /fill_out/respondents/{id}";
+            return refused_link(&app, &parts, action, lang, why).await;
+        }
+    };
+    let fields = [
+        ("expires", query.expires.as_str()),
+        ("generation", query.generation.as_str()),
+        ("token", query.token.as_str()),
+    ];
+    let path = completing_path(respondent);
+    let body = pages::start(lang, Msg::StartAgainText, &path, None, &fields);
+    html_under(StatusCode::OK, body, &policy_for(None))
+}
+
+/// `POST /fill_out/respondents/{id}`, from the page's Start button: opens
+/// whatever the respondent can fill out now; a page says when that is
+/// nothing. An expired link, one of the first format, or one whose
+/// respondent's links were revoked since opens nothing. A browser whose
+/// session for this respondent is live goes on in it.
+pub async fn open_completing_url(
+    State(app): State<AppState>,
+    id: Result<Path<String>, PathRejection>,
+    req: Request,
+) -> Response {
+    let (parts, body) = req.into_parts();
+    let lang = Lang::for_browser(accept_language(&parts.headers));
+    let action = "POST /fill_out/respondents/{id}";
+    if !from_own_page(&app, &parts) {
+        return cross_site(&app, &parts, action, lang).await;
+    }
+    let Ok(bytes) = to_bytes(body, LOGIN_FORM_LIMIT).await else {
+        count(&app, LinkError::Tampered);
+        return refused_link(&app, &parts, action, lang, LinkError::Tampered).await;
+    };
+    let mut query = CompletingQuery::default();
+    for (key, value) in form_urlencoded::parse(&bytes) {
+        match key.as_ref() {
+            "expires" => query.expires = value.into_owned(),
+            "generation" => query.generation = value.into_owned(),
+            "token" => query.token = value.into_owned(),
+            _ => {}
+        }
+    }
+    let (respondent, generation) = match check_completing(&app, id, &query) {
         Ok(found) => found,
         Err(why) => {
             count(&app, why);
             return refused_link(&app, &parts, action, lang, why).await;
         }
     };
+    // Reopened in the browser that has this respondent's session open (a
+    // second click on the link, the back button): it goes on; revoking
+    // the respondent's links ended that session.
+    if live_session(&app, &parts)
+        .await
+        .is_some_and(|s| s.respondent_id == respondent && s.return_to.is_none())
+    {
+        return redirect("/fill_out/session");
+    }
+    let link = format!("completing_url {}", respondent.0);
+    if let Err(over) = app.auth().limits().admit_link(&link) {
+        return too_many(&app, &parts, action, lang, over, None, Msg::TooOftenText).await;
+    }
+    open_session(&app, &parts, lang, action, respondent, generation).await
+}
+
+/// Opens a session of `respondent` (link generation `generation`) for the
+/// browser that sent `parts`, with its access row (`action`).
+async fn open_session(
+    app: &AppState,
+    parts: &Parts,
+    lang: Lang,
+    action: &str,
+    respondent: RespondentId,
+    generation: i64,
+) -> Response {
+    let now = app.now();
     let cookie = secret::generate();
-    let entry = access(&app, &parts, action, 303);
+    let entry = access(app, parts, action, 303);
     let opened = app
         .store()
         .open_respondent_session(respondent, generation, cookie_hash(&cookie), now, entry)
@@ -297,7 +396,7 @@ pub async fn open_completing_url(
             revoked(lang)
         }
         Ok(OpenResult::Unknown) => {
-            refused_link(&app, &parts, action, lang, LinkError::Tampered).await
+            refused_link(app, parts, action, lang, LinkError::Tampered).await
         }
         Err(e) => failed(lang, &e),
     }

@@ -8,7 +8,9 @@
 //! - `GET session/login?...`: the one-time `fill_out_url`: a page with a
 //!   button; `POST session/login` (the button) spends it ([`login`]).
 //! - `GET respondents/{id}?expires=...&generation=...&token=...`: a
-//!   respondent's `completing_url`.
+//!   respondent's `completing_url`: a page with a Start button; `POST
+//!   respondents/{id}` (the button) opens what they can fill out
+//!   ([`login`]).
 //! - `GET session`: where to go next: the progress page, the next
 //!   questionnaire, or the end ([`flow`]).
 //! - `GET session/continue`, `GET session/interrupt?token=...`: the
@@ -53,7 +55,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route(
             "/fill_out/respondents/{id}",
-            get(login::open_completing_url),
+            get(login::show_completing_url).post(login::open_completing_url),
         )
         .route("/fill_out/session", get(flow::next))
         .route(

@@ -61,6 +61,7 @@ pub fn message(lang: Lang, title: Msg, text: Msg, stylesheet: Option<&str>) -> S
 /// parameters; `stylesheet` the session's.
 pub fn start(
     lang: Lang,
+    text: Msg,
     action: &str,
     stylesheet: Option<&str>,
     fields: &[(&'static str, &str)],
@@ -69,7 +70,7 @@ pub fn start(
         h.raw("<h1>")
             .text(Msg::StartTitle.text(lang))
             .raw("</h1>\n");
-        h.raw("<p>").text(Msg::StartText.text(lang)).raw("</p>\n");
+        h.raw("<p>").text(text.text(lang)).raw("</p>\n");
         h.raw("<form method=\"post\"")
             .attr("action", action)
             .raw(">\n");

@@ -8,7 +8,7 @@
 //! page carries a Content-Security-Policy of `default-src 'none'` plus what
 //! it needs.
 
-use axum::extract::{FromRequestParts, Request};
+use axum::extract::{FromRequestParts, MatchedPath, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -18,6 +18,7 @@ use super::i18n::{Lang, Msg};
 use super::pages;
 use crate::AppState;
 use crate::auth::guard::{client_of, client_text, truncate};
+use crate::auth::limits::RetryAfter;
 use crate::auth::origin;
 use crate::domain::fill_out::FillOutSession;
 use crate::store::{AccessEntry, SessionTargets, StoreError};
@@ -92,6 +93,21 @@ impl FromRequestParts<AppState> for Live {
             Ok(_) => return Err(gone()),
             Err(e) => return Err(failed(lang, &e)),
         };
+        // A session's requests are a person's: a browser that loops is
+        // held back before it costs a write (docs/operations.md#rate-limits).
+        if let Err(over) = app.auth().limits().admit_session(session.id) {
+            let action = format!(
+                "{} {}",
+                parts.method,
+                parts
+                    .extensions
+                    .get::<MatchedPath>()
+                    .map_or("/fill_out", MatchedPath::as_str)
+            );
+            let dossier = Some(session.epd_id.clone());
+            let text = Msg::TooOftenText;
+            return Err(too_many(app, parts, &action, lang, over, dossier, text).await);
+        }
         // Every request of the session is activity: reading a long
         // questionnaire keeps the session from going idle.
         if session.needs_touch(now)
@@ -111,6 +127,71 @@ impl Live {
             ..access(app, parts, action, status)
         }
     }
+}
+
+/// The live session of the browser that sent `parts`, if any (no limit
+/// counted, nothing written).
+pub async fn live_session(app: &AppState, parts: &Parts) -> Option<FillOutSession> {
+    let cookie = cookie_of(&parts.headers)?;
+    match app.store().fill_out_session(&cookie_hash(&cookie)).await {
+        Ok(Some(session)) if session.is_live(app.now()) => Some(session),
+        _ => None,
+    }
+}
+
+/// The page of a refused request of a respondent (a link that does not
+/// work, a form another site sent), counted in the access log like every
+/// refusal (docs/api/rights.md#access-log) and against the client
+/// address's limit; past that limit the page says to wait (429,
+/// docs/operations.md#rate-limits).
+pub async fn refused_page(
+    app: &AppState,
+    parts: &Parts,
+    action: &str,
+    lang: Lang,
+    (status, title, text): (StatusCode, Msg, Msg),
+) -> Response {
+    let remote = client_of(app.auth(), &parts.extensions, &parts.headers);
+    match app.auth().limits().admit_anonymous(remote.rate_key()) {
+        Ok(()) => {
+            let entry = access(app, parts, action, status.as_u16());
+            app.auth().count_refusal(entry, remote.client).await;
+            page(status, lang, title, text, None)
+        }
+        Err(over) => too_many(app, parts, action, lang, over, None, Msg::TooManyText).await,
+    }
+}
+
+/// The page of a request over a limit (of the client address, a
+/// respondent's link or a session): 429 with `Retry-After` and `text`,
+/// counted in the access log like every refusal, with the dossier when
+/// the request named one (a session's).
+pub async fn too_many(
+    app: &AppState,
+    parts: &Parts,
+    action: &str,
+    lang: Lang,
+    over: RetryAfter,
+    dossier: Option<String>,
+    text: Msg,
+) -> Response {
+    let remote = client_of(app.auth(), &parts.extensions, &parts.headers);
+    let entry = AccessEntry {
+        dossier,
+        ..access(app, parts, action, StatusCode::TOO_MANY_REQUESTS.as_u16())
+    };
+    app.auth().count_refusal(entry, remote.client).await;
+    let mut response = page(
+        StatusCode::TOO_MANY_REQUESTS,
+        lang,
+        Msg::TooManyTitle,
+        text,
+        None,
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(over.0));
+    response
 }
 
 /// Writes the access-log row of a refused request. The request is refused

@@ -11,6 +11,13 @@
 //! resolver ([`super::resolve`]), and the connection is made to the
 //! address that was checked. A redirect is never followed, and no proxy
 //! is used.
+//!
+//! A callback hands dossier data out (the dossier id, the respondent's
+//! link), so each attempt has its access-log row, stored with the
+//! attempt's outcome in one transaction: the token that asked for it, the
+//! event, the receiver's origin and status (0: no answer). An attempt
+//! whose outcome a crash kept from being stored is made again once its
+//! lease runs out, and logged then.
 
 use std::sync::Arc;
 
@@ -22,7 +29,7 @@ use crate::auth::destination::Destinations;
 use crate::auth::links::Links;
 use crate::auth::webhook::WebhookKey;
 use crate::metrics::Metrics;
-use crate::store::{ClaimedCallback, Store, StoreError};
+use crate::store::{AccessEntry, ClaimedCallback, Store, StoreError};
 
 /// Delays before the next attempt after a failed callback: after the first
 /// failure 1 minute, then 5 and 30 minutes, 2 and 6 hours; after the sixth
@@ -117,7 +124,8 @@ pub async fn send_batch(
     let outcomes =
         futures_util::future::join_all(claimed.iter().map(|c| send(sender, c, now))).await;
     let mut delivered = 0;
-    for (callback, outcome) in claimed.iter().zip(outcomes) {
+    for (callback, (answered, outcome)) in claimed.iter().zip(outcomes) {
+        let access = access_row(callback, answered, now);
         let outcome = outcome.map_err(|failure| match failure {
             Failure::Refused(why) => {
                 metrics.inc("outcomes_callbacks_refused_total", &[]);
@@ -147,13 +155,34 @@ pub async fn send_batch(
             }
         };
         store
-            .record_callback(callback.id, outcome, retry_at, now)
+            .record_callback(callback.id, outcome, retry_at, now, access)
             .await?;
     }
     Ok(Sent {
         claimed: claimed.len(),
         delivered,
     })
+}
+
+/// The access-log row of an attempt at `now` that the receiver answered
+/// with `answered` (None: no answer, or not sent).
+fn access_row(
+    callback: &ClaimedCallback,
+    answered: Option<u16>,
+    now: DateTime<Utc>,
+) -> AccessEntry {
+    let receiver = crate::auth::origin::absolute_url(&callback.url)
+        .map_or_else(|| "unknown".to_owned(), |(_, origin)| origin);
+    AccessEntry {
+        at: now,
+        consumer_key: callback.consumer_key.clone(),
+        dossier: Some(callback.epd_id.clone()),
+        action: format!("POST callback {}", callback.event),
+        status: answered.unwrap_or(0),
+        client: receiver,
+        request_id: Some(callback.event_id.clone()),
+        ..AccessEntry::default()
+    }
 }
 
 /// When a callback that failed its `attempts`-th attempt at `now` is tried
@@ -169,11 +198,37 @@ fn retry_at(attempts: i64, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
 /// timeout is success (a redirect is not). `url` is the respondent's
 /// `completing_url` while there is something to fill out (null with
 /// `expired`); `event_id` is the `webhook-id`, the same on every attempt.
+/// The receiver's status when it answered, and how it went.
 async fn send(
     sender: &Sender,
     callback: &ClaimedCallback,
     now: DateTime<Utc>,
-) -> Result<(), Failure> {
+) -> (Option<u16>, Result<(), Failure>) {
+    match request(sender, callback, now) {
+        Ok(request) => match request.send().await {
+            Ok(answer) if answer.status().is_success() => (Some(answer.status().as_u16()), Ok(())),
+            Ok(answer) => (
+                Some(answer.status().as_u16()),
+                Err(Failure::Failed(format!("answered {}", answer.status()))),
+            ),
+            Err(e) => (
+                None,
+                Err(match refusal(&e) {
+                    Some(refused) => Failure::Refused(refused.to_string()),
+                    None => Failure::Failed(error_chain(&e)),
+                }),
+            ),
+        },
+        Err(failure) => (None, Err(failure)),
+    }
+}
+
+/// The signed request of a callback at `now`, if it may be sent.
+fn request(
+    sender: &Sender,
+    callback: &ClaimedCallback,
+    now: DateTime<Utc>,
+) -> Result<reqwest::RequestBuilder, Failure> {
     let Sender {
         client,
         destinations,
@@ -221,14 +276,7 @@ async fn send(
              (make one with `outcomes token webhook-secret KEY`)"
         ),
     }
-    match request.body(body).send().await {
-        Ok(answer) if answer.status().is_success() => Ok(()),
-        Ok(answer) => Err(Failure::Failed(format!("answered {}", answer.status()))),
-        Err(e) => match refusal(&e) {
-            Some(refused) => Err(Failure::Refused(refused.to_string())),
-            None => Err(Failure::Failed(error_chain(&e))),
-        },
-    }
+    Ok(request.body(body))
 }
 
 /// An error with its causes, `: `-separated (reqwest's own message names

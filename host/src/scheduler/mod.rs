@@ -10,7 +10,8 @@
 //! and stop subscriptions that reached their stop; settle each occurrence
 //! that expired [`NON_RESPONSE_DELAY`] ago, registering one non-response
 //! with code 04 where responses were not filled out; send the fill-out
-//! requests' callbacks that are due. Response status needs no tick: it is
+//! requests' callbacks that are due; delete the fill-out sessions over for
+//! longer than their retention. Response status needs no tick: it is
 //! derived from the stored times.
 //!
 //! Work is idempotent and shared safely between hosts (see the store's
@@ -37,7 +38,9 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 pub use callbacks::{CALLBACK_RETRIES, Sender};
-pub use steps::{BATCH, NON_RESPONSE_DELAY, Pass, STEPS, Scheduler, TickCounts, planner};
+pub use steps::{
+    BATCH, NON_RESPONSE_DELAY, Pass, STEPS, Scheduler, SessionRetention, TickCounts, planner,
+};
 
 use crate::metrics::families::SCHEDULER_LAST;
 use crate::store::StoreError;
@@ -57,6 +60,7 @@ pub async fn tick(scheduler: &Scheduler, now: DateTime<Utc>) -> Result<TickCount
         ("stopped", counts.stopped),
         ("non_responses", counts.non_responses),
         ("callbacks", counts.callbacks),
+        ("sessions_purged", counts.sessions_purged),
     ] {
         metrics.add("outcomes_scheduler_work_total", &[("what", what)], n as u64);
     }

@@ -18,6 +18,7 @@ use super::callbacks::{self, CALLBACK_BATCH, Sender};
 use super::heartbeat::Heartbeat;
 use crate::clock::Clock;
 use crate::domain::catalog::Catalog;
+use crate::domain::fill_out::IDLE_LIMIT;
 use crate::domain::subscription::Subscription;
 use crate::metrics::Metrics;
 use crate::metrics::families::{SCHEDULER_BATCHES, SCHEDULER_STEP};
@@ -31,10 +32,11 @@ pub const NON_RESPONSE_DELAY: Duration = Duration::hours(6);
 pub const BATCH: usize = 500;
 
 /// The steps of a pass, in the order they run.
-pub const STEPS: [Step; 3] = [
+pub const STEPS: [Step; 4] = [
     Step::new("prepare_due", prepare_due),
     Step::new("settle_expired", settle_expired),
     Step::new("send_callbacks", send_callbacks),
+    Step::new("purge_sessions", purge_sessions),
 ];
 
 /// Prepares the due occurrences of a batch of subscriptions (an invitation
@@ -89,6 +91,30 @@ fn send_callbacks<'t>(pass: &'t Pass<'t>) -> BoxFuture<'t, Result<Batch, StoreEr
     })
 }
 
+/// Deletes a batch of fill-out sessions over for longer than the
+/// retention (docs/operations.md#patient-links).
+fn purge_sessions<'t>(pass: &'t Pass<'t>) -> BoxFuture<'t, Result<Batch, StoreError>> {
+    Box::pin(async move {
+        let retention = &pass.scheduler.sessions;
+        let purged = pass
+            .store
+            .purge_fill_out_sessions(
+                pass.now - retention.retention,
+                IDLE_LIMIT,
+                retention.link_ttl,
+                pass.batch,
+            )
+            .await?;
+        Ok(Batch {
+            full: purged >= pass.batch,
+            counts: TickCounts {
+                sessions_purged: purged,
+                ..TickCounts::default()
+            },
+        })
+    })
+}
+
 /// What a pass did. Each field is filled by one step.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct TickCounts {
@@ -109,6 +135,8 @@ pub struct TickCounts {
     pub non_responses: usize,
     /// `send_callbacks`: callbacks of fill-out requests delivered.
     pub callbacks: usize,
+    /// `purge_sessions`: fill-out sessions deleted.
+    pub sessions_purged: usize,
 }
 
 impl AddAssign for TickCounts {
@@ -121,6 +149,7 @@ impl AddAssign for TickCounts {
         self.settled += other.settled;
         self.non_responses += other.non_responses;
         self.callbacks += other.callbacks;
+        self.sessions_purged += other.sessions_purged;
     }
 }
 
@@ -198,6 +227,18 @@ pub struct Scheduler {
     pub heartbeat: Heartbeat,
     /// Sends the fill-out requests' callbacks.
     pub callbacks: Sender,
+    /// When fill-out sessions are deleted.
+    pub sessions: SessionRetention,
+}
+
+/// How long fill-out sessions are kept once over.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionRetention {
+    /// Kept this long after they are over (`fill_out_session_retention`).
+    pub retention: Duration,
+    /// A one-time link is usable this long (`fill_out_link_ttl`): its
+    /// session, never used, is over then.
+    pub link_ttl: Duration,
 }
 
 /// One pass of the scheduler at a moment: what its steps work with.

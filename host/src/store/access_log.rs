@@ -1,8 +1,8 @@
 //! The access log (NEN 7513): one row per request that touches dossier
 //! data, reads and refusals included, and one per dossier for a read of
-//! several; refusals without valid credentials come counted, one row per
-//! client, route and status each minute (`refusals`). Append-only: this module has no update or delete, and the
-//! schema's triggers refuse them.
+//! several; refusals come counted, one row per client, route, status and
+//! token each minute (`refusals`). Append-only: this module has no update
+//! or delete, and the schema's triggers refuse them.
 //!
 //! Tamper evidence: every row carries the SHA-256 of its fields and of the
 //! row before it ([`link_hash`]), in id order, and `access_log_head` holds
@@ -66,9 +66,9 @@ pub struct AccessEntry {
     /// The client address as determined for IP allow-lists.
     pub client: String,
     pub request_id: Option<String>,
-    /// How many refusals without valid credentials this row counts (the
-    /// first one's time, request id and route; docs/api/rights.md#access-log);
-    /// None for the row of one request.
+    /// How many refusals this row counts (the first one's time, request id
+    /// and route; docs/api/rights.md#access-log); None for the row of one
+    /// request.
     pub refusals: Option<u32>,
 }
 

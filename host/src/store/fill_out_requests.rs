@@ -16,6 +16,7 @@ use chrono::{DateTime, Duration, Utc};
 use rand::RngCore;
 use serde_json::Value;
 
+use super::access_log::{self, AccessEntry};
 use super::{Store, StoreError, StoredSecret, dossiers};
 use crate::domain::ids::{QuestionnaireId, RespondentId};
 use crate::domain::response::COMPLETER_PATIENT;
@@ -70,6 +71,9 @@ pub struct ClaimedCallback {
     pub webhook_secret: Option<StoredSecret>,
     /// Their link generation, which the `completing_url` names.
     pub link_generation: i64,
+    /// The consumer key of the token that made the request (the access
+    /// log's caller of a callback); None if that token is gone.
+    pub consumer_key: Option<String>,
 }
 
 impl ClaimedCallback {
@@ -82,7 +86,7 @@ impl ClaimedCallback {
 
 /// A due callback with what sending it needs: id, request, EPD id, event,
 /// callback URL, attempts so far, respondent, event id, webhook key, the
-/// respondent's link generation.
+/// respondent's link generation, the token's consumer key.
 type CallbackRow = (
     i64,
     i64,
@@ -94,6 +98,7 @@ type CallbackRow = (
     String,
     Option<String>,
     i64,
+    Option<String>,
 );
 
 /// The events a fill-out request reports.
@@ -257,7 +262,7 @@ impl Store {
                     let sql = format!(
                         "SELECT c.id, c.fill_out_request_id, d.epd_id, c.event, f.callback_url, c.attempts, f.respondent_id, \
                          COALESCE(c.event_id, 'msg_' || c.id), t.webhook_secret, \
-                         (SELECT p.link_generation FROM respondents p WHERE p.id = f.respondent_id) FROM callbacks c \
+                         (SELECT p.link_generation FROM respondents p WHERE p.id = f.respondent_id), t.consumer_key FROM callbacks c \
                          JOIN fill_out_requests f ON f.id = c.fill_out_request_id JOIN dossiers d ON d.id = f.dossier_id \
                          LEFT JOIN api_tokens t ON t.id = f.token_id WHERE c.next_attempt_at <= $1 ORDER BY c.next_attempt_at, c.id LIMIT $2{lock}"
                     );
@@ -267,7 +272,7 @@ impl Store {
                         .fetch_all(&mut *conn)
                         .await?;
                     let mut claimed = Vec::with_capacity(rows.len());
-                    for (id, request, epd_id, event, url, attempts, respondent, event_id, secret, link_generation) in rows {
+                    for (id, request, epd_id, event, url, attempts, respondent, event_id, secret, link_generation, consumer_key) in rows {
                         sqlx::query("UPDATE callbacks SET attempts = attempts + 1, next_attempt_at = $1 WHERE id = $2")
                             .bind(to_millis(now + lease))
                             .bind(id)
@@ -285,6 +290,7 @@ impl Store {
                                 event_id,
                                 webhook_secret: secret.map(StoredSecret),
                                 link_generation,
+                                consumer_key,
                             });
                         }
                     }
@@ -296,13 +302,17 @@ impl Store {
 
     /// Records how an attempt went: delivered; or failed, to be tried again
     /// at `retry_at`, or given up when that is None.
+    /// With the access-log row of the attempt (`access`): what left, to
+    /// whom, and how it was answered.
     pub async fn record_callback(
         &self,
         id: i64,
         outcome: Result<(), String>,
         retry_at: Option<DateTime<Utc>>,
         now: DateTime<Utc>,
+        access: AccessEntry,
     ) -> Result<(), StoreError> {
+        let backend = self.backend;
         self.writer
             .write(move |conn| {
                 Box::pin(async move {
@@ -327,6 +337,7 @@ impl Store {
                         },
                     };
                     query.execute(&mut *conn).await?;
+                    access_log::insert(conn, backend, &[&access]).await?;
                     Ok(())
                 })
             })

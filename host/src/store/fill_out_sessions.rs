@@ -690,6 +690,56 @@ async fn save_page(
     Ok(done.rows_affected() == 1)
 }
 
+/// What makes a fill-out session over, for [`Store::purge_fill_out_sessions`]:
+/// each a condition on the time in `$1`, with the column an index serves.
+const OVER_BEFORE: [&str; 3] = [
+    // Ended (finished, interrupted, revoked).
+    "ended_at < $1",
+    // Logged in: over at the latest an idle limit after its last use (the
+    // caller moves $1 back by that).
+    "ended_at IS NULL AND logged_in_at IS NOT NULL AND last_seen_at < $1",
+    // A one-time link never used, expired.
+    "ended_at IS NULL AND logged_in_at IS NULL AND created_at < $1",
+];
+
+impl Store {
+    /// Deletes up to `batch` fill-out sessions of each kind that were over
+    /// before `cut`: ended before it, idle since `cut - idle`, or never
+    /// logged in with a link made before `cut - link_ttl`. How many went.
+    /// Nothing refers to a session: responses and the access log keep what
+    /// was done in it.
+    pub async fn purge_fill_out_sessions(
+        &self,
+        cut: DateTime<Utc>,
+        idle: chrono::Duration,
+        link_ttl: chrono::Duration,
+        batch: usize,
+    ) -> Result<usize, StoreError> {
+        let limit = i64::try_from(batch).unwrap_or(i64::MAX);
+        let times = [cut, cut - idle, cut - link_ttl];
+        self.writer
+            .write(move |conn| {
+                Box::pin(async move {
+                    let mut deleted = 0;
+                    for (condition, before) in OVER_BEFORE.iter().zip(times) {
+                        let sql = format!(
+                            "DELETE FROM fill_out_sessions WHERE id IN \
+                             (SELECT id FROM fill_out_sessions WHERE {condition} LIMIT $2)"
+                        );
+                        let done = sqlx::query(&sql)
+                            .bind(to_millis(before))
+                            .bind(limit)
+                            .execute(&mut *conn)
+                            .await?;
+                        deleted += usize::try_from(done.rows_affected()).unwrap_or(usize::MAX);
+                    }
+                    Ok(deleted)
+                })
+            })
+            .await
+    }
+}
+
 /// Of `ids`, those that are aborted responses of `dossier` that can be
 /// filled out at `now`, in the order given.
 async fn resumable(

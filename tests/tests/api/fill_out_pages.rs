@@ -702,7 +702,7 @@ db_test!(
         assert!(end.text.contains("<h1>Thank you</h1>"), "{}", end.text);
         assert_eq!(stored(&app, "d1", "gad7").await[0]["status"], "completed");
         // Nothing open now: the link says so.
-        let page = Visitor::new(&app).get(&link).await;
+        let page = Visitor::new(&app).log_in(&link).await;
         page.assert_message(200, "There is nothing to fill out now");
         // A day later the PHQ-9 opens; stopping there ends on our own page.
         app.clock.advance(Duration::days(1));

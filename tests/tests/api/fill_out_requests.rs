@@ -101,6 +101,9 @@ async fn tick_at(app: &TestApp, after: Duration) {
         .expect("a scheduler pass");
 }
 
+/// A callback's access row: action, status, caller, receiver, event id.
+type CallbackRow<'a> = (&'a str, u16, Option<&'a str>, &'a str, Option<&'a str>);
+
 async fn spawn_refusing_twice(db: Db) -> (TestApp, String, Received) {
     spawn_with_callbacks(db, 2).await
 }
@@ -206,6 +209,42 @@ db_test!(
         // The responses expired; 6 hours later they got their non-response.
         let list = app.get(&responses("d1")).await.body;
         assert!(list[0]["non_response_id"].is_i64(), "{list}");
+        // Each attempt handed dossier data to the receiver: a row each in
+        // the access log, under the token that asked, with the answer.
+        let receiver = url.trim_end_matches("/cb");
+        let log = app
+            .state
+            .store()
+            .access_log(Some("d1"), None)
+            .await
+            .expect("log");
+        let sent: Vec<CallbackRow> = log
+            .iter()
+            .filter(|e| e.action.starts_with("POST callback"))
+            .map(|e| {
+                let id = e.request_id.as_deref();
+                (
+                    e.action.as_str(),
+                    e.status,
+                    e.consumer_key.as_deref(),
+                    e.client.as_str(),
+                    id,
+                )
+            })
+            .collect();
+        let (test, id) = (Some(tests::TEST_KEY), |n: usize| {
+            calls[n]["event_id"].as_str()
+        });
+        assert_eq!(
+            sent,
+            vec![
+                ("POST callback opened", 500, test, receiver, id(0)),
+                ("POST callback opened", 500, test, receiver, id(1)),
+                ("POST callback opened", 204, test, receiver, id(2)),
+                ("POST callback reminder", 204, test, receiver, id(3)),
+                ("POST callback expired", 204, test, receiver, id(4)),
+            ]
+        );
     }
 );
 

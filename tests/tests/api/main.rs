@@ -161,6 +161,12 @@
 //!   command line), the link secret from a file or encrypted in the
 //!   database (and an older plain one replaced on start: links it signed
 //!   stop working).
+//! - `respondent_floods`: a valid link or session used in a loop: 10,000
+//!   GETs of a `completing_url` write nothing while an EPD's POSTs all
+//!   succeed, its Start button and a session's pages meet their limits,
+//!   the same browser goes on in its session, login forms from another
+//!   site are refused, sessions are deleted after their retention, a
+//!   redirect to the progress page is logged.
 //! - `golden`: every plugin crate's fixtures give the same bytes natively
 //!   and as wasm through the host's runtime (no database).
 //! - `health_checks`: `/livez`, `/readyz` (200 when healthy; 503 naming
@@ -240,6 +246,7 @@ mod rate_limits;
 mod readme;
 mod reports;
 mod rescore;
+mod respondent_floods;
 mod respondent_links;
 mod responses_create;
 mod responses_delete;

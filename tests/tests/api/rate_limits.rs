@@ -250,15 +250,127 @@ db_test!(async fn refusals_counted_at_shutdown_are_written(app) {
     assert_eq!(app.sql("SELECT refusals FROM access_log").await, Some(2));
 });
 
-db_test!(async fn refusals_with_valid_credentials_stay_one_row_each(app) {
+/// A counted row of a token: key, status, count, dossier, client.
+type TokenRow = (Option<String>, u16, Option<u32>, Option<String>, String);
+
+db_test!(async fn refusals_with_valid_credentials_are_counted_under_the_token(app) {
+    // A valid token without the right, and one used from outside its
+    // allow-list, each refused 150 times (within the address's burst).
     let secret = tests::create_token(&app.state, "protocols-only", "protocols").await;
-    for _ in 0..3 {
-        let answer = get_as(&app, D1_RESPONSES, &basic("protocols-only", &secret)).await;
-        assert_error(&answer, 403, error("base", "right_missing"));
+    let fenced = tests::create_token_with(&app.state, "fenced", "all", "10.0.0.0/8", "").await;
+    for (key, secret, reason) in [
+        ("protocols-only", &secret, "right_missing"),
+        ("fenced", &fenced, "ip_not_allowed"),
+    ] {
+        for _ in 0..3 {
+            let batch = (0..50).map(|n| {
+                let path = responses(&format!("d{n}"));
+                let app = &app;
+                async move { get_as(app, &path, &basic(key, secret)).await }
+            });
+            for answer in futures_util::future::join_all(batch).await {
+                assert_error(&answer, 403, error("base", reason));
+            }
+        }
     }
-    let log = app.state.store().access_log(None, None).await.expect("log");
-    assert_eq!(log.len(), 3);
-    assert!(log.iter().all(|e| e.refusals.is_none() && e.consumer_key.as_deref() == Some("protocols-only")));
+    // Nothing written one by one: a row per token, each minute.
+    assert_eq!(app.state.store().access_log(None, None).await.expect("log"), vec![]);
+    let rows: Vec<TokenRow> = whole_log(&app)
+        .await
+        .into_iter()
+        .map(|e| (e.consumer_key, e.status, e.refusals, e.dossier, e.client))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (Some("protocols-only".into()), 403, Some(150), None, "127.0.0.1".into()),
+            (Some("fenced".into()), 403, Some(150), None, "127.0.0.1".into()),
+        ]
+    );
+});
+
+db_test!(
+    async fn a_stolen_secret_used_outside_the_allow_list_leaves_the_epd_s_limit_alone(
+        app: spawn_with_five_per_token,
+    ) {
+        let secret = tests::create_token_with(&app.state, "epd", "all", "127.0.0.1/32", "").await;
+        let credentials = basic("epd", &secret);
+        // From 127.0.0.2, off the token's allow-list, with its secret.
+        let thief = crate::auth::client_from(std::net::Ipv4Addr::new(127, 0, 0, 2));
+        for _ in 0..20 {
+            let answer = thief
+                .get(app.url(D1_RESPONSES))
+                .header("authorization", &credentials)
+                .send()
+                .await
+                .expect("the host answers");
+            assert_eq!(answer.status(), 403);
+        }
+        // The EPD, from its own address, has its five.
+        for _ in 0..5 {
+            let answer = get_as(&app, D1_RESPONSES, &credentials).await;
+            assert_eq!(answer.status, 200, "{}", answer.text);
+        }
+        assert_too_many(&get_as(&app, D1_RESPONSES, &credentials).await);
+    }
+);
+
+db_test!(
+    async fn a_stolen_secret_used_outside_the_allow_list_meets_the_address_limit(
+        app: spawn_with_three_refusals,
+    ) {
+        let secret = tests::create_token_with(&app.state, "epd", "all", "127.0.0.1/32", "").await;
+        let thief = crate::auth::client_from(std::net::Ipv4Addr::new(127, 0, 0, 2));
+        let mut statuses = Vec::new();
+        for _ in 0..5 {
+            let answer = thief
+                .get(app.url(D1_RESPONSES))
+                .header("authorization", basic("epd", &secret))
+                .send()
+                .await
+                .expect("the host answers");
+            statuses.push(answer.status().as_u16());
+        }
+        assert_eq!(statuses, vec![403, 403, 403, 429, 429]);
+    }
+);
+
+/// Sends `GET path` without credentials from loopback address `from`, on
+/// a connection of its own.
+async fn anonymous_from(app: &TestApp, from: std::net::Ipv4Addr, path: &str) -> u16 {
+    crate::auth::client_from(from)
+        .get(app.url(path))
+        .send()
+        .await
+        .expect("the host answers")
+        .status()
+        .as_u16()
+}
+
+db_test!(async fn refusals_from_many_addresses_are_a_bounded_number_of_rows(app) {
+    // 300 client addresses (127.0.1.0 to 127.0.2.43), two refusals each,
+    // within one minute.
+    let clients: Vec<std::net::Ipv4Addr> = (0..300u32)
+        .map(|n| std::net::Ipv4Addr::from(0x7f00_0100 + n))
+        .collect();
+    for round in 0..2 {
+        for chunk in clients.chunks(50) {
+            let batch = chunk.iter().map(|ip| anonymous_from(&app, *ip, D1_RESPONSES));
+            for status in futures_util::future::join_all(batch).await {
+                assert_eq!(status, 401, "round {round}");
+            }
+        }
+    }
+    let log = whole_log(&app).await;
+    let max = host::auth::refusals::MAX_ROWS_PER_MINUTE;
+    assert_eq!(log.len(), max + 1, "a row per client up to the bound, one overflow row");
+    let overflow: Vec<_> = log.iter().filter(|e| e.client == "others").collect();
+    assert_eq!(overflow.len(), 1);
+    assert_eq!(overflow[0].refusals, Some(2 * (300 - max as u32)));
+    assert_eq!((overflow[0].status, overflow[0].action.as_str()), (401, LIST_ACTION));
+    assert!(log.iter().filter(|e| e.client != "others").all(|e| e.refusals == Some(2)));
+    let counted: u32 = log.iter().filter_map(|e| e.refusals).sum();
+    assert_eq!(counted, 600);
 });
 
 // ---------------------------------------------------------------------------
@@ -325,13 +437,8 @@ db_test!(
                 .status,
             200
         );
-        // An identified caller's refusal is a row of its own, by name.
-        let log = app
-            .state
-            .store()
-            .access_log(Some("d1"), None)
-            .await
-            .expect("log");
+        // An identified caller's refusals are counted under its name.
+        let log = whole_log(&app).await;
         let rows: Vec<(Option<&str>, u16, Option<u32>)> = log
             .iter()
             .map(|e| (e.consumer_key.as_deref(), e.status, e.refusals))
@@ -345,8 +452,8 @@ db_test!(
                 (test, 200, None),
                 (test, 200, None),
                 (test, 200, None),
-                (test, 429, None),
                 (Some("other"), 200, None),
+                (test, 429, Some(1)),
             ]
         );
     }

@@ -156,7 +156,7 @@ db_test!(
         // waits unused.
         let (mut holder, form) = {
             let mut v = Visitor::new(&app);
-            let first = v.get(&old).await;
+            let first = v.log_in(&old).await;
             assert_eq!(first.status, 303, "{}", first.text);
             let form = v.follow(first).await;
             (v, form)
@@ -168,7 +168,7 @@ db_test!(
         assert_eq!(answer.text, "");
         // The old link, the session it opened and the unused link are dead.
         Visitor::new(&app)
-            .get(&old)
+            .log_in(&old)
             .await
             .assert_message(410, "This link no longer works");
         holder
@@ -183,7 +183,7 @@ db_test!(
         let (new, _) = completing_url(&app, "d1").await;
         assert_ne!(new, old);
         assert!(new.contains("generation=1&"), "{new}");
-        assert_eq!(Visitor::new(&app).get(&new).await.status, 303);
+        assert_eq!(Visitor::new(&app).log_in(&new).await.status, 303);
         // The stored response is untouched: still open.
         assert_eq!(app.get(&responses("d1")).await.body[0]["status"], "open");
         // Another dossier's respondent, an unknown or a malformed id: 404.
@@ -239,11 +239,11 @@ db_test!(
             .await
             .expect("revoked");
         Visitor::new(&app)
-            .get(&old)
+            .log_in(&old)
             .await
             .assert_message(410, "This link no longer works");
         let (new, _) = completing_url(&app, "d1").await;
-        assert_eq!(Visitor::new(&app).get(&new).await.status, 303);
+        assert_eq!(Visitor::new(&app).log_in(&new).await.status, 303);
         let refused = respondent(store, command("d2", id), now).await;
         assert!(refused.is_err_and(|e| e.to_string().contains("no respondent")));
         let log = store.access_log(Some("d1"), None).await.expect("the log");
@@ -263,10 +263,10 @@ db_test!(
             "{url}"
         );
         app.clock.advance(Duration::days(30) - Duration::seconds(1));
-        assert_eq!(Visitor::new(&app).get(&url).await.status, 303);
+        assert_eq!(Visitor::new(&app).log_in(&url).await.status, 303);
         app.clock.advance(Duration::seconds(1));
         Visitor::new(&app)
-            .get(&url)
+            .log_in(&url)
             .await
             .assert_message(410, "This link has expired");
         // A later expiry, signed with the old token: tampering.
@@ -275,18 +275,18 @@ db_test!(
             &format!("expires={}", START_UNIX + 300 * 24 * 3600),
         );
         Visitor::new(&app)
-            .get(&later)
+            .log_in(&later)
             .await
             .assert_message(403, "This link does not work");
         // The first format (a token for the respondent alone): refused.
         let token = url.split("token=").nth(1).expect("a token");
         Visitor::new(&app)
-            .get(&app.url(&format!("/fill_out/respondents/{respondent}?token={token}")))
+            .log_in(&app.url(&format!("/fill_out/respondents/{respondent}?token={token}")))
             .await
             .assert_message(403, "This link does not work");
         // A link handed out now lasts from now.
         let (fresh, _) = completing_url(&app, "d1").await;
-        assert_eq!(Visitor::new(&app).get(&fresh).await.status, 303);
+        assert_eq!(Visitor::new(&app).log_in(&fresh).await.status, 303);
     }
 );
 
@@ -304,7 +304,7 @@ db_test!(
         let (url, _) = completing_url(&app, "d1").await;
         app.clock.advance(Duration::hours(1));
         Visitor::new(&app)
-            .get(&url)
+            .log_in(&url)
             .await
             .assert_message(410, "This link has expired");
     }
@@ -346,7 +346,7 @@ db_test!(
         let other = app.another_host().await;
         assert_eq!(stored_secret(&app).await, stored);
         let on_other = url.replace(&app.base, &other.base);
-        assert_eq!(Visitor::new(&other).get(&on_other).await.status, 303);
+        assert_eq!(Visitor::new(&other).log_in(&on_other).await.status, 303);
     }
 );
 
@@ -383,12 +383,12 @@ db_test!(
             signer(&other, &secret).completing_url(host::domain::ids::RespondentId(respondent), 0, now),
             url
         );
-        assert_eq!(Visitor::new(&other).get(&url).await.status, 303);
+        assert_eq!(Visitor::new(&other).log_in(&url).await.status, 303);
         // A host started later reads that secret: it replaces nothing more.
         let third = app.another_host().await;
         assert_eq!(stored_secret(&app).await, stored);
         let on_third = url.replace(&other.base, &third.base);
-        assert_eq!(Visitor::new(&third).get(&on_third).await.status, 303);
+        assert_eq!(Visitor::new(&third).log_in(&on_third).await.status, 303);
     }
 );
 
@@ -418,7 +418,7 @@ db_test!(
             ),
             url
         );
-        assert_eq!(Visitor::new(&app).get(&url).await.status, 303);
+        assert_eq!(Visitor::new(&app).log_in(&url).await.status, 303);
         // Nothing kept in the database.
         assert_eq!(
             app.sql_strings("SELECT name FROM host_secrets").await,

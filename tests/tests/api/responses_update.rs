@@ -288,7 +288,7 @@ db_test!(async fn a_put_racing_a_patient_s_submit_completes_once_and_the_loser_i
         let link = list[0]["completing_url"].as_str().expect("a completing_url");
         // The patient opens the form on the second host.
         let mut patient = Visitor::new(&other);
-        let form = patient.go(&link.replace(&app.base, &other.base)).await;
+        let form = patient.open(&link.replace(&app.base, &other.base)).await;
         assert!(form.text.contains("<h1>PHQ-9</h1>"), "{}", form.text);
         let fields = phq9_form(&form.field("csrf"), "a0");
         let path = format!("/fill_out/session/responses/{id}");

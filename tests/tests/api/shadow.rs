@@ -333,7 +333,7 @@ db_test!(async fn a_response_stored_by_any_path_is_scored_by_the_candidate(app) 
     let list = app.get(&responses("d2")).await.body;
     let link = list[0]["completing_url"].as_str().expect("a completing_url");
     let mut patient = Visitor::new(&app);
-    let form = patient.go(link).await;
+    let form = patient.open(link).await;
     assert!(form.text.contains("<h1>PHQ-9</h1>"), "{}", form.text);
     let fields = phq9_form(&form.field("csrf"), "a0");
     let submitted = patient
@@ -374,7 +374,7 @@ db_test!(async fn each_stored_response_is_scored_by_the_candidate_once_by_its_id
     let list = app.get(&responses("d2")).await.body;
     let link = list[0]["completing_url"].as_str().expect("a completing_url");
     let mut patient = Visitor::new(&app);
-    let form = patient.go(link).await;
+    let form = patient.open(link).await;
     let fields = phq9_form(&form.field("csrf"), "a0");
     let path = format!("/fill_out/session/responses/{filled}");
     assert_eq!(patient.post_form(&path, &pairs(&fields)).await.status, 303);

@@ -44,6 +44,30 @@ impl Page {
         self.text[start..start + end].to_owned()
     }
 
+    /// The action of a link's start page (the one-time link's, or a
+    /// `completing_url`'s) and the hidden fields its button posts.
+    pub fn start_form(&self) -> (String, Vec<(String, String)>) {
+        let marker = "<form method=\"post\" action=\"";
+        let start = self
+            .text
+            .find(marker)
+            .unwrap_or_else(|| panic!("no form in {}", self.text))
+            + marker.len();
+        let end = self.text[start..].find('"').expect("a closing quote");
+        let action = self.text[start..start + end].to_owned();
+        let names: &[&str] = if action == "/fill_out/session/login" {
+            &["fill_out_session_key", "nonce", "timestamp", "hmac"]
+        } else {
+            assert!(action.starts_with("/fill_out/respondents/"), "{action}");
+            &["expires", "generation", "token"]
+        };
+        let fields = names
+            .iter()
+            .map(|name| ((*name).to_owned(), self.field(name)))
+            .collect();
+        (action, fields)
+    }
+
     /// Whether the radio button of `question` with `option` is chosen.
     pub fn is_checked(&self, question: &str, option: &str) -> bool {
         self.text
@@ -76,6 +100,9 @@ pub struct Visitor<'a> {
     client: reqwest::Client,
     pub cookie: Option<String>,
     pub accept_language: Option<&'static str>,
+    /// Headers a browser adds to every request (`Origin`,
+    /// `Sec-Fetch-Site`, ...).
+    pub extra_headers: Vec<(&'static str, String)>,
 }
 
 impl<'a> Visitor<'a> {
@@ -89,6 +116,7 @@ impl<'a> Visitor<'a> {
                 .expect("a client"),
             cookie: None,
             accept_language: None,
+            extra_headers: Vec::new(),
         }
     }
 
@@ -133,6 +161,9 @@ impl<'a> Visitor<'a> {
         if let Some(lang) = self.accept_language {
             req = req.header("accept-language", lang);
         }
+        for (name, value) in &self.extra_headers {
+            req = req.header(*name, value);
+        }
         let res = req.send().await.expect("the host answers");
         let status = res.status().as_u16();
         let headers = res.headers().clone();
@@ -153,27 +184,24 @@ impl<'a> Visitor<'a> {
         }
     }
 
-    /// Uses a one-time `fill_out_url` as a respondent does: its GET shows a
-    /// page with a button (and spends nothing), the button posts the link's
-    /// parts back. The answer to that POST; the GET's answer when it shows
-    /// no such page (a refused link).
+    /// Uses a link as a respondent does: a one-time `fill_out_url` or a
+    /// `completing_url`, whose GET shows a page with a button (and spends
+    /// and opens nothing); the button posts the link's parts back. The
+    /// answer to that POST; the GET's answer when it shows no such page (a
+    /// refused link).
     pub async fn log_in(&mut self, link: &str) -> Page {
         let page = self.get(link).await;
-        if page.status != 200 {
+        if page.status != 200 || !page.text.contains("<form method=\"post\"") {
             return page;
         }
-        assert!(
-            page.text
-                .contains("<form method=\"post\" action=\"/fill_out/session/login\">"),
-            "{}",
-            page.text
-        );
-        let fields: Vec<(String, String)> = ["fill_out_session_key", "nonce", "timestamp", "hmac"]
-            .into_iter()
-            .map(|name| (name.to_owned(), page.field(name)))
-            .collect();
-        self.post_form("/fill_out/session/login", &pairs(&fields))
-            .await
+        let (action, fields) = page.start_form();
+        self.post_form(&action, &pairs(&fields)).await
+    }
+
+    /// [`Visitor::log_in`], then follows redirects within the app.
+    pub async fn open(&mut self, link: &str) -> Page {
+        let page = self.log_in(link).await;
+        self.follow(page).await
     }
 
     /// GET, then follow redirects within the app.
