@@ -36,6 +36,8 @@ fn outcomes(data: &Path) -> Command {
         .env("OUTCOMES_PROTOCOLS_DIR", repo().join("protocols"))
         .env("OUTCOMES_PLUGINS_DIR", plugins)
         .env("OUTCOMES_WATCH", "false")
+        // Any free port: the default (9187) may be taken by another test.
+        .env("OUTCOMES_METRICS_LISTEN", "127.0.0.1:0")
         .env("OUTCOMES_SCHEDULER_INTERVAL", "0")
         .env("OUTCOMES_LISTEN", "127.0.0.1:0")
         // Where fill-out pages may send respondents back to.

@@ -298,6 +298,7 @@ fn environment(data: &Path) -> Vec<(String, String)> {
         ),
         ("OUTCOMES_DATA_DIR".into(), data.display().to_string()),
         ("OUTCOMES_LISTEN".into(), "127.0.0.1:0".into()),
+        ("OUTCOMES_METRICS_LISTEN".into(), "127.0.0.1:0".into()),
         ("OUTCOMES_LOG_FORMAT".into(), "json".into()),
     ]
 }
