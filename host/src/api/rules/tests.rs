@@ -226,7 +226,7 @@ fn times_are_allowed_exactly_where_the_schema_allows_them() {
         let parsed = unix_time(&value);
         // The string form is bounded by length, not value: where the schema
         // allows a string the parser refuses, it is as the description says.
-        let described = matches!(parsed, Err(_)) && value.is_string() && allows(&schema, &value);
+        let described = parsed.is_err() && value.is_string() && allows(&schema, &value);
         if !described {
             assert_eq!(
                 allows(&schema, &value),
