@@ -657,7 +657,7 @@ db_test!(
             .expect("a completing_url")
             .to_owned();
         let mut other = Visitor::new(&app);
-        let page = other.go(&link).await;
+        let page = other.open(&link).await;
         assert!(page.text.contains("Page 4 of 4"), "{}", page.text);
         let done = send(&mut other, &page, "submit", &[]).await;
         assert_eq!(done.status, 303, "{}", done.text);
@@ -770,7 +770,7 @@ db_test!(
             .to_owned();
         let mut visitor = Visitor::new(&app);
         visitor.accept_language = Some("en");
-        let page = visitor.go(&link).await;
+        let page = visitor.open(&link).await;
         assert!(
             page.text.contains("Heeft u klachten? (test)"),
             "{}",
