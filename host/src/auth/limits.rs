@@ -214,6 +214,16 @@ impl<K: std::hash::Hash + Eq + Clone> Limiter<K> {
         })
     }
 
+    /// [`Limiter::admit`], then, past `max` keys tracked, a prune to half
+    /// of it, so memory stays bounded whatever keys clients send.
+    fn admit_bounded(&self, key: &K, max: usize) -> Result<(), (RetryAfter, QuantaInstant)> {
+        let answer = self.admit(key);
+        if self.buckets.load().len() > max {
+            self.prune(max / 2);
+        }
+        answer
+    }
+
     /// Drops the buckets that are full again (they hold nothing a new one
     /// would not); if more than `max` remain, every bucket.
     fn prune(&self, max: usize) {
@@ -271,11 +281,9 @@ impl RateLimits {
         let Some(limiter) = &self.links else {
             return Ok(());
         };
-        let answer = limiter.admit(&link.to_owned()).map_err(|(wait, _)| wait);
-        if limiter.buckets.load().len() > MAX_RESPONDENT_KEYS {
-            limiter.prune(MAX_RESPONDENT_KEYS / 2);
-        }
-        answer
+        limiter
+            .admit_bounded(&link.to_owned(), MAX_RESPONDENT_KEYS)
+            .map_err(|(wait, _)| wait)
     }
 
     /// Counts a request of the live fill-out session with this id.
@@ -283,11 +291,9 @@ impl RateLimits {
         let Some(limiter) = &self.sessions else {
             return Ok(());
         };
-        let answer = limiter.admit(&session).map_err(|(wait, _)| wait);
-        if limiter.buckets.load().len() > MAX_RESPONDENT_KEYS {
-            limiter.prune(MAX_RESPONDENT_KEYS / 2);
-        }
-        answer
+        limiter
+            .admit_bounded(&session, MAX_RESPONDENT_KEYS)
+            .map_err(|(wait, _)| wait)
     }
 
     /// Counts a request without valid credentials from `client`. Over the
@@ -297,14 +303,12 @@ impl RateLimits {
             return Ok(());
         };
         let key = ClientKey::of(client);
-        let answer = limiter.admit(&key).map_err(|(wait, until)| {
-            self.held.hold(key, until);
-            wait
-        });
-        if limiter.buckets.load().len() > MAX_ADDRESSES {
-            limiter.prune(MAX_ADDRESSES / 2);
-        }
-        answer
+        limiter
+            .admit_bounded(&key, MAX_ADDRESSES)
+            .map_err(|(wait, until)| {
+                self.held.hold(key, until);
+                wait
+            })
     }
 
     /// Counts a request from `client` to a probe.
@@ -312,13 +316,9 @@ impl RateLimits {
         let Some(limiter) = &self.probes else {
             return Ok(());
         };
-        let answer = limiter
-            .admit(&ClientKey::of(client))
-            .map_err(|(wait, _)| wait);
-        if limiter.buckets.load().len() > MAX_ADDRESSES {
-            limiter.prune(MAX_ADDRESSES / 2);
-        }
-        answer
+        limiter
+            .admit_bounded(&ClientKey::of(client), MAX_ADDRESSES)
+            .map_err(|(wait, _)| wait)
     }
 
     /// Whether `client` is held back: its allowance of requests without
