@@ -98,7 +98,7 @@ pub async fn import_responses(
     } else {
         None
     };
-    let importer = Importer {
+    let importer = Arc::new(Importer {
         store: app.store().clone(),
         catalog: app.catalog(),
         trials: app.trials().clone(),
@@ -107,7 +107,7 @@ pub async fn import_responses(
         access,
         only_dossier,
         max_line: app.config().body_limit,
-    };
+    });
     let chunks = request
         .into_body()
         .into_data_stream()
@@ -142,7 +142,7 @@ pub async fn import_responses(
 /// The strict import: every line checked while the body is copied to
 /// `reading`'s file, then, if none was bad, imported from that copy.
 async fn strictly<S>(
-    importer: &Importer,
+    importer: &Arc<Importer>,
     lines: Lines<S>,
     reading: tokio::fs::File,
     out: &mpsc::Sender<Report>,

@@ -92,7 +92,7 @@ pub async fn import(store: &Store, config: &Config, args: ImportArgs) -> anyhow:
     crate::reload::archive_modules(store, &report.loaded, now).await;
     let trials = Arc::new(Trials::new(plugins));
     promoted(store, config, &trials, &metrics, &clock).await?;
-    let importer = Importer {
+    let importer = Arc::new(Importer {
         store: store.clone(),
         catalog: Arc::new(catalog),
         trials,
@@ -108,7 +108,7 @@ pub async fn import(store: &Store, config: &Config, args: ImportArgs) -> anyhow:
         },
         only_dossier: None,
         max_line: config.body_limit,
-    };
+    });
     let mut progress = Progress::new(size, args.json);
     if args.strict {
         let lines = open(&args, &importer).await?;
@@ -178,7 +178,7 @@ async fn open(args: &ImportArgs, importer: &Importer) -> anyhow::Result<FileLine
 /// One pass over the file: `checking` the strict check, else the import;
 /// the reports printed as they come.
 async fn pass(
-    importer: &Importer,
+    importer: &Arc<Importer>,
     lines: FileLines,
     read: Arc<AtomicU64>,
     progress: &mut Progress,

@@ -108,6 +108,8 @@ pub enum ReadError {
     Timeout,
     /// The connection or the file failed.
     Failed,
+    /// A line's work failed inside the service (logged).
+    Internal,
 }
 
 impl ReadError {
@@ -116,6 +118,7 @@ impl ReadError {
         match self {
             ReadError::Timeout => "request_timeout",
             ReadError::Failed => "read_failed",
+            ReadError::Internal => "internal_error",
         }
     }
 }
@@ -593,22 +596,27 @@ async fn check_line(
     )
 }
 
-/// The lines of `lines`, each handed to `step` with at most [`IN_FLIGHT`]
-/// at once, answered in order.
+/// The lines of `lines`, each handed to `step` as a task of its own (so
+/// that lines are checked and scored on every core while the writer
+/// stores), at most [`IN_FLIGHT`] at once, answered in order.
 fn in_order<S, F, Fut, T>(lines: Lines<S>, step: F) -> impl Stream<Item = Result<T, ReadError>>
 where
     S: Stream<Item = Result<Bytes, ReadError>> + Unpin,
     F: Fn(RawLine) -> Fut,
-    Fut: Future<Output = T>,
+    Fut: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
 {
     futures_util::stream::unfold(lines, |mut lines| async move {
         lines.next().await.map(|item| (item, lines))
     })
     .map(move |item| {
-        let step = item.map(&step);
+        let task = item.map(|line| tokio::spawn(step(line)));
         async move {
-            match step {
-                Ok(fut) => Ok(fut.await),
+            match task {
+                Ok(task) => task.await.map_err(|e| {
+                    tracing::error!(error = %e, "an import line's task failed");
+                    ReadError::Internal
+                }),
                 Err(e) => Err(e),
             }
         }
@@ -621,13 +629,20 @@ where
 /// would take an external id stored before, or given on an earlier line,
 /// for other data is refused `taken`; to know the earlier lines it keeps
 /// 16 bytes per line.
-pub async fn check_all<S>(imp: &Importer, lines: Lines<S>, out: &mpsc::Sender<Report>) -> Summary
+pub async fn check_all<S>(
+    imp: &Arc<Importer>,
+    lines: Lines<S>,
+    out: &mpsc::Sender<Report>,
+) -> Summary
 where
     S: Stream<Item = Result<Bytes, ReadError>> + Unpin,
 {
     let mut summary = Summary::default();
     let mut seen = Seen::new();
-    let checked = in_order(lines, |(number, raw)| check_line(imp, number, raw));
+    let checked = in_order(lines, |(number, raw)| {
+        let imp = imp.clone();
+        async move { check_line(&imp, number, raw).await }
+    });
     let mut checked = std::pin::pin!(checked);
     while let Some(item) = checked.next().await {
         let (mut line, hashes) = match item {
@@ -666,12 +681,19 @@ where
 /// until the end, a read error, or a line the database could not store
 /// (unavailable, failed); returns the tally. A receiver that has gone (the
 /// client disconnected) stops it after the lines in flight.
-pub async fn import_all<S>(imp: &Importer, lines: Lines<S>, out: &mpsc::Sender<Report>) -> Summary
+pub async fn import_all<S>(
+    imp: &Arc<Importer>,
+    lines: Lines<S>,
+    out: &mpsc::Sender<Report>,
+) -> Summary
 where
     S: Stream<Item = Result<Bytes, ReadError>> + Unpin,
 {
     let mut summary = Summary::default();
-    let stored = in_order(lines, |(number, raw)| store_line(imp, number, raw));
+    let stored = in_order(lines, |(number, raw)| {
+        let imp = imp.clone();
+        async move { store_line(&imp, number, raw).await }
+    });
     let mut stored = std::pin::pin!(stored);
     while let Some(item) = stored.next().await {
         let line = match item {
@@ -705,4 +727,73 @@ fn base_code(errors: &Value) -> String {
         .as_str()
         .unwrap_or("internal_error")
         .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every line `Lines` reads from `chunks`, and the error it stopped on.
+    async fn read(chunks: Vec<Result<&'static [u8], ReadError>>, max: usize) -> Vec<Result<RawLine, ReadError>> {
+        let stream = futures_util::stream::iter(
+            chunks
+                .into_iter()
+                .map(|c| c.map(Bytes::from_static))
+                .collect::<Vec<_>>(),
+        );
+        let mut lines = Lines::new(stream, max);
+        let mut out = Vec::new();
+        while let Some(line) = lines.next().await {
+            out.push(line);
+        }
+        out
+    }
+
+    fn ok(number: u64, text: &str) -> Result<RawLine, ReadError> {
+        Ok((number, Ok(text.as_bytes().to_vec())))
+    }
+
+    #[tokio::test]
+    async fn lines_are_read_across_chunks_and_numbered_with_blank_ones() {
+        let got = read(
+            vec![Ok(b"{\"a\":"), Ok(b"1}\r\n\n  \n{\"b\""), Ok(b":2}\n{\"c\":3}")],
+            100,
+        )
+        .await;
+        assert_eq!(got, [ok(1, "{\"a\":1}"), ok(4, "{\"b\":2}"), ok(5, "{\"c\":3}")]);
+    }
+
+    #[tokio::test]
+    async fn a_line_over_the_limit_is_reported_and_skipped_to_its_end() {
+        let got = read(
+            vec![Ok(b"short\n0123456789"), Ok(b"0123456789"), Ok(b"01\nnext\n0123456789012")],
+            10,
+        )
+        .await;
+        assert_eq!(
+            got,
+            [ok(1, "short"), Ok((2, Err(TooLong))), ok(3, "next"), Ok((4, Err(TooLong)))]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_read_error_ends_the_lines() {
+        let got = read(vec![Ok(b"one\ntw"), Err(ReadError::Timeout), Ok(b"o\n")], 10).await;
+        assert_eq!(got, [ok(1, "one"), Err(ReadError::Timeout)]);
+    }
+
+    #[test]
+    fn a_summary_is_one_line_under_its_name() {
+        let summary = Summary {
+            lines: 3,
+            created: 1,
+            existing: 1,
+            refused: 1,
+            stopped: None,
+        };
+        assert_eq!(
+            Report::Summary(summary).ndjson(),
+            b"{\"summary\":{\"lines\":3,\"created\":1,\"existing\":1,\"refused\":1}}\n"
+        );
+    }
 }
