@@ -244,6 +244,10 @@ impl<S: Stream<Item = Result<Bytes, ReadError>> + Unpin> Lines<S> {
                     {
                         tracing::error!(error = %e, "writing the import's spool file");
                         self.ended = true;
+                        self.buf.clear();
+                        self.start = 0;
+                        self.scanned = 0;
+                        self.skipping = false;
                         return Some(Err(ReadError::Failed));
                     }
                     if self.start > 0 {
