@@ -328,6 +328,8 @@ impl Progress {
 /// `[=====>    ]` for `percent`.
 fn bar(percent: f64) -> String {
     const WIDTH: usize = 24;
-    let full = ((percent / 100.0) * WIDTH as f64).round().clamp(0.0, WIDTH as f64) as usize;
+    let full = ((percent / 100.0) * WIDTH as f64)
+        .round()
+        .clamp(0.0, WIDTH as f64) as usize;
     format!("[{}{}]", "=".repeat(full), " ".repeat(WIDTH - full))
 }

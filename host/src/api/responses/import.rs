@@ -277,7 +277,6 @@ impl<S: Stream<Item = Result<Bytes, ReadError>> + Unpin> Lines<S> {
         }
         Some((self.number, Ok(line.to_vec())))
     }
-
 }
 
 /// What one line came to.
@@ -494,7 +493,11 @@ async fn store_line(imp: &Importer, number: u64, raw: Result<Vec<u8>, TooLong>) 
         }
     };
     let row = imp.access_row(&dossier, now);
-    if imp.only_dossier.as_ref().is_some_and(|only| *only != dossier) {
+    if imp
+        .only_dossier
+        .as_ref()
+        .is_some_and(|only| *only != dossier)
+    {
         let e = ApiError::Forbidden("sub_mismatch");
         imp.log_refusal(row, e.status().as_u16()).await;
         return result.refused(&e);
@@ -519,7 +522,11 @@ async fn store_line(imp: &Importer, number: u64, raw: Result<Vec<u8>, TooLong>) 
         Err(e) => {
             let e = ApiError::from(e);
             if let ApiError::Internal(cause) = &e {
-                tracing::error!(line = number, error = format!("{cause:#}"), "an import line failed");
+                tracing::error!(
+                    line = number,
+                    error = format!("{cause:#}"),
+                    "an import line failed"
+                );
             }
             result.refused(&e)
         }
@@ -565,7 +572,11 @@ async fn check_line(
             return (renamed(refused, aliased), None);
         }
     };
-    if imp.only_dossier.as_ref().is_some_and(|only| *only != dossier) {
+    if imp
+        .only_dossier
+        .as_ref()
+        .is_some_and(|only| *only != dossier)
+    {
         return (result.refused(&ApiError::Forbidden("sub_mismatch")), None);
     }
     let checked = match check(&imp.catalog, dossier.clone(), &map, now, false, None) {
@@ -661,10 +672,7 @@ where
         {
             line = line.stored(&CreateResult::Taken);
         }
-        let fatal = line
-            .is_fatal()
-            .then(|| line.errors.clone())
-            .flatten();
+        let fatal = line.is_fatal().then(|| line.errors.clone()).flatten();
         summary.count(&line);
         if line.result == "refused" && out.send(Report::Line(line)).await.is_err() {
             summary.stopped = Some("cancelled".to_owned());
@@ -707,10 +715,7 @@ where
                 break;
             }
         };
-        let fatal = line
-            .is_fatal()
-            .then(|| line.errors.clone())
-            .flatten();
+        let fatal = line.is_fatal().then(|| line.errors.clone()).flatten();
         summary.count(&line);
         if out.send(Report::Line(line)).await.is_err() {
             summary.stopped = Some("cancelled".to_owned());
@@ -738,7 +743,10 @@ mod tests {
     use super::*;
 
     /// Every line `Lines` reads from `chunks`, and the error it stopped on.
-    async fn read(chunks: Vec<Result<&'static [u8], ReadError>>, max: usize) -> Vec<Result<RawLine, ReadError>> {
+    async fn read(
+        chunks: Vec<Result<&'static [u8], ReadError>>,
+        max: usize,
+    ) -> Vec<Result<RawLine, ReadError>> {
         let stream = futures_util::stream::iter(
             chunks
                 .into_iter()
@@ -760,29 +768,49 @@ mod tests {
     #[tokio::test]
     async fn lines_are_read_across_chunks_and_numbered_with_blank_ones() {
         let got = read(
-            vec![Ok(b"{\"a\":"), Ok(b"1}\r\n\n  \n{\"b\""), Ok(b":2}\n{\"c\":3}")],
+            vec![
+                Ok(b"{\"a\":"),
+                Ok(b"1}\r\n\n  \n{\"b\""),
+                Ok(b":2}\n{\"c\":3}"),
+            ],
             100,
         )
         .await;
-        assert_eq!(got, [ok(1, "{\"a\":1}"), ok(4, "{\"b\":2}"), ok(5, "{\"c\":3}")]);
+        assert_eq!(
+            got,
+            [ok(1, "{\"a\":1}"), ok(4, "{\"b\":2}"), ok(5, "{\"c\":3}")]
+        );
     }
 
     #[tokio::test]
     async fn a_line_over_the_limit_is_reported_and_skipped_to_its_end() {
         let got = read(
-            vec![Ok(b"short\n0123456789"), Ok(b"0123456789"), Ok(b"01\nnext\n0123456789012")],
+            vec![
+                Ok(b"short\n0123456789"),
+                Ok(b"0123456789"),
+                Ok(b"01\nnext\n0123456789012"),
+            ],
             10,
         )
         .await;
         assert_eq!(
             got,
-            [ok(1, "short"), Ok((2, Err(TooLong))), ok(3, "next"), Ok((4, Err(TooLong)))]
+            [
+                ok(1, "short"),
+                Ok((2, Err(TooLong))),
+                ok(3, "next"),
+                Ok((4, Err(TooLong)))
+            ]
         );
     }
 
     #[tokio::test]
     async fn a_read_error_ends_the_lines() {
-        let got = read(vec![Ok(b"one\ntw"), Err(ReadError::Timeout), Ok(b"o\n")], 10).await;
+        let got = read(
+            vec![Ok(b"one\ntw"), Err(ReadError::Timeout), Ok(b"o\n")],
+            10,
+        )
+        .await;
         assert_eq!(got, [ok(1, "one"), Err(ReadError::Timeout)]);
     }
 
