@@ -35,7 +35,8 @@ use crate::plugins::PluginSettings;
 pub use crate::auth::forwarded::{ProxyHeader, TrustedProxies};
 pub use crate::auth::limits::{RateLimit, RespondentLimits};
 pub use commands::{
-    AccessLogSettings, PluginToolSettings, RescoreSettings, StoreSettings, TokenSettings,
+    AccessLogSettings, ImportSettings, PluginToolSettings, RescoreSettings, StoreSettings,
+    TokenSettings,
 };
 pub use declare::Setting;
 pub use groups::{

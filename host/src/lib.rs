@@ -120,6 +120,12 @@ impl AppState {
         self.0.clock.now()
     }
 
+    /// The injected clock, for work that outlives a request's `now` (an
+    /// import reads the time for each line).
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        self.0.clock.clone()
+    }
+
     /// The plugin runtime.
     pub fn plugins(&self) -> &Arc<Plugins> {
         &self.0.plugins

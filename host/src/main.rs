@@ -13,13 +13,14 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use host::clock::SystemClock;
 use host::commands::backup::{BackupArgs, RestoreArgs};
+use host::commands::import::ImportArgs;
 use host::commands::plugin::PluginCommand;
 use host::commands::rescore::RescoreArgs;
 use host::commands::verify::VerifyArgs;
 use host::commands::{self, RespondentCommand, TokenCommand};
 use host::config::{
-    AccessLogSettings, Config, FileSettings, PluginToolSettings, RescoreSettings, Settings,
-    StoreSettings, TokenSettings,
+    AccessLogSettings, Config, FileSettings, ImportSettings, PluginToolSettings, RescoreSettings,
+    Settings, StoreSettings, TokenSettings,
 };
 use host::startup::App;
 use host::store::{Store, StoreOptions};
@@ -130,6 +131,24 @@ enum Command {
         args: RescoreArgs,
         #[command(flatten)]
         settings: RescoreSettings,
+    },
+    /// Import responses from another system: an NDJSON file, one response
+    /// a line (a POST body of /api/v1/dossiers/{dossier_id}/responses plus
+    /// "dossier_id").
+    ///
+    /// Each line is checked, scored and stored as that POST would be, with
+    /// its access-log row. A line whose external id its dossier already
+    /// holds with the same questionnaire and answers is counted as
+    /// existing and not stored again: after a crash or an interruption,
+    /// run the same command again. Bad lines are printed with their line
+    /// number and errors (the good ones are stored, unless --strict);
+    /// progress goes to standard error. Exits non-zero when a line was
+    /// refused or the import stopped (docs/operations.md#migrating-from-another-system).
+    Import {
+        #[command(flatten)]
+        args: ImportArgs,
+        #[command(flatten)]
+        settings: ImportSettings,
     },
     // (#21 verify)
     /// Recompute stored outcomes with the module and questionnaire
@@ -308,6 +327,31 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let result = commands::rescore::rescore(&store, &config, args).await;
             store.close().await;
             anyhow::ensure!(result?, "some outcomes could not be recomputed; see above");
+            Ok(())
+        }
+        Command::Import { args, settings } => {
+            let (store, config) = open_store(settings.into(), file).await?;
+            let result = commands::import::import(&store, &config, args).await;
+            store.close().await;
+            let summary = result?;
+            anyhow::ensure!(
+                summary.stopped.as_deref() != Some("strict"),
+                "{} of {} lines are bad; nothing was written (--strict)",
+                summary.refused,
+                summary.lines
+            );
+            if let Some(why) = &summary.stopped {
+                anyhow::bail!(
+                    "the import stopped ({why}) after {} lines; run it again to go on",
+                    summary.lines
+                );
+            }
+            anyhow::ensure!(
+                summary.refused == 0,
+                "{} of {} lines were refused; see above",
+                summary.refused,
+                summary.lines
+            );
             Ok(())
         }
         Command::AccessLog {

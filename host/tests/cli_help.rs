@@ -159,6 +159,9 @@ fn each_command_lists_the_groups_it_uses() {
         (&["rescore"], "plugin-cache-dir", "listen"),
         (&["rescore"], "questionnaires-dir", "fill-out-secret"),
         (&["verify"], "plugin-cache-dir", "listen"),
+        // The import scores as the service does, a promoted candidate too.
+        (&["import"], "secrets-key-file", "listen"),
+        (&["import"], "plugins-dir", "body-limit"),
         (&["backup"], "database-url", "plugins-dir"),
         (&["restore"], "database-url", "listen"),
         (&["migrate", "--check"], "database-url", "metrics-listen"),

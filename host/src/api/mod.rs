@@ -13,6 +13,7 @@ pub mod fields;
 pub mod fill_out_requests;
 pub mod fill_out_sessions;
 pub mod health;
+pub mod import;
 pub mod links;
 pub mod non_responses;
 pub mod observe;
@@ -144,6 +145,7 @@ fn routes(
         (questionnaires::router(), Right::Questionnaires),
         (plugins::router(), Right::Questionnaires),
         (reports::router(), Right::ReportCalculations),
+        (import::router(), Right::Import),
     ];
     let api = groups
         .into_iter()

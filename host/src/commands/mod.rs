@@ -13,6 +13,7 @@
 pub mod backup;
 pub mod candidate;
 pub mod fixtures;
+pub mod import;
 pub mod migrate;
 pub mod plugin;
 pub mod rescore;
@@ -102,7 +103,7 @@ pub struct CreateToken {
     /// Endpoint groups the token may use, comma-separated, or `all`:
     /// responses, protocol_subscriptions, fill_out_sessions,
     /// report_calculations, stats, non_responses, respondents, protocols,
-    /// questionnaires
+    /// questionnaires, import (bulk import of responses into any dossier)
     #[arg(long, value_name = "LIST")]
     pub rights: String,
     /// Address or CIDR range the token may be used from; repeat for more

@@ -89,3 +89,17 @@ bundle! {
         plugin_cache: PluginCacheArgs,
     }
 }
+
+bundle! {
+    /// `import`: the database, definitions and plugins as the service has
+    /// them, the cache included, and the key that seals the candidate
+    /// versions (a promoted one serves).
+    ImportSettings {
+        storage: StorageArgs,
+        logging: LogArgs,
+        definitions: DefinitionArgs,
+        plugins: PluginArgs,
+        plugin_cache: PluginCacheArgs,
+        secrets: SecretsArgs,
+    }
+}

@@ -349,6 +349,21 @@ impl Store {
         by_segment(&mut conn, dossier, segment).await
     }
 
+    /// The response of dossier `epd_id` stored under `external_id`, if
+    /// any: what a POST with that external id would find (`outcomes import
+    /// --strict` reads it before anything is written).
+    pub async fn response_by_external_id(
+        &self,
+        epd_id: &str,
+        external_id: &str,
+    ) -> Result<Option<Response>, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        let Some(dossier) = dossiers::find(&mut conn, epd_id).await? else {
+            return Ok(None);
+        };
+        by_external_id(&mut conn, dossier, external_id).await
+    }
+
     /// Completes a pending response (PUT): `segment` is matched against the
     /// dossier's external ids, then, if it is a number, against the ids of
     /// responses the service prepared

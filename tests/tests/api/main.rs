@@ -93,6 +93,12 @@
 //!   under `?strict=true`), their Dutch overlays with the same scores.
 //! - `responses_create`: POST a response: the Response object, retries,
 //!   external ids, answer validation, field types, dossier creation.
+//! - `import`: bulk import, over HTTP (`POST /api/v1/responses/import`)
+//!   and as `outcomes import`: mixed good and bad lines answered line by
+//!   line, responses scored and access-logged as a POST's, a re-run
+//!   stores nothing twice, strict mode writes nothing when a line is bad,
+//!   the right and the media type, the command killed half-way (SIGKILL)
+//!   and run again stores every line exactly once.
 //! - `responses_update`: PUT on a pending response by external id or by the
 //!   id of a prepared one; completed, unknown, other dossier, other
 //!   questionnaire; races between PUTs, and with a patient's submit, over
@@ -230,6 +236,7 @@ mod golden;
 mod health_checks;
 mod hostile;
 mod hot_reload;
+mod import;
 mod intake_diary;
 mod library;
 mod metrics_scrape;

@@ -79,6 +79,11 @@ const ANSWERS: &[(&str, &str, &[u16])] = &[
     ("get", "/api/v1/stats", &[200, 401, 403, 422]),
     (
         "post",
+        "/api/v1/responses/import",
+        &[200, 401, 403, 415, 422],
+    ),
+    (
+        "post",
         "/api/v1/dossiers/{dossier_id}/fill_out_requests",
         &[200, 400, 401, 403, 404, 408, 413, 415, 422],
     ),

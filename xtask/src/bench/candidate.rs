@@ -5,6 +5,11 @@
 //! candidate is the built module with a custom section appended: the same
 //! code under another hash, so it finds no difference and the run measures
 //! what shadow scoring itself costs.
+//!
+//! It reports only what it measured: the load starts once the server has
+//! shadow-scored a probe response (not when the candidate's row exists),
+//! and the run fails unless the candidate's calls plus the dropped jobs
+//! come out at the responses answered 201.
 
 use std::path::Path;
 use std::process::Command;
@@ -15,7 +20,8 @@ use anyhow::Context;
 use super::load;
 use super::server::{Fresh, Server};
 
-/// Installs the candidate and waits until the server shadows with it.
+/// Installs the candidate and waits until the server shadows with it: a
+/// probe response it stored was scored by the candidate.
 pub async fn install(
     binary: &Path,
     root: &Path,
@@ -53,22 +59,67 @@ pub async fn install(
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    // Hosts read candidates every 2 s.
+    // The row says "shadowing" at once, but a server takes the candidate
+    // up only at its next read of the rows (every 2 s): until then it
+    // shadows nothing. Only a response the candidate scored shows that
+    // the server shadows, so POST one at a time until one is counted.
     let deadline = Instant::now() + Duration::from_secs(30);
+    let mut probes = 0;
     while Instant::now() < deadline {
-        if counts(server)
-            .await
-            .is_some_and(|c| c.contains("shadowing"))
-        {
-            return Ok(());
+        let (status, body) = load::post_once(server.target(), PROBE_PATH, probe(probes)).await?;
+        anyhow::ensure!(
+            status == 201,
+            "a probe POST was answered {status}: {}",
+            String::from_utf8_lossy(&body)
+        );
+        probes += 1;
+        let given = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < given {
+            if counts(server).await.is_some_and(|c| c.calls > 0) {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    anyhow::bail!("the server did not take up the candidate within 30 s")
+    anyhow::bail!("the server shadowed none of {probes} probe POSTs within 30 s")
+}
+
+/// Where the probes of [`install`] go: a dossier of their own.
+const PROBE_PATH: &str = "/api/v1/dossiers/bench-probe/responses";
+
+/// The `n`th probe POST's body.
+fn probe(n: u32) -> String {
+    format!(
+        r#"{{"questionnaire_key":"phq9","external_id":"probe-{n}","answer_data":{{"v_1":"a1","v_2":"a1","v_3":"a0","v_4":"a0","v_5":"a0","v_6":"a0","v_7":"a0","v_8":"a0","v_9":"a0"}}}}"#
+    )
+}
+
+/// The PHQ-9 candidate as GET /api/v1/plugins lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counts {
+    pub state: String,
+    pub version: String,
+    pub calls: u64,
+    pub differences: u64,
+    pub dropped: u64,
+}
+
+impl Counts {
+    /// The responses the shadow has dealt with: scored or dropped.
+    pub fn handled(&self) -> u64 {
+        self.calls + self.dropped
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "{} {}: {} calls, {} differences, {} dropped",
+            self.state, self.version, self.calls, self.differences, self.dropped
+        )
+    }
 }
 
 /// The PHQ-9 candidate's state and counts at GET /api/v1/plugins.
-pub async fn counts(server: &Server) -> Option<String> {
+pub async fn counts(server: &Server) -> Option<Counts> {
     let (status, body) = load::get_once(server.target(), "/api/v1/plugins")
         .await
         .ok()?;
@@ -81,14 +132,65 @@ pub async fn counts(server: &Server) -> Option<String> {
         .iter()
         .find(|p| p["folder"] == "phq9")?["candidate"]
         .clone();
-    c.is_object().then(|| {
-        format!(
-            "{} {}: {} calls, {} differences, {} dropped",
-            c["state"].as_str().unwrap_or("?"),
-            c["version"].as_str().unwrap_or("?"),
-            c["calls"],
-            c["differences"],
-            c["dropped"]
-        )
+    c.is_object().then(|| Counts {
+        state: c["state"].as_str().unwrap_or("?").to_owned(),
+        version: c["version"].as_str().unwrap_or("?").to_owned(),
+        calls: c["calls"].as_u64().unwrap_or(0),
+        differences: c["differences"].as_u64().unwrap_or(0),
+        dropped: c["dropped"].as_u64().unwrap_or(0),
     })
+}
+
+/// The counts once they stop changing (read 2.5 s apart, longer than a
+/// host takes to write what its worker did and what it dropped): the
+/// baseline the load's responses are counted from.
+pub async fn settled(server: &Server) -> anyhow::Result<Counts> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut last = counts(server).await;
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        let now = counts(server).await;
+        if let (Some(a), Some(b)) = (&last, &now)
+            && a == b
+        {
+            return Ok(b.clone());
+        }
+        last = now;
+    }
+    anyhow::bail!("the candidate's counts did not settle within 30 s before the load")
+}
+
+/// Waits until the shadow has dealt with `expected` responses since
+/// `before`: each scored by the candidate or counted as dropped. Its
+/// worker scores on idle CPU after the load, and a host writes its dropped
+/// count every 2 s, so the counts may still grow for a while; they must
+/// come out at exactly `expected`, within a minute, or the run fails.
+pub async fn drained(server: &Server, before: &Counts, expected: u64) -> anyhow::Result<Counts> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut last: Option<Counts> = None;
+    loop {
+        if let Some(now) = counts(server).await {
+            let handled = now.handled().saturating_sub(before.handled());
+            anyhow::ensure!(
+                handled <= expected,
+                "the shadow dealt with {handled} responses ({}), more than the {expected} answered 201",
+                now.describe()
+            );
+            if handled == expected {
+                return Ok(now);
+            }
+            last = Some(now);
+        }
+        if Instant::now() >= deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let (handled, last) = last.map_or((0, "not listed".to_owned()), |c| {
+        (c.handled().saturating_sub(before.handled()), c.describe())
+    });
+    anyhow::bail!(
+        "after a minute the shadow has scored or dropped {handled} of the {expected} responses answered 201 ({last}; before the load: {})",
+        before.describe()
+    )
 }

@@ -397,15 +397,20 @@ async fn post_phase(
     fresh: &Fresh,
     scoring: Scoring,
 ) -> anyhow::Result<load::LoadReport> {
-    let before = if fresh.copied {
+    let server = Server::start_with(binary, root, fresh, scoring).await?;
+    let shadow = if args.shadow_candidate && scoring == Scoring::On {
+        candidate::install(binary, root, fresh, &server).await?;
+        Some(candidate::settled(&server).await?)
+    } else {
+        None
+    };
+    // Counted after the candidate's probe responses, so that only the
+    // load's are compared with its 201s below.
+    let before = if fresh.copied || shadow.is_some() {
         seed::count_responses(&fresh.url()).await?
     } else {
         0
     };
-    let server = Server::start_with(binary, root, fresh, scoring).await?;
-    if args.shadow_candidate && scoring == Scoring::On {
-        candidate::install(binary, root, fresh, &server).await?;
-    }
     println!("POST: plugins: {}", server.plugins().await);
     println!(
         "POST: {} responses in the database; {} connections, {} s warm-up + {} s measured, {} dossiers ({} at {})",
@@ -428,13 +433,17 @@ async fn post_phase(
     )
     .await?;
     println!("{}", report.describe());
-    if args.shadow_candidate && scoring == Scoring::On {
-        // The shadow worker's counts are written after each batch.
+    if let Some(before) = &shadow {
+        // Every PHQ-9 response answered 201 was either scored by the
+        // candidate or dropped (and counted) by a full queue; the worker
+        // goes on after the load, so wait for it.
+        let after = candidate::drained(&server, before, report.ok_total).await?;
         println!(
-            "      shadow candidate: {}",
-            candidate::counts(&server)
-                .await
-                .unwrap_or_else(|| "not listed".to_owned())
+            "      shadow candidate: {} (during the load: {} calls + {} dropped = the {} responses answered 201)",
+            after.describe(),
+            after.calls - before.calls,
+            after.dropped - before.dropped,
+            report.ok_total
         );
     }
     server.stop();

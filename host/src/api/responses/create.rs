@@ -11,6 +11,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
 
 use super::body::NewResponseBody;
 use super::view::{ResponseView, StoredResponseView};
@@ -18,9 +19,12 @@ use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject, QueryParams};
 use crate::api::rules;
 use crate::auth::guard::{AccessLogged, PendingAccess};
+use crate::domain::catalog::Catalog;
 use crate::error::{ApiError, ErrorBody, Errors, json};
+use crate::metrics::Metrics;
 use crate::scoring;
-use crate::store::{CreateResult, NewResponse};
+use crate::store::{AccessEntry, CreateResult, NewResponse, Store, StoreError};
+use crate::trials::Trials;
 
 /// Store a response
 ///
@@ -67,38 +71,88 @@ pub async fn create_response(
     // One catalog snapshot: the questionnaire the answers are checked
     // against is the one that scores them, whatever a reload swaps in.
     let catalog = app.catalog();
-    let body = NewResponseBody::parse(&body, &catalog, now, strict)?;
-    let dropped = body.dropped;
-    let mut new = NewResponse {
-        epd_id: dossier,
-        external_id: body.external_id,
-        professional: body.professional,
-        entered_by: body.entered_by,
-        completion: body.completion,
-        definition: body.questionnaire.clone(),
-        now,
-        // The request's access-log row is stored with the response, in one
-        // commit, with the status the result is answered with.
-        access: access.map(|Extension(PendingAccess(entry))| entry),
+    // The request's access-log row is stored with the response, in one
+    // commit, with the status the result is answered with.
+    let access = access.map(|Extension(PendingAccess(entry))| entry);
+    let checked = check(&catalog, dossier, &body, now, strict, access)?;
+    let logged = checked.new.access.is_some();
+    let scorer = Scorer {
+        trials: app.trials(),
+        metrics: app.metrics(),
     };
-    // A retry or a taken external id is scored too: the writer decides,
-    // and a read to know it before scoring would cost every POST more than
-    // the rare retry's scoring saves.
-    scoring::score_completion(
-        app.trials(),
-        app.metrics(),
-        &body.questionnaire,
-        &mut new.completion,
-        new.professional,
-    )
-    .await;
-    let logged = new.access.is_some();
-    let result = app.store().create_response(new).await?;
-    let mut response = answer(&app, result, now, dropped);
+    let result = score_and_store(app.store(), scorer, checked.new).await?;
+    let mut response = answer(&app, result, now, checked.dropped);
     if logged {
         response.extensions_mut().insert(AccessLogged);
     }
     Ok(response)
+}
+
+/// A POST body checked, ready to be scored and stored.
+#[derive(Debug)]
+pub struct Checked {
+    pub new: NewResponse,
+    /// Questions answered but not enabled: their answers were dropped.
+    pub dropped: Vec<String>,
+}
+
+/// Reads and checks the body of a POST of a response to `dossier` against
+/// `catalog` (the answers 422 and 404 of a POST): what the POST and
+/// `outcomes import` (`import.rs`) store. `access` is the row to store
+/// with it.
+pub fn check(
+    catalog: &Catalog,
+    dossier: String,
+    body: &Map<String, Value>,
+    now: DateTime<Utc>,
+    strict: bool,
+    access: Option<AccessEntry>,
+) -> Result<Checked, ApiError> {
+    let body = NewResponseBody::parse(body, catalog, now, strict)?;
+    Ok(Checked {
+        new: NewResponse {
+            epd_id: dossier,
+            external_id: body.external_id,
+            professional: body.professional,
+            entered_by: body.entered_by,
+            completion: body.completion,
+            definition: body.questionnaire,
+            now,
+            access,
+        },
+        dropped: body.dropped,
+    })
+}
+
+/// What scores a response: the serving version of its scorer.
+#[derive(Debug, Clone, Copy)]
+pub struct Scorer<'a> {
+    pub trials: &'a Trials,
+    pub metrics: &'a Metrics,
+}
+
+/// Scores `new` with the serving version of its questionnaire's scorer
+/// (provenance recorded) and stores it through the store's one create
+/// path, with its access row: a POST's second half, and each line's of an
+/// import.
+pub async fn score_and_store(
+    store: &Store,
+    scorer: Scorer<'_>,
+    mut new: NewResponse,
+) -> Result<CreateResult, StoreError> {
+    // A retry or a taken external id is scored too: the writer decides,
+    // and a read to know it before scoring would cost every POST more than
+    // the rare retry's scoring saves.
+    let definition = new.definition.clone();
+    scoring::score_completion(
+        scorer.trials,
+        scorer.metrics,
+        &definition,
+        &mut new.completion,
+        new.professional,
+    )
+    .await;
+    store.create_response(new).await
 }
 
 /// The answer to what a POST came to: 201 with the stored response, 200

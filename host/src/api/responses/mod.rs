@@ -3,8 +3,9 @@
 //! outcome.
 
 mod body;
-mod create;
+pub mod create;
 mod delete;
+pub mod import;
 mod list;
 mod page;
 mod update;

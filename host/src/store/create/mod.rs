@@ -94,13 +94,21 @@ impl CreateResult {
     /// given are the same (the outcome is not compared: it is computed),
     /// else taken.
     fn of_earlier(stored: Response, completion: &Completion) -> CreateResult {
-        if stored.questionnaire_id == completion.questionnaire_id
-            && stored.answers.same_as(&completion.answers)
-        {
+        if CreateResult::is_retry(&stored, completion) {
             CreateResult::Retry(stored)
         } else {
             CreateResult::Taken
         }
+    }
+}
+
+impl CreateResult {
+    /// Whether storing `completion` under the external id of `stored` is
+    /// a retry of it (the same questionnaire and answers given), not
+    /// taken.
+    pub fn is_retry(stored: &Response, completion: &Completion) -> bool {
+        stored.questionnaire_id == completion.questionnaire_id
+            && stored.answers.same_as(&completion.answers)
     }
 }
 
