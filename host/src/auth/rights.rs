@@ -15,10 +15,11 @@ pub enum Right {
     Respondents,
     Protocols,
     Questionnaires,
+    Alarms,
 }
 
 impl Right {
-    pub const ALL: [Right; 9] = [
+    pub const ALL: [Right; 10] = [
         Right::Responses,
         Right::ProtocolSubscriptions,
         Right::FillOutSessions,
@@ -28,6 +29,7 @@ impl Right {
         Right::Respondents,
         Right::Protocols,
         Right::Questionnaires,
+        Right::Alarms,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -41,6 +43,7 @@ impl Right {
             Right::Respondents => "respondents",
             Right::Protocols => "protocols",
             Right::Questionnaires => "questionnaires",
+            Right::Alarms => "alarms",
         }
     }
 
@@ -105,7 +108,7 @@ mod tests {
             parse_list("responses, stats").expect("valid"),
             vec![Right::Responses, Right::Stats]
         );
-        assert_eq!(parse_list("all").expect("valid").len(), 9);
+        assert_eq!(parse_list("all").expect("valid").len(), 10);
         assert!(
             parse_list("responses,admin")
                 .expect_err("invalid")

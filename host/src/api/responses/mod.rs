@@ -6,7 +6,7 @@ mod body;
 mod create;
 mod delete;
 mod list;
-mod page;
+pub(crate) mod page;
 mod update;
 mod verification;
 pub mod view;
