@@ -40,9 +40,9 @@ pub use commands::{
 };
 pub use declare::Setting;
 pub use groups::{
-    AlarmArgs, DefinitionArgs, FileSettings, FillOutArgs, LimitArgs, LogArgs, PluginArgs, PluginCacheArgs,
-    PoolArgs, SETTINGS, SchedulerArgs, SecretsArgs, ServerArgs, Settings, StorageArgs,
-    TimeZoneArgs, Values,
+    AlarmArgs, DefinitionArgs, FileSettings, FillOutArgs, LimitArgs, LogArgs, PluginArgs,
+    PluginCacheArgs, PoolArgs, SETTINGS, SchedulerArgs, SecretsArgs, ServerArgs, Settings,
+    StorageArgs, TimeZoneArgs, Values,
 };
 pub use list::List;
 

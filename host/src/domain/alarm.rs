@@ -421,7 +421,10 @@ mod tests {
         let alarm = outcome(Some("alarm"), &[], &[]);
         let raised = policy.raise("phq9", &alarm, now()).expect("raised");
         assert_eq!(raised.deadline, now() + Duration::hours(1));
-        assert!(raised.question_keys.is_empty(), "a score's status raised it");
+        assert!(
+            raised.question_keys.is_empty(),
+            "a score's status raised it"
+        );
     }
 
     #[test]
@@ -439,7 +442,10 @@ mod tests {
             },
         );
         let problem = policy.validate().expect_err("refused");
-        assert!(problem.contains("alarm_rules.phq9.attention_deadline"), "{problem}");
+        assert!(
+            problem.contains("alarm_rules.phq9.attention_deadline"),
+            "{problem}"
+        );
     }
 
     #[test]
@@ -462,14 +468,23 @@ mod tests {
     fn only_an_open_alarm_past_its_deadline_escalates() {
         let deadline = now();
         assert!(escalates(AlarmState::Open, deadline, now()));
-        assert!(!escalates(AlarmState::Open, deadline, now() - Duration::seconds(1)));
+        assert!(!escalates(
+            AlarmState::Open,
+            deadline,
+            now() - Duration::seconds(1)
+        ));
         assert!(!escalates(AlarmState::Acknowledged, deadline, now()));
         assert!(!escalates(AlarmState::Escalated, deadline, now()));
         assert!(overdue(AlarmState::Escalated, deadline, now()));
         assert!(!overdue(AlarmState::Resolved, deadline, now()));
     }
 
-    fn earlier(id: i64, action: AlarmAction, state: AlarmState, reason: Option<AlarmClose>) -> Earlier {
+    fn earlier(
+        id: i64,
+        action: AlarmAction,
+        state: AlarmState,
+        reason: Option<AlarmClose>,
+    ) -> Earlier {
         Earlier {
             id: AlarmId(id),
             action,
@@ -488,7 +503,10 @@ mod tests {
         // Raised now, none before: raise.
         assert_eq!(
             reconcile(Some(&raise), &[]),
-            Reconciled { close: vec![], raise: true }
+            Reconciled {
+                close: vec![],
+                raise: true
+            }
         );
         // Raised before and still live: nothing changes.
         let live = [earlier(1, Alarm, Acknowledged, None)];
@@ -500,7 +518,10 @@ mod tests {
         ];
         assert_eq!(
             reconcile(None, &both),
-            Reconciled { close: vec![AlarmId(1)], raise: false }
+            Reconciled {
+                close: vec![AlarmId(1)],
+                raise: false
+            }
         );
         // A professional resolved it: the same alarm is not raised again.
         let resolved = [earlier(2, Alarm, Resolved, Some(AlarmClose::Resolved))];
@@ -512,7 +533,10 @@ mod tests {
         let attention = [earlier(4, Attention, Escalated, None)];
         assert_eq!(
             reconcile(Some(&raise), &attention),
-            Reconciled { close: vec![AlarmId(4)], raise: true }
+            Reconciled {
+                close: vec![AlarmId(4)],
+                raise: true
+            }
         );
     }
 

@@ -627,7 +627,11 @@ impl Store {
     /// Escalates at most `batch` open alarms whose deadline passed by `now`,
     /// each recorded; how many. The batch is claimed in the transaction
     /// that escalates it (PostgreSQL: rows another host holds are skipped).
-    pub async fn escalate_due(&self, now: DateTime<Utc>, batch: usize) -> Result<usize, StoreError> {
+    pub async fn escalate_due(
+        &self,
+        now: DateTime<Utc>,
+        batch: usize,
+    ) -> Result<usize, StoreError> {
         let backend = self.backend;
         self.writer
             .write(move |conn| {

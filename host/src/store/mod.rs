@@ -50,9 +50,7 @@ use sqlx::{AnyConnection, ConnectOptions, Connection, Executor};
 use crate::domain::alarm::AlarmPolicy;
 
 pub use access_log::{AccessEntry, Verification, link_hash};
-pub use alarms::{
-    AlarmCounts, AlarmFilter, AlarmHistory, AlarmStep, SERVICE_CLIENT, StepBy,
-};
+pub use alarms::{AlarmCounts, AlarmFilter, AlarmHistory, AlarmStep, SERVICE_CLIENT, StepBy};
 pub use candidates::{NewCandidate, ShadowDifference, ShadowTally, StoredCandidate};
 pub use catalog::DefinitionSource;
 pub use completions::{CompletionSink, Completions, Scored, StoredCompletion};

@@ -382,58 +382,77 @@ async fn spawn_with_attention(db: Db) -> TestApp {
     .await
 }
 
-db_test!(async fn attention_raises_alarms_where_configured_with_each_deadline(app: spawn_with_attention) {
-    // Item 9 unanswered: attention (the scorer's rule).
-    post_items(&app, "d1", "r1", "0 0 0 0 0 0 0 0 -").await;
-    let attention = only_alarm(&app, "d1").await;
-    assert_eq!(attention["action"], "attention");
-    assert_eq!(attention["question_keys"], json!(["v_9"]));
-    assert_eq!(attention["deadline"], "2026-03-02T09:00:00.000+00:00");
-    post_items(&app, "d2", "r1", ITEM_9_POSITIVE).await;
-    assert_eq!(only_alarm(&app, "d2").await["deadline"], "2026-03-01T10:00:00.000+00:00");
-});
+db_test!(
+    async fn attention_raises_alarms_where_configured_with_each_deadline(
+        app: spawn_with_attention,
+    ) {
+        // Item 9 unanswered: attention (the scorer's rule).
+        post_items(&app, "d1", "r1", "0 0 0 0 0 0 0 0 -").await;
+        let attention = only_alarm(&app, "d1").await;
+        assert_eq!(attention["action"], "attention");
+        assert_eq!(attention["question_keys"], json!(["v_9"]));
+        assert_eq!(attention["deadline"], "2026-03-02T09:00:00.000+00:00");
+        post_items(&app, "d2", "r1", ITEM_9_POSITIVE).await;
+        assert_eq!(
+            only_alarm(&app, "d2").await["deadline"],
+            "2026-03-01T10:00:00.000+00:00"
+        );
+    }
+);
 
 db_test!(async fn without_configuration_attention_raises_no_alarm(app) {
     post_items(&app, "d1", "r1", "0 0 0 0 0 0 0 0 -").await;
     assert_eq!(app.get(&alarms("d1")).await.body, json!([]));
 });
 
-db_test!(async fn a_jwt_sees_only_the_alarms_of_its_subject(app: spawn_jwt) {
-    post_items(&app, "d1", "r1", ITEM_9_POSITIVE).await;
-    post_items(&app, "d2", "r1", ITEM_9_POSITIVE).await;
-    let d1 = bearer(&jwt(&claims(&app, Some("d1"))));
-    let own = get_as(&app, &alarms("d1"), &d1).await;
-    assert_eq!(own.status, 200, "{}", own.text);
-    assert_eq!(own.body.as_array().map(Vec::len), Some(1));
-    let other = get_as(&app, &alarms("d2"), &d1).await;
-    assert_error(&other, 403, error("base", "sub_mismatch"));
-    let across = get_as(&app, "/api/v1/alarms", &d1).await;
-    assert_eq!(across.status, 200, "{}", across.text);
-    let dossiers: Vec<&Value> = across.body.as_array().expect("a list").iter().map(|a| &a["dossier_id"]).collect();
-    assert_eq!(dossiers, [&json!("d1")]);
-    let no_sub = bearer(&jwt(&claims(&app, None)));
-    assert_error(&get_as(&app, "/api/v1/alarms", &no_sub).await, 403, error("base", "sub_missing"));
-    let id = own.body[0]["id"].as_i64().expect("an id");
-    let d2_alarm = crate::support::ids(&app.get(&alarms("d2")).await.body)[0];
-    let step_other = app
-        .send_as(
-            Method::POST,
-            &format!("{}/acknowledge", alarm("d2", d2_alarm)),
-            Some((br#"{"professional":"x"}"#.to_vec(), "application/json")),
-            Some(&d1),
-        )
-        .await;
-    assert_error(&step_other, 403, error("base", "sub_mismatch"));
-    let step_own = app
-        .send_as(
-            Method::POST,
-            &format!("{}/acknowledge", alarm("d1", id)),
-            Some((br#"{"professional":"x"}"#.to_vec(), "application/json")),
-            Some(&d1),
-        )
-        .await;
-    assert_eq!(step_own.status, 200, "{}", step_own.text);
-});
+db_test!(
+    async fn a_jwt_sees_only_the_alarms_of_its_subject(app: spawn_jwt) {
+        post_items(&app, "d1", "r1", ITEM_9_POSITIVE).await;
+        post_items(&app, "d2", "r1", ITEM_9_POSITIVE).await;
+        let d1 = bearer(&jwt(&claims(&app, Some("d1"))));
+        let own = get_as(&app, &alarms("d1"), &d1).await;
+        assert_eq!(own.status, 200, "{}", own.text);
+        assert_eq!(own.body.as_array().map(Vec::len), Some(1));
+        let other = get_as(&app, &alarms("d2"), &d1).await;
+        assert_error(&other, 403, error("base", "sub_mismatch"));
+        let across = get_as(&app, "/api/v1/alarms", &d1).await;
+        assert_eq!(across.status, 200, "{}", across.text);
+        let dossiers: Vec<&Value> = across
+            .body
+            .as_array()
+            .expect("a list")
+            .iter()
+            .map(|a| &a["dossier_id"])
+            .collect();
+        assert_eq!(dossiers, [&json!("d1")]);
+        let no_sub = bearer(&jwt(&claims(&app, None)));
+        assert_error(
+            &get_as(&app, "/api/v1/alarms", &no_sub).await,
+            403,
+            error("base", "sub_missing"),
+        );
+        let id = own.body[0]["id"].as_i64().expect("an id");
+        let d2_alarm = crate::support::ids(&app.get(&alarms("d2")).await.body)[0];
+        let step_other = app
+            .send_as(
+                Method::POST,
+                &format!("{}/acknowledge", alarm("d2", d2_alarm)),
+                Some((br#"{"professional":"x"}"#.to_vec(), "application/json")),
+                Some(&d1),
+            )
+            .await;
+        assert_error(&step_other, 403, error("base", "sub_mismatch"));
+        let step_own = app
+            .send_as(
+                Method::POST,
+                &format!("{}/acknowledge", alarm("d1", id)),
+                Some((br#"{"professional":"x"}"#.to_vec(), "application/json")),
+                Some(&d1),
+            )
+            .await;
+        assert_eq!(step_own.status, 200, "{}", step_own.text);
+    }
+);
 
 db_test!(async fn a_token_without_the_alarms_right_is_refused(app) {
     post_items(&app, "d1", "r1", ITEM_9_POSITIVE).await;

@@ -15,10 +15,10 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::items::{self, Results};
 use super::{BoxFuture, Connect, MAX_BATCH};
+use crate::domain::alarm::AlarmPolicy;
 use crate::store::access_log::{AccessEntry, BEGIN_LOCKING_HEAD};
 use crate::store::completions::{Completions, StoredCompletion};
 use crate::store::create::{CreateResult, DossierCache, NewResponse};
-use crate::domain::alarm::AlarmPolicy;
 use crate::store::{Backend, StoreError, StoreMetrics};
 
 /// What waits in the writer's queue.
@@ -228,7 +228,8 @@ pub(super) async fn run_batch(
     let accesses: Vec<&[AccessEntry]> = batch.accesses.iter().map(|p| p.item.as_slice()).collect();
     if backend == Backend::Sqlite
         && batch.writes.is_empty()
-        && let Some(results) = guarded(items::scripted(conn, cache, &creates, &accesses, alarms)).await?
+        && let Some(results) =
+            guarded(items::scripted(conn, cache, &creates, &accesses, alarms)).await?
     {
         return Ok(results);
     }

@@ -195,7 +195,10 @@ pub(super) async fn run_items(
         .filter(|(_, r)| r.is_none())
     {
         *result = Some(
-            alone(conn, async |c| create::create_one(c, backend, item, alarms).await).await?,
+            alone(conn, async |c| {
+                create::create_one(c, backend, item, alarms).await
+            })
+            .await?,
         );
     }
     let created = created

@@ -139,14 +139,7 @@ impl Writer {
         + 'static,
     ) -> Writer {
         let (jobs, rx) = mpsc::channel(capacity);
-        let task = commit::run(
-            rx,
-            Box::new(connect),
-            backend,
-            metrics,
-            completions,
-            alarms,
-        );
+        let task = commit::run(rx, Box::new(connect), backend, metrics, completions, alarms);
         let thread = std::thread::Builder::new()
             .name("db-writer".into())
             .spawn(move || {

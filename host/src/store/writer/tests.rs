@@ -151,8 +151,8 @@ async fn run(
         cache,
         &crate::domain::alarm::AlarmPolicy::default(),
     )
-        .await
-        .expect("batch");
+    .await
+    .expect("batch");
     conn.close().await.expect("closes");
     results
 }
