@@ -61,7 +61,7 @@ pub struct AlarmFilter {
 #[derive(Debug)]
 pub enum AlarmStep {
     /// Taken; the alarm as it is now.
-    Done(Alarm),
+    Done(Box<Alarm>),
     /// The dossier has no such alarm.
     NotFound,
     /// The alarm is past it.
@@ -618,7 +618,9 @@ impl Store {
                     }
                     let refs: Vec<&AccessEntry> = rows.iter().collect();
                     access_log::insert(conn, backend, &refs).await?;
-                    alarm_by_id(conn, alarm.id).await.map(AlarmStep::Done)
+                    alarm_by_id(conn, alarm.id)
+                        .await
+                        .map(|a| AlarmStep::Done(Box::new(a)))
                 })
             })
             .await
