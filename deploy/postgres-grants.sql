@@ -26,6 +26,9 @@ REVOKE INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER ON access_log_head 
 GRANT SELECT ON access_log_head TO outcomes_service;
 GRANT UPDATE (hash) ON access_log_head TO outcomes_service;
 
+-- An alarm's history: appended to and read, never changed.
+REVOKE UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER ON alarm_events FROM outcomes_service;
+
 -- The migrations' record: read only (the service checks it is current).
 REVOKE INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER ON _sqlx_migrations FROM outcomes_service;
 GRANT SELECT ON _sqlx_migrations TO outcomes_service;

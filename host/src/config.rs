@@ -30,6 +30,7 @@ use std::time::Duration;
 use chrono_tz::Tz;
 use serde::Deserialize;
 
+use crate::domain::alarm::AlarmPolicy;
 use crate::plugins::PluginSettings;
 
 pub use crate::auth::forwarded::{ProxyHeader, TrustedProxies};
@@ -40,9 +41,9 @@ pub use commands::{
 };
 pub use declare::Setting;
 pub use groups::{
-    DefinitionArgs, FileSettings, FillOutArgs, LimitArgs, LogArgs, PluginArgs, PluginCacheArgs,
-    PoolArgs, SETTINGS, SchedulerArgs, SecretsArgs, ServerArgs, Settings, StorageArgs,
-    TimeZoneArgs, Values,
+    AlarmArgs, DefinitionArgs, FileSettings, FillOutArgs, LimitArgs, LogArgs, PluginArgs,
+    PluginCacheArgs, PoolArgs, SETTINGS, SchedulerArgs, SecretsArgs, ServerArgs, Settings,
+    StorageArgs, TimeZoneArgs, Values,
 };
 pub use list::List;
 
@@ -101,6 +102,9 @@ impl TryFrom<String> for MetricsListen {
 /// The resolved configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// Which stored outcomes raise alarms, and their deadlines
+    /// (`alarm_deadline`, `alarm_rules`).
+    pub alarms: AlarmPolicy,
     pub listen: SocketAddr,
     pub data_dir: PathBuf,
     pub database_url: String,
@@ -268,7 +272,9 @@ impl Config {
             fill_out_session_retention,
             scheduler_interval,
             callback_allowed_networks,
+            alarm_deadline,
             plugin_limits,
+            alarm_rules,
         } = Values::merge(cli, file);
 
         let database_url = database_url
@@ -346,6 +352,18 @@ impl Config {
         plugin_limits
             .validate()
             .map_err(|problem| ConfigError::new("plugin_limits", problem))?;
+        let alarms = AlarmPolicy {
+            alarm_deadline,
+            questionnaires: alarm_rules,
+        };
+        alarms.validate().map_err(|problem| {
+            let setting = if problem.starts_with("alarm_rules") {
+                "alarm_rules"
+            } else {
+                "alarm_deadline"
+            };
+            ConfigError::new(setting, problem)
+        })?;
         let plugins = PluginSettings {
             dir: plugins_dir,
             cache_dir: Some(plugin_cache_dir.unwrap_or_else(|| data_dir.join("plugin-cache"))),
@@ -360,6 +378,7 @@ impl Config {
                 .map_err(|problem| ConfigError::new(setting, problem))
         };
         Ok(Config {
+            alarms,
             listen,
             secrets_key_file: secrets_key_file.unwrap_or_else(|| data_dir.join("secrets.key")),
             data_dir,

@@ -87,7 +87,8 @@ impl Errors {
 /// arrays of codes, to a nested object of the same kind (`answer_data`,
 /// `filters`), or, for fill-out sessions only, to a bare string. Codes in
 /// use: blank, invalid, missing, in_past, too_early, taken, not_found,
-/// unknown_question, invalid_option, already_completed, malformed_json,
+/// unknown_question, invalid_option, already_completed,
+/// already_acknowledged, already_resolved, malformed_json,
 /// too_large, request_timeout, unsupported_media_type, method_not_allowed,
 /// too_many_requests, internal_error, unavailable.
 #[derive(Debug, Serialize, ToSchema)]

@@ -386,7 +386,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 async fn open_store(settings: Settings, file: FileSettings) -> anyhow::Result<(Store, Config)> {
     let config = Config::resolve(settings, file)?;
     telemetry::init(config.log_format, &config.log);
-    let store = Store::connect(&config.database_url, &StoreOptions::default()).await?;
+    // Re-scoring opens and closes alarms by the configured rules.
+    let options = StoreOptions {
+        alarms: std::sync::Arc::new(config.alarms.clone()),
+        ..StoreOptions::default()
+    };
+    let store = Store::connect(&config.database_url, &options).await?;
     store.migrate().await?;
     Ok((store, config))
 }

@@ -83,6 +83,7 @@ impl App {
             metrics: metrics.store(),
             acquire_timeout: config.database_acquire_timeout,
             completions: Completions::to(Arc::new(queue.clone())),
+            alarms: Arc::new(config.alarms.clone()),
         };
         let store = Store::connect(&config.database_url, &options)
             .await

@@ -158,6 +158,8 @@ fn each_command_lists_the_groups_it_uses() {
         (&["plugin", "promote"], "secrets-key-file", "listen"),
         (&["rescore"], "plugin-cache-dir", "listen"),
         (&["rescore"], "questionnaires-dir", "fill-out-secret"),
+        // Re-scoring opens and closes alarms by their settings.
+        (&["rescore"], "alarm-deadline", "listen"),
         (&["verify"], "plugin-cache-dir", "listen"),
         // The import scores as the service does, a promoted candidate too.
         (&["import"], "secrets-key-file", "listen"),

@@ -7,6 +7,7 @@
 //! routers, each behind the auth guard with its right (docs/api/rights.md);
 //! handlers never see an unauthenticated call.
 
+pub mod alarms;
 pub mod docs;
 pub mod extract;
 pub mod fields;
@@ -146,6 +147,7 @@ fn routes(
         (plugins::router(), Right::Questionnaires),
         (reports::router(), Right::ReportCalculations),
         (import::router(), Right::Import),
+        (alarms::router(), Right::Alarms),
     ];
     let api = groups
         .into_iter()

@@ -13,7 +13,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityRequirement, Secur
 use utoipa::openapi::{ContentBuilder, Header, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
-use super::{reports, responses, rules};
+use super::{alarms, reports, responses, rules};
 use crate::error::{ErrorBody, json};
 
 #[derive(Debug, OpenApi)]
@@ -53,6 +53,7 @@ A path that names nothing gets 404 `{\"errors\":{\"base\":[\"not_found\"]}}`; a 
         responses::Cursor,
         reports::ResponseIds,
         reports::ReportQuestionnaireKeys,
+        alarms::AlarmStateName,
     )),
     tags(
         (name = "responses", description = "Questionnaire completions"),
@@ -66,6 +67,7 @@ A path that names nothing gets 404 `{\"errors\":{\"base\":[\"not_found\"]}}`; a 
         (name = "questionnaires", description = "Questionnaire definitions"),
         (name = "report calculations", description = "Calculator plugins run over a dossier's responses"),
         (name = "plugins", description = "Scorer and calculator plugins the service runs"),
+        (name = "alarms", description = "Alarms stored outcomes raised (PHQ-9 item 9 and the like), each to be acknowledged by a named professional before its deadline, escalated by the scheduler when not, and resolved; right `alarms`"),
         (name = "operations", description = "Health, readiness, version, metrics, this document and its interactive page (`/api/v1/docs`); none needs API credentials. The probes (`/health`, `/livez`, `/readyz`, `/version`) are limited per client address; `/metrics` is served here only to the configured metrics bearer"),
     )
 )]
@@ -350,7 +352,8 @@ mod tests {
             }
         }
         // POST responses, subscriptions, fill-out requests and sessions,
-        // non-responses; PUT responses.
-        assert_eq!(bodies, 6);
+        // non-responses, alarm acknowledgements and resolutions; PUT
+        // responses.
+        assert_eq!(bodies, 8);
     }
 }

@@ -18,10 +18,11 @@ pub enum Right {
     /// `POST /api/v1/responses/import`: many responses, of any dossier,
     /// in one request.
     Import,
+    Alarms,
 }
 
 impl Right {
-    pub const ALL: [Right; 10] = [
+    pub const ALL: [Right; 11] = [
         Right::Responses,
         Right::ProtocolSubscriptions,
         Right::FillOutSessions,
@@ -32,6 +33,7 @@ impl Right {
         Right::Protocols,
         Right::Questionnaires,
         Right::Import,
+        Right::Alarms,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -46,6 +48,7 @@ impl Right {
             Right::Protocols => "protocols",
             Right::Questionnaires => "questionnaires",
             Right::Import => "import",
+            Right::Alarms => "alarms",
         }
     }
 

@@ -7,7 +7,8 @@ use clap::Args;
 
 use super::Settings;
 use super::groups::{
-    DefinitionArgs, LogArgs, PluginArgs, PluginCacheArgs, SecretsArgs, StorageArgs, TimeZoneArgs,
+    AlarmArgs, DefinitionArgs, LogArgs, PluginArgs, PluginCacheArgs, SecretsArgs, StorageArgs,
+    TimeZoneArgs,
 };
 
 /// Declares a command's bundle of setting groups (flattened into its
@@ -79,7 +80,8 @@ bundle! {
 
 bundle! {
     /// `rescore` and `verify`: the database, definitions and plugins as the
-    /// service has them, the cache included.
+    /// service has them, the cache included, and the alarm settings
+    /// (re-scoring opens and closes alarms).
     RescoreSettings {
         storage: StorageArgs,
         logging: LogArgs,
@@ -87,6 +89,7 @@ bundle! {
         definitions: DefinitionArgs,
         plugins: PluginArgs,
         plugin_cache: PluginCacheArgs,
+        alarms: AlarmArgs,
     }
 }
 

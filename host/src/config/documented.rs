@@ -179,6 +179,25 @@ fn arrived(c: &Config, key: &str) -> String {
         "fill_out_session_retention" => secs(c.fill_out_session_retention),
         "scheduler_interval" => c.scheduler_interval.map_or(0, |d| d.as_secs()).to_string(),
         "callback_allowed_networks" => nets(&c.callback_allowed_networks),
+        "alarm_deadline" => c.alarms.alarm_deadline.to_string(),
+        "alarm_rules" => {
+            let rules: Vec<String> = c
+                .alarms
+                .questionnaires
+                .iter()
+                .map(|(key, q)| {
+                    let mut fields = Vec::new();
+                    if let Some(s) = q.alarm_deadline {
+                        fields.push(format!("alarm_deadline = {s}"));
+                    }
+                    if let Some(s) = q.attention_deadline {
+                        fields.push(format!("attention_deadline = {s}"));
+                    }
+                    format!("{key} = {{ {} }}", fields.join(", "))
+                })
+                .collect();
+            format!("{{ {} }}", rules.join(", "))
+        }
         "plugin_limits" => {
             let fuel = |o: &crate::plugins::LimitOverride| {
                 o.fuel.map_or_else(String::new, |f| format!("fuel = {f}"))

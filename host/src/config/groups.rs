@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use super::declare::settings;
 use super::{List, LogFormat, MetricsListen};
 use crate::auth::forwarded::ProxyHeader;
+use crate::domain::alarm::AlarmRules;
 use crate::plugins::LimitSettings;
 
 settings! {
@@ -259,11 +260,26 @@ settings! {
         callback_allowed_networks: List [LIST] = "", shown("none");
     }
 
+    /// Alarms someone answers for (docs/api/alarms.md): the service, and
+    /// `rescore`, which opens and closes alarms as outcomes change.
+    group alarms: AlarmArgs, "Alarms" {
+        /// Seconds a professional has to acknowledge an alarm (a stored
+        /// outcome whose action is `alarm`) before the scheduler escalates
+        /// it; alarm_rules may give a questionnaire its own. 60 to 2592000
+        alarm_deadline: u64 [SECONDS] = "14400", shown("14400, 4 hours");
+    }
+
     file_only {
         /// Plugin limits per kind and per plugin (`[plugin_limits.scorer]`,
         /// `[plugin_limits.calculator]`, `[plugin_limits.overrides.<name>]`:
         /// fuel, fuel_per_input_byte, deadline_ms, memory_bytes,
         /// input_bytes, output_bytes); tables no flag can hold
         plugin_limits: LimitSettings, shown("each kind's defaults");
+        /// Alarm settings per questionnaire (`[alarm_rules.<key>]`:
+        /// alarm_deadline, seconds to acknowledge its alarms; and
+        /// attention_deadline, which makes its `attention` outcomes raise
+        /// alarms too, with that deadline)
+        alarm_rules: AlarmRules,
+            shown("none: alarm_deadline for every questionnaire's alarms; attention raises none");
     }
 }

@@ -35,4 +35,6 @@ id_type!(
     SubscriptionId,
     /// Id of a non-response.
     NonResponseId,
+    /// Id of an alarm.
+    AlarmId,
 );

@@ -1,9 +1,11 @@
 //! Pure types and rules: questionnaire and protocol definitions, answers,
-//! response status, outcomes, non-response reasons and time formatting.
+//! response status, outcomes, alarms, non-response reasons and time
+//! formatting.
 //!
 //! Nothing here does I/O beyond parsing text it is handed, knows SQL, HTTP or
 //! wasmtime, or reads the clock: callers pass `now` in.
 
+pub mod alarm;
 pub mod answer;
 pub mod answers;
 pub mod catalog;

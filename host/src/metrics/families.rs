@@ -50,6 +50,10 @@ pub const SCHEDULER_LAST: &str = "outcomes_scheduler_last_pass_timestamp_seconds
 // Callbacks (scheduler/callbacks.rs).
 pub const CALLBACKS: &str = "outcomes_callbacks_total";
 pub const CALLBACKS_REFUSED: &str = "outcomes_callbacks_refused_total";
+// Alarms (scheduler/steps.rs, api/alarms.rs).
+pub const ALARMS: &str = "outcomes_alarms";
+pub const ALARMS_OVERDUE: &str = "outcomes_alarms_overdue";
+pub const ALARM_ACKNOWLEDGE: &str = "outcomes_alarm_time_to_acknowledge_seconds";
 // The binary (build_info.rs) and the process (metrics/process.rs).
 pub const BUILD_INFO: &str = "outcomes_build_info";
 pub const RESIDENT_MEMORY: &str = "outcomes_process_resident_memory_bytes";
@@ -87,6 +91,12 @@ const CALL_SECONDS: &[f64] = &[
 /// callbacks to slow receivers.
 const STEP_SECONDS: &[f64] = &[
     0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0,
+];
+
+/// Time to acknowledge an alarm: a minute to days (the default deadline
+/// is 4 hours).
+const ACKNOWLEDGE_SECONDS: &[f64] = &[
+    60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 14400.0, 28800.0, 86400.0, 259200.0,
 ];
 
 const fn counter(name: &'static str, help: &'static str) -> Family {
@@ -234,6 +244,19 @@ pub const FAMILIES: &[Family] = &[
     counter(
         CALLBACKS_REFUSED,
         "Callback attempts not sent because their address (in the URL, or every address its host resolved to) is loopback, private, link-local or otherwise not public, and not allowed by --callback-allowed-networks. Each is also counted in outcomes_callbacks_total as retry or given_up.",
+    ),
+    gauge(
+        ALARMS,
+        "Alarms waiting for someone, by state (open, acknowledged, escalated), as of this host's last scheduler pass.",
+    ),
+    gauge(
+        ALARMS_OVERDUE,
+        "Alarms past their deadline that nobody acknowledged (open or escalated), as of this host's last scheduler pass.",
+    ),
+    histogram(
+        ALARM_ACKNOWLEDGE,
+        "Time from an alarm being raised to its acknowledgement, by action (alarm or attention), for the acknowledgements this host took.",
+        ACKNOWLEDGE_SECONDS,
     ),
     counter(
         "outcomes_fill_out_logins_total",

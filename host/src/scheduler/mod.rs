@@ -61,6 +61,7 @@ pub async fn tick(scheduler: &Scheduler, now: DateTime<Utc>) -> Result<TickCount
         ("non_responses", counts.non_responses),
         ("callbacks", counts.callbacks),
         ("sessions_purged", counts.sessions_purged),
+        ("alarms_escalated", counts.alarms_escalated),
     ] {
         metrics.add("outcomes_scheduler_work_total", &[("what", what)], n as u64);
     }

@@ -21,7 +21,7 @@ use crate::domain::catalog::Catalog;
 use crate::domain::fill_out::IDLE_LIMIT;
 use crate::domain::subscription::Subscription;
 use crate::metrics::Metrics;
-use crate::metrics::families::{SCHEDULER_BATCHES, SCHEDULER_STEP};
+use crate::metrics::families::{ALARMS, ALARMS_OVERDUE, SCHEDULER_BATCHES, SCHEDULER_STEP};
 use crate::store::{Planner, Prepared, Settled, Store, StoreError};
 
 /// How long after expiry the non-response is registered
@@ -32,11 +32,12 @@ pub const NON_RESPONSE_DELAY: Duration = Duration::hours(6);
 pub const BATCH: usize = 500;
 
 /// The steps of a pass, in the order they run.
-pub const STEPS: [Step; 4] = [
+pub const STEPS: [Step; 5] = [
     Step::new("prepare_due", prepare_due),
     Step::new("settle_expired", settle_expired),
     Step::new("send_callbacks", send_callbacks),
     Step::new("purge_sessions", purge_sessions),
+    Step::new("escalate_alarms", escalate_alarms),
 ];
 
 /// Prepares the due occurrences of a batch of subscriptions (an invitation
@@ -115,6 +116,35 @@ fn purge_sessions<'t>(pass: &'t Pass<'t>) -> BoxFuture<'t, Result<Batch, StoreEr
     })
 }
 
+/// Escalates a batch of open alarms whose deadline passed, each recorded
+/// (docs/api/alarms.md#deadlines); after the last batch, counts the
+/// alarms waiting for the metrics.
+fn escalate_alarms<'t>(pass: &'t Pass<'t>) -> BoxFuture<'t, Result<Batch, StoreError>> {
+    Box::pin(async move {
+        let escalated = pass.store.escalate_due(pass.now, pass.batch).await?;
+        let full = escalated >= pass.batch;
+        if !full {
+            let counts = pass.store.alarm_counts(pass.now).await?;
+            let metrics = &pass.scheduler.metrics;
+            for (state, n) in [
+                ("open", counts.open),
+                ("acknowledged", counts.acknowledged),
+                ("escalated", counts.escalated),
+            ] {
+                metrics.set(ALARMS, &[("state", state)], n as f64);
+            }
+            metrics.set(ALARMS_OVERDUE, &[], counts.overdue as f64);
+        }
+        Ok(Batch {
+            full,
+            counts: TickCounts {
+                alarms_escalated: escalated,
+                ..TickCounts::default()
+            },
+        })
+    })
+}
+
 /// What a pass did. Each field is filled by one step.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct TickCounts {
@@ -137,6 +167,9 @@ pub struct TickCounts {
     pub callbacks: usize,
     /// `purge_sessions`: fill-out sessions deleted.
     pub sessions_purged: usize,
+    /// `escalate_alarms`: alarms escalated (their deadline passed
+    /// unacknowledged).
+    pub alarms_escalated: usize,
 }
 
 impl AddAssign for TickCounts {
@@ -150,6 +183,7 @@ impl AddAssign for TickCounts {
         self.non_responses += other.non_responses;
         self.callbacks += other.callbacks;
         self.sessions_purged += other.sessions_purged;
+        self.alarms_escalated += other.alarms_escalated;
     }
 }
 

@@ -516,6 +516,7 @@ impl Store {
         let (session_id, dossier) = (session.id, session.dossier_id);
         let scored = Arc::new(scored);
         let writing = scored.clone();
+        let policy = self.alarms.clone();
         let completed = self
             .writer
             .write(move |conn| {
@@ -554,6 +555,20 @@ impl Store {
                         entry.status = 409;
                     }
                     access_log::insert(conn, backend, &[&entry]).await?;
+                    if completed {
+                        // The dossier's EPD id is in the session's access row.
+                        let epd_id = entry.dossier.clone().unwrap_or_default();
+                        let raising = super::alarms::Raising {
+                            dossier,
+                            epd_id: &epd_id,
+                            response: id,
+                            questionnaire_key: &writing.definition.key,
+                            outcome: &completion.outcome,
+                            at: now,
+                            by: Some(&entry),
+                        };
+                        super::alarms::raise(conn, backend, &policy, &[raising]).await?;
+                    }
                     Ok(completed)
                 })
             })

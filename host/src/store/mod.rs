@@ -7,7 +7,8 @@
 //! transaction holding its write is durable. Reads use the pool directly.
 //! Every completion stored, by whatever path, is handed to the sink given
 //! at start (`completions.rs`; shadow scoring): callers need not remember
-//! it.
+//! it. Likewise the alarm its outcome raises (`alarms.rs`), stored in the
+//! transaction that stores the outcome, by the policy given at start.
 //!
 //! Every connection is set up alike (SQLite: WAL, `synchronous=FULL`);
 //! queries use `$1` placeholders. `migrate` applies pending migrations;
@@ -17,6 +18,7 @@
 //! host restart.
 
 mod access_log;
+mod alarms;
 pub mod backup;
 mod candidates;
 mod catalog;
@@ -39,12 +41,16 @@ mod writer;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::any::{AnyArguments, AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyConnection, ConnectOptions, Connection, Executor};
 
+use crate::domain::alarm::AlarmPolicy;
+
 pub use access_log::{AccessEntry, Verification, link_hash};
+pub use alarms::{AlarmCounts, AlarmFilter, AlarmHistory, AlarmStep, SERVICE_CLIENT, StepBy};
 pub use candidates::{NewCandidate, ShadowDifference, ShadowTally, StoredCandidate};
 pub use catalog::DefinitionSource;
 pub use completions::{CompletionSink, Completions, Scored, StoredCompletion};
@@ -114,6 +120,8 @@ pub struct StoreOptions {
     pub metrics: StoreMetrics,
     /// Where every completion is handed once stored (default: nowhere).
     pub completions: Completions,
+    /// Which stored outcomes raise alarms, and their deadlines.
+    pub alarms: Arc<AlarmPolicy>,
 }
 
 impl Default for StoreOptions {
@@ -124,6 +132,7 @@ impl Default for StoreOptions {
             write_queue_timeout: Duration::from_secs(5),
             metrics: StoreMetrics::default(),
             completions: Completions::default(),
+            alarms: Arc::new(AlarmPolicy::default()),
         }
     }
 }
@@ -136,6 +145,8 @@ pub struct Store {
     writer: Writer,
     /// Told of every completion stored (`completions.rs`).
     completions: Completions,
+    /// Which stored outcomes raise alarms (`alarms.rs`).
+    alarms: Arc<AlarmPolicy>,
 }
 
 impl Store {
@@ -186,6 +197,7 @@ impl Store {
             options.write_queue_timeout,
             options.metrics.clone(),
             options.completions.clone(),
+            options.alarms.clone(),
             move || {
                 let options = connect_options.clone();
                 Box::pin(async move {
@@ -215,6 +227,7 @@ impl Store {
             backend,
             writer,
             completions: options.completions.clone(),
+            alarms: options.alarms.clone(),
         })
     }
 

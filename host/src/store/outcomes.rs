@@ -108,7 +108,8 @@ impl Store {
         })
     }
 
-    /// Replaces the outcome of a completed response.
+    /// Replaces the outcome of a completed response, and opens or closes
+    /// its alarms as the new outcome raises them, recorded.
     pub async fn set_outcome(
         &self,
         id: ResponseId,
@@ -119,10 +120,11 @@ impl Store {
         let text = serde_json::to_string(outcome)
             .map_err(|e| StoreError::Corrupt(format!("outcome of response {}: {e}", id.0)))?;
         let provenance = provenance.clone();
+        let (backend, policy, outcome) = (self.backend, self.alarms.clone(), outcome.clone());
         self.writer
             .write(move |conn| {
                 Box::pin(async move {
-                    sqlx::query(
+                    let done = sqlx::query(
                         "UPDATE responses SET outcome = $1, outcome_plugin = $2, outcome_plugin_version = $3, \
                          outcome_plugin_sha256 = $4, outcome_computed_at = $5, updated_at = $5, \
                          outcome_abi_version = $7, outcome_definition_sha256 = $8, outcome_input_sha256 = $9 \
@@ -139,6 +141,11 @@ impl Store {
                     .bind(provenance.input_sha256)
                     .execute(&mut *conn)
                     .await?;
+                    if done.rows_affected() == 1 {
+                        // An outcome that changed may raise an alarm, or no
+                        // longer raise one (docs/api/alarms.md#re-scoring).
+                        super::alarms::rescored(conn, backend, &policy, id, &outcome, now).await?;
+                    }
                     Ok(())
                 })
             })

@@ -12,7 +12,10 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 use sqlx::AnyConnection;
 
+use super::access_log::AccessEntry;
+use super::alarms::{self, Raising};
 use super::{Scored, Store, StoreError, dossiers, placeholders};
+use crate::domain::alarm::AlarmClose;
 use crate::domain::answers::{Answers, StoredAnswers};
 use crate::domain::ids::{
     DossierId, MeasurementId, NonResponseId, QuestionnaireId, RespondentId, ResponseId,
@@ -367,16 +370,20 @@ impl Store {
     /// Completes a pending response (PUT): `segment` is matched against the
     /// dossier's external ids, then, if it is a number, against the ids of
     /// responses the service prepared
-    /// (docs/api/responses.md#which-response-a-put-names).
+    /// (docs/api/responses.md#which-response-a-put-names). The alarm its
+    /// outcome raises is stored with it, recorded with `by`'s caller (the
+    /// request's access-log row).
     pub async fn complete_response(
         &self,
         epd_id: String,
         segment: String,
         scored: Scored,
         now: DateTime<Utc>,
+        by: Option<AccessEntry>,
     ) -> Result<Result<Response, CompleteError>, StoreError> {
         let scored = Arc::new(scored);
         let writing = scored.clone();
+        let (backend, policy) = (self.backend, self.alarms.clone());
         let result = self
             .writer
             .write(move |conn| {
@@ -428,7 +435,19 @@ impl Store {
                     if updated.rows_affected() == 0 {
                         return Ok(Err(CompleteError::AlreadyCompleted));
                     }
-                    fetch(conn, response.id).await.map(Ok)
+                    let stored = fetch(conn, response.id).await?;
+                    let by = by.map(|entry| AccessEntry { status: 200, ..entry });
+                    let raising = Raising {
+                        dossier,
+                        epd_id: &epd_id,
+                        response: stored.id,
+                        questionnaire_key: &writing.definition.key,
+                        outcome: &stored.outcome,
+                        at: now,
+                        by: by.as_ref(),
+                    };
+                    alarms::raise(conn, backend, &policy, &[raising]).await?;
+                    Ok(Ok(stored))
                 })
             })
             .await?;
@@ -512,14 +531,30 @@ impl Store {
     }
 
     /// Deletes the response with this external id; false when there is none.
+    /// Its alarms are resolved first (`response_deleted`), recorded with
+    /// `by`'s caller, in the same transaction.
     pub async fn delete_response(
         &self,
         epd_id: String,
         external_id: String,
+        now: DateTime<Utc>,
+        by: Option<AccessEntry>,
     ) -> Result<bool, StoreError> {
+        let backend = self.backend;
         self.writer
             .write(move |conn| {
                 Box::pin(async move {
+                    let by = by.map(|entry| AccessEntry { status: 204, ..entry });
+                    alarms::close_of_responses(
+                        conn,
+                        backend,
+                        "r.dossier_id = (SELECT id FROM dossiers WHERE epd_id = $1) AND r.external_id = $2",
+                        (epd_id.as_str(), external_id.as_str()),
+                        AlarmClose::ResponseDeleted,
+                        by.as_ref(),
+                        now,
+                    )
+                    .await?;
                     let done = sqlx::query(
                         "DELETE FROM responses WHERE dossier_id = (SELECT id FROM dossiers WHERE epd_id = $1) AND external_id = $2",
                     )

@@ -123,7 +123,8 @@ async fn the_service_role_may_append_to_the_access_log_but_never_change_it() {
             .verify_access_log()
             .await
             .expect("verify as the service"),
-        Verification::Intact { chained: 3, .. }
+        // The POST, the alarm its item 9 raised, the two reads.
+        Verification::Intact { chained: 4, .. }
     ));
 
     // What the service role may not do to the log, with its triggers or
@@ -141,6 +142,9 @@ async fn the_service_role_may_append_to_the_access_log_but_never_change_it() {
         "DELETE FROM access_log_head",
         "CREATE TABLE elsewhere (id BIGINT)",
         "DELETE FROM _sqlx_migrations",
+        // An alarm's history is appended to, never changed.
+        "UPDATE alarm_events SET event = 'x'",
+        "DELETE FROM alarm_events",
     ] {
         let refused = conn
             .execute(statement)
@@ -160,7 +164,7 @@ async fn the_service_role_may_append_to_the_access_log_but_never_change_it() {
         .fetch_one(&mut conn)
         .await
         .expect("reads");
-    assert_eq!(rows, 4);
+    assert_eq!(rows, 5);
     let _ = conn.close().await;
     // An append past the service's chain is noticed.
     assert!(matches!(
@@ -219,7 +223,8 @@ async fn the_service_role_cannot_choose_an_access_rows_id() {
     assert_eq!(app.get(&responses("d1")).await.status, 200);
     assert!(matches!(
         app.state.store().verify_access_log().await.expect("verify"),
-        Verification::Intact { chained: 2, .. }
+        // The POST, its alarm, the read.
+        Verification::Intact { chained: 3, .. }
     ));
     app.stop().await;
 }

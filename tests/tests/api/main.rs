@@ -74,6 +74,11 @@
 //! - `readme`: every command of README.md's "Try it" section, read from
 //!   the README, run with bash against the built binary serving: each
 //!   exits 0 and prints what the README says it prints.
+//! - `alarms`: alarms stored outcomes raise (PHQ-9 item 9): raised with
+//!   the POST, PUT or re-scoring that stores them, listed and filtered per
+//!   dossier and across dossiers, acknowledged by a named professional,
+//!   resolved, closed by a deleted response, escalated by the scheduler
+//!   at their deadline; a JWT's `sub`, every step in the access log.
 //! - `smoke`: the host starts, answers /health and the OpenAPI document.
 //! - `support`: shared helpers (request bodies, preparing responses through
 //!   the store, times on the wire); no tests.
@@ -216,6 +221,7 @@
 mod access_log;
 mod access_log_chain;
 mod access_log_roles;
+mod alarms;
 mod answer_types;
 mod api_docs_browser;
 mod assemblyscript;

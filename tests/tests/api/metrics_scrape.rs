@@ -91,6 +91,8 @@ const EVENT_ONLY: &[&str] = &[
     "outcomes_shadow_calls_total",
     "outcomes_shadow_differences_total",
     "outcomes_shadow_dropped_total",
+    // An alarm acknowledged (alarms.rs).
+    "outcomes_alarm_time_to_acknowledge_seconds",
 ];
 
 /// The sum of every sample of `name` whose labels include all of `labels`.

@@ -126,6 +126,27 @@ const ANSWERS: &[(&str, &str, &[u16])] = &[
         "/api/v1/dossiers/{dossier_id}/report_calculations",
         &[200, 401, 403, 404, 422],
     ),
+    (
+        "get",
+        "/api/v1/dossiers/{dossier_id}/alarms",
+        &[200, 401, 403, 422],
+    ),
+    ("get", "/api/v1/alarms", &[200, 401, 403, 422]),
+    (
+        "get",
+        "/api/v1/dossiers/{dossier_id}/alarms/{id}",
+        &[200, 401, 403, 404, 422],
+    ),
+    (
+        "post",
+        "/api/v1/dossiers/{dossier_id}/alarms/{id}/acknowledge",
+        &[200, 400, 401, 403, 404, 408, 413, 415, 422],
+    ),
+    (
+        "post",
+        "/api/v1/dossiers/{dossier_id}/alarms/{id}/resolve",
+        &[200, 400, 401, 403, 404, 408, 413, 415, 422],
+    ),
     ("get", "/api/v1/plugins", &[200, 401, 403]),
     ("get", "/api/v1/openapi.json", &[200]),
     ("get", "/health", &[200, 429, 503]),

@@ -220,7 +220,7 @@ db_test!(async fn a_pending_response_is_completed_once_when_two_hosts_race(app) 
             };
             let scored = host::store::Scored { completion, definition: phq9.clone(), professional: false };
             other
-                .complete_response("d1".to_owned(), id.to_string(), scored, now)
+                .complete_response("d1".to_owned(), id.to_string(), scored, now, None)
                 .await
                 .expect("the store answers")
         }

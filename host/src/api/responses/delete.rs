@@ -1,5 +1,6 @@
 //! DELETE a response uploaded through the API, by its external id.
 
+use axum::Extension;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -7,12 +8,14 @@ use axum::response::{IntoResponse, Response};
 use crate::AppState;
 use crate::api::extract::{DossierPath, PathParams};
 use crate::api::rules;
+use crate::auth::guard::PendingAccess;
 use crate::error::{ApiError, ErrorBody};
 
 /// Delete a response
 ///
 /// Only by external id, so only responses uploaded through the API can be
-/// deleted.
+/// deleted. Its alarms are resolved with reason `response_deleted`
+/// (docs/api/alarms.md).
 #[utoipa::path(
     delete,
     path = "/dossiers/{dossier_id}/responses/{external_id}",
@@ -31,13 +34,19 @@ pub async fn delete_response(
     State(app): State<AppState>,
     DossierPath(dossier): DossierPath,
     params: PathParams,
+    access: Option<Extension<PendingAccess>>,
 ) -> Result<Response, ApiError> {
     let external_id = params
         .get("external_id")
         .filter(|s| rules::ID.check(s).is_ok())
         .ok_or(ApiError::NotFound("external_id"))?
         .to_owned();
-    if app.store().delete_response(dossier, external_id).await? {
+    let by = access.map(|Extension(PendingAccess(entry))| entry);
+    if app
+        .store()
+        .delete_response(dossier, external_id, app.now(), by)
+        .await?
+    {
         // No body, but the same cache rule as every answer
         // (docs/api/conventions.md#answers).
         Ok((

@@ -7,7 +7,7 @@ pub mod create;
 mod delete;
 pub mod import;
 mod list;
-mod page;
+pub(crate) mod page;
 mod update;
 mod verification;
 pub mod view;

@@ -3,6 +3,7 @@
 //! snapshot; the store hands the completed response on to shadow scoring,
 //! so this handler must not.
 
+use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -12,6 +13,7 @@ use super::view::{ResponseView, StoredResponseView};
 use crate::AppState;
 use crate::api::extract::{DossierPath, JsonObject, PathParams, QueryParams};
 use crate::api::rules;
+use crate::auth::guard::PendingAccess;
 use crate::domain::variant::Variant;
 use crate::error::{ApiError, ErrorBody, Errors, json};
 use crate::scoring;
@@ -48,8 +50,10 @@ pub async fn update_response(
     DossierPath(dossier): DossierPath,
     params: PathParams,
     query: QueryParams,
+    access: Option<Extension<PendingAccess>>,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
+    let by = access.map(|Extension(PendingAccess(entry))| entry);
     let strict = query.boolean("strict", false)?;
     let segment = params
         .get("external_id")
@@ -84,7 +88,7 @@ pub async fn update_response(
     };
     match app
         .store()
-        .complete_response(dossier, segment, scored, now)
+        .complete_response(dossier, segment, scored, now, by)
         .await?
     {
         Ok(r) => Ok(json(

@@ -6,7 +6,8 @@
 //! id cannot both store theirs.
 //!
 //! A response created is handed to the store's completion sink once its
-//! batch is committed (`writer/commit.rs`, `completions.rs`).
+//! batch is committed (`writer/commit.rs`, `completions.rs`); the alarm its
+//! outcome raises is stored in the same transaction ([`raise_alarms`]).
 //!
 //! Order of use: `cache` (the writer's dossier ids) → `one` → `plan` → this
 //! file (the types and the [`Store`] entry points).
@@ -25,8 +26,12 @@ pub(super) use cache::DossierRespondents;
 pub(super) use one::create_one;
 pub(super) use plan::Plan;
 
+use sqlx::AnyConnection;
+
 use super::access_log::AccessEntry;
-use super::{Store, StoreError};
+use super::alarms::{self, Raising};
+use super::{Backend, Store, StoreError};
+use crate::domain::alarm::AlarmPolicy;
 use crate::domain::questionnaire::Questionnaire;
 use crate::domain::response::{Completion, Response};
 
@@ -110,6 +115,45 @@ impl CreateResult {
         stored.questionnaire_id == completion.questionnaire_id
             && stored.answers.same_as(&completion.answers)
     }
+}
+
+/// Raises, in the batch's transaction, the alarms of the responses just
+/// created (`results`, in the order of `items`; those not created are
+/// skipped), each recorded with its POST's caller.
+pub(super) async fn raise_alarms(
+    conn: &mut AnyConnection,
+    backend: Backend,
+    policy: &AlarmPolicy,
+    items: &[&NewResponse],
+    results: &[Option<Result<CreateResult, StoreError>>],
+) -> Result<usize, StoreError> {
+    let rows: Vec<Option<AccessEntry>> = items
+        .iter()
+        .map(|item| item.access_row(CreateResult::CREATED))
+        .collect();
+    let raising: Vec<Raising<'_>> = items
+        .iter()
+        .zip(results)
+        .zip(&rows)
+        .filter_map(|((item, result), row)| match result {
+            Some(Ok(CreateResult::Created(response))) if response.outcome.action.is_some() => {
+                Some(Raising {
+                    dossier: response.dossier_id,
+                    epd_id: &item.epd_id,
+                    response: response.id,
+                    questionnaire_key: &item.definition.key,
+                    outcome: &response.outcome,
+                    at: item.now,
+                    by: row.as_ref(),
+                })
+            }
+            _ => None,
+        })
+        .collect();
+    if raising.is_empty() {
+        return Ok(0);
+    }
+    alarms::raise(conn, backend, policy, &raising).await
 }
 
 impl Store {

@@ -7,6 +7,7 @@ use serde_json::Value;
 use sqlx::AnyConnection;
 
 use super::{CreateResult, NewResponse};
+use crate::domain::alarm::AlarmPolicy;
 use crate::domain::ids::{DossierId, RespondentId, ResponseId};
 use crate::domain::response::{COMPLETER_PATIENT, COMPLETER_PROFESSIONAL};
 use crate::domain::time::to_millis;
@@ -23,12 +24,18 @@ pub(in crate::store) async fn create_one(
     conn: &mut AnyConnection,
     backend: Backend,
     item: &NewResponse,
+    alarms: &AlarmPolicy,
 ) -> Result<CreateResult, StoreError> {
     let result = decide_one(conn, item).await?;
     if let Some(row) = item.access_row(result.status()) {
         access_log::insert(conn, backend, &[&row]).await?;
     }
-    Ok(result)
+    let result = [Some(Ok(result))];
+    super::raise_alarms(conn, backend, alarms, &[item], &result).await?;
+    let [Some(result)] = result else {
+        return Err(StoreError::Corrupt("a response was not stored".into()));
+    };
+    result
 }
 
 async fn decide_one(

@@ -15,6 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::items::{self, Results};
 use super::{BoxFuture, Connect, MAX_BATCH};
+use crate::domain::alarm::AlarmPolicy;
 use crate::store::access_log::{AccessEntry, BEGIN_LOCKING_HEAD};
 use crate::store::completions::{Completions, StoredCompletion};
 use crate::store::create::{CreateResult, DossierCache, NewResponse};
@@ -167,6 +168,7 @@ pub(super) async fn run(
     backend: Backend,
     metrics: StoreMetrics,
     completions: Completions,
+    alarms: std::sync::Arc<AlarmPolicy>,
 ) {
     let mut conn: Option<AnyConnection> = None;
     let mut queue: Vec<Work> = Vec::with_capacity(MAX_BATCH);
@@ -193,7 +195,7 @@ pub(super) async fn run(
         };
         let started = std::time::Instant::now();
         let size = batch.len();
-        let (results, commit) = match run_batch(c, &mut batch, backend, &mut cache).await {
+        let (results, commit) = match run_batch(c, &mut batch, backend, &mut cache, &alarms).await {
             Ok(results) => (results, Ok(())),
             Err(e) => {
                 // It may name dossiers made in the batch.
@@ -220,12 +222,14 @@ pub(super) async fn run_batch(
     batch: &mut Batch,
     backend: Backend,
     cache: &mut DossierCache,
+    alarms: &AlarmPolicy,
 ) -> Result<Results, StoreError> {
     let creates: Vec<&NewResponse> = batch.creates.iter().map(|p| &*p.item).collect();
     let accesses: Vec<&[AccessEntry]> = batch.accesses.iter().map(|p| p.item.as_slice()).collect();
     if backend == Backend::Sqlite
         && batch.writes.is_empty()
-        && let Some(results) = guarded(items::scripted(conn, cache, &creates, &accesses)).await?
+        && let Some(results) =
+            guarded(items::scripted(conn, cache, &creates, &accesses, alarms)).await?
     {
         return Ok(results);
     }
@@ -257,7 +261,7 @@ pub(super) async fn run_batch(
         Results::default()
     } else {
         guarded(items::run_items(
-            &mut tx, backend, cache, &creates, &accesses,
+            &mut tx, backend, cache, &creates, &accesses, alarms,
         ))
         .await?
     };

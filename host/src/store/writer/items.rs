@@ -6,6 +6,7 @@
 
 use sqlx::{AnyConnection, Connection, Executor};
 
+use crate::domain::alarm::AlarmPolicy;
 use crate::store::access_log::{self, AccessEntry};
 use crate::store::create::{self, CreateResult, DossierCache, NewResponse, Plan};
 use crate::store::{Backend, Script, StoreError};
@@ -31,6 +32,7 @@ pub(super) async fn scripted(
     cache: &mut DossierCache,
     creates: &[&NewResponse],
     accesses: &[&[AccessEntry]],
+    alarms: &AlarmPolicy,
 ) -> Result<Option<Results>, StoreError> {
     let mut made = false;
     let attempt = async {
@@ -78,6 +80,7 @@ pub(super) async fn scripted(
             let ids = plan.sqlite_ids();
             plan.finish(ids, &mut created)?;
         }
+        create::raise_alarms(conn, Backend::Sqlite, alarms, creates, &created).await?;
         let created = created
             .into_iter()
             .map(|r| {
@@ -123,6 +126,7 @@ pub(super) async fn run_items(
     cache: &mut DossierCache,
     creates: &[&NewResponse],
     accesses: &[&[AccessEntry]],
+    alarms: &AlarmPolicy,
 ) -> Result<Results, StoreError> {
     let mut created: Vec<Option<Result<CreateResult, StoreError>>> =
         creates.iter().map(|_| None).collect();
@@ -159,6 +163,7 @@ pub(super) async fn run_items(
         if !entries.is_empty() {
             access_log::insert(&mut savepoint, backend, &entries).await?;
         }
+        create::raise_alarms(&mut savepoint, backend, alarms, creates, &created).await?;
         Ok::<_, StoreError>(())
     }
     .await;
@@ -189,7 +194,12 @@ pub(super) async fn run_items(
         .zip(created.iter_mut())
         .filter(|(_, r)| r.is_none())
     {
-        *result = Some(alone(conn, async |c| create::create_one(c, backend, item).await).await?);
+        *result = Some(
+            alone(conn, async |c| {
+                create::create_one(c, backend, item, alarms).await
+            })
+            .await?,
+        );
     }
     let created = created
         .into_iter()

@@ -18,7 +18,8 @@
 //! holds.
 //!
 //! A response the writer created is handed to the store's completion sink
-//! after its commit, once its caller is answered (`commit.rs`).
+//! after its commit, once its caller is answered (`commit.rs`); the alarm
+//! its outcome raises is stored in its transaction (`store/alarms.rs`).
 //!
 //! Order of use: `items` (the writes given as data, stored together or one
 //! by one) → `commit` (the loop: batches, savepoints, the commit) → this
@@ -34,6 +35,7 @@ mod tests;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::AnyConnection;
@@ -43,6 +45,7 @@ use super::access_log::AccessEntry;
 use super::completions::Completions;
 use super::create::{CreateResult, NewResponse};
 use super::{Backend, StoreError, StoreMetrics};
+use crate::domain::alarm::AlarmPolicy;
 use commit::{Op, Pending, Work};
 
 /// A boxed future borrowing the write connection.
@@ -76,18 +79,28 @@ impl Writer {
     /// queue behind request handlers, and the writer, which everyone waits
     /// for, would spend most of its time waiting to be polled.
     /// Each batch's size and time are recorded in `metrics`; every response
-    /// created is handed to `completions` once committed.
+    /// created is handed to `completions` once committed; the alarms its
+    /// outcome raises by `alarms` are stored with it.
     pub fn spawn(
         backend: Backend,
         deadline: Duration,
         metrics: StoreMetrics,
         completions: Completions,
+        alarms: Arc<AlarmPolicy>,
         connect: impl Fn() -> BoxFuture<'static, Result<AnyConnection, sqlx::Error>>
         + Send
         + Sync
         + 'static,
     ) -> Writer {
-        Writer::start(backend, QUEUE, deadline, metrics, completions, connect)
+        Writer::start(
+            backend,
+            QUEUE,
+            deadline,
+            metrics,
+            completions,
+            alarms,
+            connect,
+        )
     }
 
     /// [`Writer::spawn`] with a queue of `capacity` writes, recording
@@ -108,6 +121,7 @@ impl Writer {
             deadline,
             StoreMetrics::default(),
             Completions::default(),
+            Arc::new(AlarmPolicy::default()),
             connect,
         )
     }
@@ -118,13 +132,14 @@ impl Writer {
         deadline: Duration,
         metrics: StoreMetrics,
         completions: Completions,
+        alarms: Arc<AlarmPolicy>,
         connect: impl Fn() -> BoxFuture<'static, Result<AnyConnection, sqlx::Error>>
         + Send
         + Sync
         + 'static,
     ) -> Writer {
         let (jobs, rx) = mpsc::channel(capacity);
-        let task = commit::run(rx, Box::new(connect), backend, metrics, completions);
+        let task = commit::run(rx, Box::new(connect), backend, metrics, completions, alarms);
         let thread = std::thread::Builder::new()
             .name("db-writer".into())
             .spawn(move || {

@@ -144,9 +144,15 @@ async fn run(
             reply: oneshot::channel().0,
         }));
     }
-    let results = run_batch(&mut conn, &mut batch, Backend::Sqlite, cache)
-        .await
-        .expect("batch");
+    let results = run_batch(
+        &mut conn,
+        &mut batch,
+        Backend::Sqlite,
+        cache,
+        &crate::domain::alarm::AlarmPolicy::default(),
+    )
+    .await
+    .expect("batch");
     conn.close().await.expect("closes");
     results
 }
