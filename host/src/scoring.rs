@@ -41,17 +41,20 @@ pub struct ScoringContext<'a> {
     pub variant: &'a Variant,
 }
 
-/// The parts of a definition plugins see.
+/// The parts of a definition a calculator sees: everything plugins see,
+/// with each score's episode thresholds.
 pub fn questionnaire_info(q: &Questionnaire) -> QuestionnaireInfo {
-    info(q, true)
+    info(q, true, true)
 }
 
 /// The parts of a definition plugins see, the questions left empty unless
-/// `questions` (a scorer's manifest may decline them). Display items are
-/// not questions to a plugin; the limits of a question appear only for the
-/// types that have them, so a radio-only definition reads as it always
-/// did.
-fn info(q: &Questionnaire, questions: bool) -> QuestionnaireInfo {
+/// `questions` (a scorer's manifest may decline them), the episode
+/// thresholds of the scores only with `episodes` (calculators: a scorer's
+/// input, and so its hash, stays as it was before definitions had them).
+/// Display items are not questions to a plugin; the limits of a question
+/// appear only for the types that have them, so a radio-only definition
+/// reads as it always did.
+fn info(q: &Questionnaire, questions: bool, episodes: bool) -> QuestionnaireInfo {
     QuestionnaireInfo {
         key: q.key.clone(),
         name: q.name.clone(),
@@ -72,6 +75,11 @@ fn info(q: &Questionnaire, questions: bool) -> QuestionnaireInfo {
                 sd: s.sd,
                 cutoff: s.cutoff,
                 tonality: s.tonality,
+                episode: s
+                    .episode
+                    .as_ref()
+                    .filter(|_| episodes)
+                    .map(EpisodeDef::info),
             })
             .collect(),
     }
@@ -125,8 +133,14 @@ fn question_info(q: &Questionnaire, question: &Question) -> QuestionInfo {
 
 /// A calculator's input as `plugin` asked for it: the questions left out
 /// of the definitions and the answers out of the responses when its
-/// manifest declines them.
+/// manifest declines them, and the scores' episode thresholds when it was
+/// built against a contract before 3.
 pub fn calculator_input_for(plugin: &Plugin, mut input: CalculatorInput) -> CalculatorInput {
+    if plugin.manifest.contract < 3 {
+        for q in input.questionnaires.values_mut() {
+            q.scores.iter_mut().for_each(|s| s.episode = None);
+        }
+    }
     if !plugin.manifest.questions {
         for q in input.questionnaires.values_mut() {
             q.questions.clear();
@@ -270,7 +284,7 @@ const INPUT_HEAD: &[u8] = b"{\"questionnaire\":";
 fn scorer_json(q: &Questionnaire) -> &[Vec<u8>; 2] {
     q.scorer_json.get_or_init(|| {
         [false, true].map(|with| {
-            serde_json::to_vec(&info(q, with)).expect("strings, numbers and lists always serialize")
+            serde_json::to_vec(&info(q, with, false)).expect("strings, numbers and lists always serialize")
         })
     })
 }
