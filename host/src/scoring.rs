@@ -16,16 +16,16 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use plugin_sdk::{
-    CalculatorInput, OptionInfo, PatientInfo, PluginKind, QuestionInfo, QuestionnaireInfo,
-    ScoreInfo, ScorerInput, ScorerOutput,
+    CalculatorInput, OptionInfo, OutcomeInfo, PatientInfo, PluginKind, QuestionInfo,
+    QuestionnaireInfo, ResponseInfo, ScoreInfo, ScorerInput, ScorerOutput,
 };
 use serde::Serialize;
 
 use crate::domain::answer::Answer;
 use crate::domain::answers::Answers;
 use crate::domain::outcome::{self, Outcome, Provenance};
-use crate::domain::questionnaire::{Kind, Question, Questionnaire, sha256_hex};
-use crate::domain::response::Completion;
+use crate::domain::questionnaire::{EpisodeDef, Kind, Question, Questionnaire, sha256_hex};
+use crate::domain::response::{Completion, Response};
 use crate::domain::text::Text;
 use crate::domain::variant::Variant;
 use crate::metrics::Metrics;
@@ -128,6 +128,25 @@ fn question_info(q: &Questionnaire, question: &Question) -> QuestionInfo {
             }
             _ => None,
         },
+    }
+}
+
+/// A stored completed response as calculators see it: its outcome as
+/// stored, `completed_at` in UTC with milliseconds.
+pub fn response_info(r: &Response) -> ResponseInfo {
+    let outcome = serde_json::to_value(&r.outcome)
+        .and_then(serde_json::from_value::<OutcomeInfo>)
+        .unwrap_or_default();
+    ResponseInfo {
+        id: r.id.0,
+        questionnaire_key: r.questionnaire_key.clone(),
+        completed_at: r
+            .times
+            .completed_at
+            .map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true))
+            .unwrap_or_default(),
+        values: r.answers.texts(),
+        outcome,
     }
 }
 

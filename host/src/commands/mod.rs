@@ -15,6 +15,7 @@ pub mod candidate;
 pub mod fixtures;
 pub mod migrate;
 pub mod plugin;
+pub mod report;
 pub mod rescore;
 mod scaffold;
 mod standalone;

@@ -78,8 +78,8 @@ bundle! {
 }
 
 bundle! {
-    /// `rescore` and `verify`: the database, definitions and plugins as the
-    /// service has them, the cache included.
+    /// `rescore`, `verify` and `report`: the database, definitions and
+    /// plugins as the service has them, the cache included.
     RescoreSettings {
         storage: StorageArgs,
         logging: LogArgs,
