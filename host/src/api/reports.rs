@@ -73,7 +73,7 @@ enum Selection {
     tag = "report calculations",
     params(
         ("dossier_id" = rules::DossierId, Path, description = "The EPD's identifier of the patient"),
-        ("calculator" = rules::Id, Query, description = "Name of the report calculator, e.g. score_series, reliable_change, alarm_summary"),
+        ("calculator" = rules::Id, Query, description = "Name of the report calculator, e.g. score_series, reliable_change, alarm_summary, episode_outcome"),
         ("response_ids[]" = Option<ResponseIds>, Query, description = "Specific responses of this dossier, at most 1,000"),
         ("filters[questionnaire_keys][]" = Option<ReportQuestionnaireKeys>, Query, description = "Questionnaire keys, at most 1,000; required when response_ids is absent"),
         ("filters[completed_after]" = Option<rules::FilterTime>, Query, description = "Lower bound of the completion time"),
