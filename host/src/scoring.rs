@@ -532,10 +532,22 @@ mod tests {
     }
 
     #[test]
+    fn episode_thresholds_reach_calculators_and_never_a_scorer() {
+        let q = phq9();
+        let scorer = input(&q, &Variant::default(), true, true);
+        assert!(scorer.questionnaire.scores.iter().all(|s| s.episode.is_none()));
+        let calculator = questionnaire_info(&q);
+        let episode = calculator.scores[0].episode.clone();
+        assert_eq!(episode.as_ref().map(|e| e.window_days), Some([14, 180]));
+        assert_eq!(episode.as_ref().map(|e| e.remission_below), Some(5.0));
+        assert_eq!(episode.map(|e| e.response_drop), Some(0.5));
+    }
+
+    #[test]
     fn the_input_written_directly_is_the_scorer_input() {
         let q = phq9();
         let plain = input(&q, &Variant::default(), true, true);
-        assert_eq!(plain.questionnaire, info(&q, true));
+        assert_eq!(plain.questionnaire, info(&q, true, false));
         assert_eq!(plain.answer("v_1"), Some("a1"));
         assert_eq!(plain.answer("v_9"), Some("a2"));
         assert_eq!(plain.value("v_2"), Some(3.0));
