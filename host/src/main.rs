@@ -324,8 +324,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let (store, config) = open_store(settings.into(), file).await?;
             let mut out = Vec::new();
             let result =
-                commands::report::run(&store, &config, command, chrono::Utc::now(), &mut out)
-                    .await;
+                commands::report::run(&store, &config, command, chrono::Utc::now(), &mut out).await;
             store.close().await;
             // The report, also when some dossiers failed (then after it the
             // error, and a non-zero exit).

@@ -303,7 +303,8 @@ const INPUT_HEAD: &[u8] = b"{\"questionnaire\":";
 fn scorer_json(q: &Questionnaire) -> &[Vec<u8>; 2] {
     q.scorer_json.get_or_init(|| {
         [false, true].map(|with| {
-            serde_json::to_vec(&info(q, with, false)).expect("strings, numbers and lists always serialize")
+            serde_json::to_vec(&info(q, with, false))
+                .expect("strings, numbers and lists always serialize")
         })
     })
 }
@@ -535,7 +536,13 @@ mod tests {
     fn episode_thresholds_reach_calculators_and_never_a_scorer() {
         let q = phq9();
         let scorer = input(&q, &Variant::default(), true, true);
-        assert!(scorer.questionnaire.scores.iter().all(|s| s.episode.is_none()));
+        assert!(
+            scorer
+                .questionnaire
+                .scores
+                .iter()
+                .all(|s| s.episode.is_none())
+        );
         let calculator = questionnaire_info(&q);
         let episode = calculator.scores[0].episode.clone();
         assert_eq!(episode.as_ref().map(|e| e.window_days), Some([14, 180]));

@@ -160,7 +160,11 @@ fn each_command_lists_the_groups_it_uses() {
         (&["rescore"], "questionnaires-dir", "fill-out-secret"),
         (&["verify"], "plugin-cache-dir", "listen"),
         (&["report", "episode_outcome"], "plugin-cache-dir", "listen"),
-        (&["report", "episode_outcome"], "questionnaires-dir", "fill-out-secret"),
+        (
+            &["report", "episode_outcome"],
+            "questionnaires-dir",
+            "fill-out-secret",
+        ),
         (&["backup"], "database-url", "plugins-dir"),
         (&["restore"], "database-url", "listen"),
         (&["migrate", "--check"], "database-url", "metrics-listen"),

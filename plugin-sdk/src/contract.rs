@@ -756,7 +756,10 @@ mod tests {
         calculator(2).decline(&mut old);
         assert_eq!(old["questionnaires"]["x"]["scores"][0].get("episode"), None);
         assert_eq!(old["questionnaires"]["x"]["scores"][0]["key"], "total");
-        assert_eq!(old["questionnaires"]["x"]["scores"][1], input["questionnaires"]["x"]["scores"][1]);
+        assert_eq!(
+            old["questionnaires"]["x"]["scores"][1],
+            input["questionnaires"]["x"]["scores"][1]
+        );
         let mut new = input.clone();
         calculator(3).decline(&mut new);
         assert_eq!(new["questionnaires"]["x"]["scores"][0]["episode"], episode);

@@ -124,7 +124,12 @@ impl Rules {
                 .iter()
                 .filter(|p| days_between(baseline, p) >= self.window[0])
                 .collect();
-            episodes.push(self.judge(baseline, in_window.last().copied(), end - start, in_window.len()));
+            episodes.push(self.judge(
+                baseline,
+                in_window.last().copied(),
+                end - start,
+                in_window.len(),
+            ));
             start = end;
         }
         episodes

@@ -36,7 +36,9 @@ mod episodes;
 use std::collections::BTreeMap;
 
 use plugin_sdk::time as instant;
-use plugin_sdk::{CalculatorInput, EpisodeInfo, QuestionnaireInfo, ResponseInfo, ScoreInfo, Tonality};
+use plugin_sdk::{
+    CalculatorInput, EpisodeInfo, QuestionnaireInfo, ResponseInfo, ScoreInfo, Tonality,
+};
 use serde::Serialize;
 
 pub use episodes::{Direction, Episode, Point, ReliableChange, Rules};

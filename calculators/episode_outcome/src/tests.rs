@@ -130,6 +130,9 @@ fn a_rise_is_no_response_and_a_deterioration() {
     let episode = &entry.episodes[0];
     assert_eq!(episode.relative_drop, Some(-1.0));
     assert_eq!(episode.response, Some(false));
-    let change = episode.reliable_change.as_ref().map(|c| (c.reliable, c.direction));
+    let change = episode
+        .reliable_change
+        .as_ref()
+        .map(|c| (c.reliable, c.direction));
     assert_eq!(change, Some((true, Direction::Deteriorated)));
 }

@@ -216,10 +216,15 @@ pub async fn episode_report(
     now: DateTime<Utc>,
 ) -> anyhow::Result<EpisodeReport> {
     let time = |flag: &str, text: &str| {
-        parse_filter(text, config.time_zone).with_context(|| format!("--{flag} {text:?}: not a time"))
+        parse_filter(text, config.time_zone)
+            .with_context(|| format!("--{flag} {text:?}: not a time"))
     };
     let since = time("since", &args.since)?;
-    let until = args.until.as_deref().map(|t| time("until", t)).transpose()?;
+    let until = args
+        .until
+        .as_deref()
+        .map(|t| time("until", t))
+        .transpose()?;
     if let Some(until) = until {
         anyhow::ensure!(until > since, "--until must be later than --since");
     }
@@ -263,8 +268,7 @@ pub async fn episode_report(
         questionnaire_key: Some(key.to_owned()),
         since: None,
     };
-    let mut by_dossier: BTreeMap<i64, Vec<(Option<DateTime<Utc>>, ResponseInfo)>> =
-        BTreeMap::new();
+    let mut by_dossier: BTreeMap<i64, Vec<(Option<DateTime<Utc>>, ResponseInfo)>> = BTreeMap::new();
     let mut after = 0;
     loop {
         let page = store.completed_responses(&filter, after, 500).await?;
@@ -281,38 +285,48 @@ pub async fn episode_report(
         }
     }
 
+    let calculate = |responses: Vec<ResponseInfo>| {
+        let input = calculator_input_for(
+            &plugin,
+            CalculatorInput {
+                responses,
+                questionnaires: BTreeMap::from([(key.to_owned(), info.clone())]),
+            },
+        );
+        let (plugins, plugin) = (&plugins, plugin.clone());
+        async move {
+            let call = plugins.call::<_, CalculatorOutput>(plugin, &input).await;
+            call.result.map_err(|e| e.to_string()).and_then(|output| {
+                serde_json::from_value::<Results>(Value::Object(output.results))
+                    .map_err(|e| format!("results not of episode_outcome's shape: {e}"))
+            })
+        }
+    };
+
+    // The scores and their definitions, as the calculator reports them
+    // with no responses: every score is reported, without episodes too.
     let mut counts: BTreeMap<String, ScoreCounts> = BTreeMap::new();
-    let mut order: Vec<String> = q
-        .def
-        .scores
-        .iter()
-        .filter(|s| s.episode.is_some())
-        .map(|s| s.key.clone())
-        .collect();
+    let mut order: Vec<String> = Vec::new();
+    let empty = calculate(Vec::new())
+        .await
+        .map_err(|e| anyhow::anyhow!("the calculator {EPISODE_OUTCOME} failed: {e}"))?;
+    for entry in empty.scores {
+        if let Some(score_key) = entry.score_key.filter(|_| entry.questionnaire_key == key) {
+            order.push(score_key.clone());
+            counts.insert(
+                score_key.clone(),
+                ScoreCounts::new(score_key, entry.definition),
+            );
+        }
+    }
+
     let mut failed = 0;
     let dossiers = by_dossier.len();
     for (_, mut responses) in by_dossier {
         // Oldest first (by completion time, then id), as the endpoint
         // hands them over.
         responses.sort_by_key(|(at, r)| (*at, r.id));
-        let input = calculator_input_for(
-            &plugin,
-            CalculatorInput {
-                responses: responses.into_iter().map(|(_, r)| r).collect(),
-                questionnaires: BTreeMap::from([(key.to_owned(), info.clone())]),
-            },
-        );
-        let call = plugins
-            .call::<_, CalculatorOutput>(plugin.clone(), &input)
-            .await;
-        let results = call
-            .result
-            .map_err(|e| e.to_string())
-            .and_then(|output| {
-                serde_json::from_value::<Results>(Value::Object(output.results))
-                    .map_err(|e| format!("results not of episode_outcome's shape: {e}"))
-            });
-        let results = match results {
+        let results = match calculate(responses.into_iter().map(|(_, r)| r).collect()).await {
             Ok(results) => results,
             Err(e) => {
                 tracing::error!(
@@ -326,8 +340,7 @@ pub async fn episode_report(
             }
         };
         for entry in results.scores {
-            let Some(score_key) = entry.score_key.filter(|_| entry.questionnaire_key == key)
-            else {
+            let Some(score_key) = entry.score_key.filter(|_| entry.questionnaire_key == key) else {
                 continue;
             };
             if !order.contains(&score_key) {
@@ -352,10 +365,7 @@ pub async fn episode_report(
             }
         }
     }
-    let mut scores: Vec<ScoreCounts> = order
-        .iter()
-        .filter_map(|key| counts.remove(key))
-        .collect();
+    let mut scores: Vec<ScoreCounts> = order.iter().filter_map(|key| counts.remove(key)).collect();
     scores.iter_mut().for_each(ScoreCounts::finish);
     Ok(EpisodeReport {
         calculator: EPISODE_OUTCOME.to_owned(),
@@ -391,7 +401,13 @@ impl ScoreCounts {
         }
     }
 
-    fn add(&mut self, episode: &Episode, baseline: DateTime<Utc>, window_end: i64, now: DateTime<Utc>) {
+    fn add(
+        &mut self,
+        episode: &Episode,
+        baseline: DateTime<Utc>,
+        window_end: i64,
+        now: DateTime<Utc>,
+    ) {
         self.episodes += 1;
         if episode.follow_up.is_none() {
             self.without_follow_up += 1;
@@ -538,7 +554,12 @@ fn utc(t: DateTime<Utc>) -> String {
 mod tests {
     use super::*;
 
-    fn episode(follow_up: bool, response: Option<bool>, remission: bool, reliable: Option<(bool, &str)>) -> Episode {
+    fn episode(
+        follow_up: bool,
+        response: Option<bool>,
+        remission: bool,
+        reliable: Option<(bool, &str)>,
+    ) -> Episode {
         Episode {
             baseline: Point {
                 completed_at: "2026-01-01T00:00:00Z".into(),
@@ -560,16 +581,35 @@ mod tests {
         let baseline = parse_time("2026-01-01T00:00:00Z").unwrap_or_default();
         let now = parse_time("2026-05-01T00:00:00Z").unwrap_or_default();
         let mut counts = ScoreCounts::new("total".into(), Value::Null);
-        counts.add(&episode(true, Some(true), true, Some((true, "improved"))), baseline, 180, now);
-        counts.add(&episode(true, Some(false), false, Some((false, "improved"))), baseline, 180, now);
-        counts.add(&episode(true, None, true, Some((true, "deteriorated"))), baseline, 180, now);
+        counts.add(
+            &episode(true, Some(true), true, Some((true, "improved"))),
+            baseline,
+            180,
+            now,
+        );
+        counts.add(
+            &episode(true, Some(false), false, Some((false, "improved"))),
+            baseline,
+            180,
+            now,
+        );
+        counts.add(
+            &episode(true, None, true, Some((true, "deteriorated"))),
+            baseline,
+            180,
+            now,
+        );
         counts.add(&episode(false, None, false, None), baseline, 180, now);
         // The window of a baseline 200 days before `now` has closed.
         let old = parse_time("2025-10-13T00:00:00Z").unwrap_or_default();
         counts.add(&episode(false, None, false, None), old, 180, now);
         counts.finish();
         assert_eq!(
-            (counts.episodes, counts.with_follow_up, counts.without_follow_up),
+            (
+                counts.episodes,
+                counts.with_follow_up,
+                counts.without_follow_up
+            ),
             (5, 3, 2)
         );
         assert_eq!(counts.without_follow_up_window_open, 1);

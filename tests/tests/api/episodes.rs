@@ -25,7 +25,10 @@ async fn episodes(app: &TestApp, dossier: &str) -> Value {
         ))
         .await;
     assert_eq!(answer.status, 200, "{}", answer.text);
-    let scores = answer.body["results"]["scores"].as_array().cloned().unwrap_or_default();
+    let scores = answer.body["results"]["scores"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     assert_eq!(scores.len(), 1, "{}", answer.text);
     assert_eq!(scores[0]["questionnaire_key"], "phq9");
     assert_eq!(scores[0]["score_key"], "total");
@@ -34,8 +37,23 @@ async fn episodes(app: &TestApp, dossier: &str) -> Value {
 
 /// POSTs a PHQ-9 response completed `days_ago` days before the test's
 /// start; its id.
-async fn phq9_at(app: &TestApp, dossier: &str, external_id: &str, items: &str, days_ago: i64) -> i64 {
-    id_of(&posted_at(app, dossier, external_id, phq9_items(items), START_UNIX - days_ago * DAY).await)
+async fn phq9_at(
+    app: &TestApp,
+    dossier: &str,
+    external_id: &str,
+    items: &str,
+    days_ago: i64,
+) -> i64 {
+    id_of(
+        &posted_at(
+            app,
+            dossier,
+            external_id,
+            phq9_items(items),
+            START_UNIX - days_ago * DAY,
+        )
+        .await,
+    )
 }
 
 /// Whether `value` is an RFC 3339 time of the instant `unix`.
@@ -136,25 +154,40 @@ async fn spawn_with_other_thresholds(db: Db) -> TestApp {
     .await
 }
 
-db_test!(async fn the_thresholds_are_the_questionnaire_definitions(app: spawn_with_other_thresholds) {
-    phq9_at(&app, "d1", "a", "3 3 2 2 2 2 2 2 0", 100).await;
-    let follow_up = phq9_at(&app, "d1", "b", "1 1 1 1 1 1 1 1 0", 40).await;
-    // 61 days: past this window of 30 to 60 days.
-    phq9_at(&app, "d1", "c", "0 0 0 0 0 0 0 0 0", 39).await;
-    let entry = episodes(&app, "d1").await;
-    assert_eq!(entry["definition"]["version"], "2-test");
-    assert_eq!(entry["definition"]["window_days"], json!([30, 60]));
-    assert_eq!(entry["definition"]["source"], "a test");
-    let episode = &entry["episodes"][0];
-    assert_eq!(episode["follow_up"]["response_id"], follow_up);
-    // 18 -> 8: a drop of 56%, short of 60%; 8 is below 9.
-    assert_eq!((&episode["response"], &episode["remission"]), (&json!(false), &json!(true)));
-    assert_eq!(entry["episodes"].as_array().map(Vec::len), Some(2), "{entry}");
-});
+db_test!(
+    async fn the_thresholds_are_the_questionnaire_definitions(app: spawn_with_other_thresholds) {
+        phq9_at(&app, "d1", "a", "3 3 2 2 2 2 2 2 0", 100).await;
+        let follow_up = phq9_at(&app, "d1", "b", "1 1 1 1 1 1 1 1 0", 40).await;
+        // 61 days: past this window of 30 to 60 days.
+        phq9_at(&app, "d1", "c", "0 0 0 0 0 0 0 0 0", 39).await;
+        let entry = episodes(&app, "d1").await;
+        assert_eq!(entry["definition"]["version"], "2-test");
+        assert_eq!(entry["definition"]["window_days"], json!([30, 60]));
+        assert_eq!(entry["definition"]["source"], "a test");
+        let episode = &entry["episodes"][0];
+        assert_eq!(episode["follow_up"]["response_id"], follow_up);
+        // 18 -> 8: a drop of 56%, short of 60%; 8 is below 9.
+        assert_eq!(
+            (&episode["response"], &episode["remission"]),
+            (&json!(false), &json!(true))
+        );
+        assert_eq!(
+            entry["episodes"].as_array().map(Vec::len),
+            Some(2),
+            "{entry}"
+        );
+    }
+);
 
 /// Runs `outcomes report episode_outcome` on `app`'s database as of the
 /// test's start; its output.
-async fn run_report(app: &TestApp, questionnaire: &str, since: &str, until: Option<&str>, format: Format) -> anyhow::Result<String> {
+async fn run_report(
+    app: &TestApp,
+    questionnaire: &str,
+    since: &str,
+    until: Option<&str>,
+    format: Format,
+) -> anyhow::Result<String> {
     let config = app.command_config();
     let store = Store::connect(&config.database_url, &StoreOptions::default())
         .await
@@ -167,7 +200,14 @@ async fn run_report(app: &TestApp, questionnaire: &str, since: &str, until: Opti
     };
     let now = DateTime::<Utc>::from_timestamp(START_UNIX, 0).expect("a time");
     let mut out = Vec::new();
-    let result = report::run(&store, &config, ReportCommand::EpisodeOutcome(args), now, &mut out).await;
+    let result = report::run(
+        &store,
+        &config,
+        ReportCommand::EpisodeOutcome(args),
+        now,
+        &mut out,
+    )
+    .await;
     store.close().await;
     result.map(|()| String::from_utf8(out).expect("UTF-8"))
 }
