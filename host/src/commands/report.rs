@@ -142,6 +142,9 @@ pub struct ScoreCounts {
     pub reliable_change_not_defined: usize,
 }
 
+/// A completed response with its completion time, to order by.
+type Completed = (Option<DateTime<Utc>>, ResponseInfo);
+
 /// What the command reads of the calculator's results.
 #[derive(Debug, Deserialize)]
 struct Results {
@@ -268,7 +271,7 @@ pub async fn episode_report(
         questionnaire_key: Some(key.to_owned()),
         since: None,
     };
-    let mut by_dossier: BTreeMap<i64, Vec<(Option<DateTime<Utc>>, ResponseInfo)>> = BTreeMap::new();
+    let mut by_dossier: BTreeMap<i64, Vec<Completed>> = BTreeMap::new();
     let mut after = 0;
     loop {
         let page = store.completed_responses(&filter, after, 500).await?;
