@@ -15,6 +15,7 @@ use host::clock::SystemClock;
 use host::commands::backup::{BackupArgs, RestoreArgs};
 use host::commands::import::ImportArgs;
 use host::commands::plugin::PluginCommand;
+use host::commands::report::ReportCommand;
 use host::commands::rescore::RescoreArgs;
 use host::commands::verify::VerifyArgs;
 use host::commands::{self, RespondentCommand, TokenCommand};
@@ -158,6 +159,15 @@ enum Command {
     Verify {
         #[command(flatten)]
         args: VerifyArgs,
+        #[command(flatten)]
+        settings: RescoreSettings,
+    },
+    /// Reports over every dossier for quality officers: episode_outcome
+    /// (response, remission and reliable change rates of a questionnaire's
+    /// episodes of care), as JSON or CSV. Writes nothing.
+    Report {
+        #[command(subcommand)]
+        command: ReportCommand,
         #[command(flatten)]
         settings: RescoreSettings,
     },
@@ -353,6 +363,17 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 summary.lines
             );
             Ok(())
+        }
+        Command::Report { command, settings } => {
+            let (store, config) = open_store(settings.into(), file).await?;
+            let mut out = Vec::new();
+            let result =
+                commands::report::run(&store, &config, command, chrono::Utc::now(), &mut out).await;
+            store.close().await;
+            // The report, also when some dossiers failed (then after it the
+            // error, and a non-zero exit).
+            std::io::Write::write_all(&mut std::io::stdout().lock(), &out)?;
+            result
         }
         Command::AccessLog {
             command: Some(AccessLogCommand::Verify { settings }),

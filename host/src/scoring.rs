@@ -16,16 +16,16 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use plugin_sdk::{
-    CalculatorInput, OptionInfo, PatientInfo, PluginKind, QuestionInfo, QuestionnaireInfo,
-    ScoreInfo, ScorerInput, ScorerOutput,
+    CalculatorInput, OptionInfo, OutcomeInfo, PatientInfo, PluginKind, QuestionInfo,
+    QuestionnaireInfo, ResponseInfo, ScoreInfo, ScorerInput, ScorerOutput,
 };
 use serde::Serialize;
 
 use crate::domain::answer::Answer;
 use crate::domain::answers::Answers;
 use crate::domain::outcome::{self, Outcome, Provenance};
-use crate::domain::questionnaire::{Kind, Question, Questionnaire, sha256_hex};
-use crate::domain::response::Completion;
+use crate::domain::questionnaire::{EpisodeDef, Kind, Question, Questionnaire, sha256_hex};
+use crate::domain::response::{Completion, Response};
 use crate::domain::text::Text;
 use crate::domain::variant::Variant;
 use crate::metrics::Metrics;
@@ -41,17 +41,20 @@ pub struct ScoringContext<'a> {
     pub variant: &'a Variant,
 }
 
-/// The parts of a definition plugins see.
+/// The parts of a definition a calculator sees: everything plugins see,
+/// with each score's episode thresholds.
 pub fn questionnaire_info(q: &Questionnaire) -> QuestionnaireInfo {
-    info(q, true)
+    info(q, true, true)
 }
 
 /// The parts of a definition plugins see, the questions left empty unless
-/// `questions` (a scorer's manifest may decline them). Display items are
-/// not questions to a plugin; the limits of a question appear only for the
-/// types that have them, so a radio-only definition reads as it always
-/// did.
-fn info(q: &Questionnaire, questions: bool) -> QuestionnaireInfo {
+/// `questions` (a scorer's manifest may decline them), the episode
+/// thresholds of the scores only with `episodes` (calculators: a scorer's
+/// input, and so its hash, stays as it was before definitions had them).
+/// Display items are not questions to a plugin; the limits of a question
+/// appear only for the types that have them, so a radio-only definition
+/// reads as it always did.
+fn info(q: &Questionnaire, questions: bool, episodes: bool) -> QuestionnaireInfo {
     QuestionnaireInfo {
         key: q.key.clone(),
         name: q.name.clone(),
@@ -72,6 +75,11 @@ fn info(q: &Questionnaire, questions: bool) -> QuestionnaireInfo {
                 sd: s.sd,
                 cutoff: s.cutoff,
                 tonality: s.tonality,
+                episode: s
+                    .episode
+                    .as_ref()
+                    .filter(|_| episodes)
+                    .map(EpisodeDef::info),
             })
             .collect(),
     }
@@ -123,10 +131,35 @@ fn question_info(q: &Questionnaire, question: &Question) -> QuestionInfo {
     }
 }
 
+/// A stored completed response as calculators see it: its outcome as
+/// stored, `completed_at` in UTC with milliseconds.
+pub fn response_info(r: &Response) -> ResponseInfo {
+    let outcome = serde_json::to_value(&r.outcome)
+        .and_then(serde_json::from_value::<OutcomeInfo>)
+        .unwrap_or_default();
+    ResponseInfo {
+        id: r.id.0,
+        questionnaire_key: r.questionnaire_key.clone(),
+        completed_at: r
+            .times
+            .completed_at
+            .map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true))
+            .unwrap_or_default(),
+        values: r.answers.texts(),
+        outcome,
+    }
+}
+
 /// A calculator's input as `plugin` asked for it: the questions left out
 /// of the definitions and the answers out of the responses when its
-/// manifest declines them.
+/// manifest declines them, and the scores' episode thresholds when it was
+/// built against a contract before 3.
 pub fn calculator_input_for(plugin: &Plugin, mut input: CalculatorInput) -> CalculatorInput {
+    if plugin.manifest.contract < 3 {
+        for q in input.questionnaires.values_mut() {
+            q.scores.iter_mut().for_each(|s| s.episode = None);
+        }
+    }
     if !plugin.manifest.questions {
         for q in input.questionnaires.values_mut() {
             q.questions.clear();
@@ -270,7 +303,8 @@ const INPUT_HEAD: &[u8] = b"{\"questionnaire\":";
 fn scorer_json(q: &Questionnaire) -> &[Vec<u8>; 2] {
     q.scorer_json.get_or_init(|| {
         [false, true].map(|with| {
-            serde_json::to_vec(&info(q, with)).expect("strings, numbers and lists always serialize")
+            serde_json::to_vec(&info(q, with, false))
+                .expect("strings, numbers and lists always serialize")
         })
     })
 }
@@ -499,10 +533,28 @@ mod tests {
     }
 
     #[test]
+    fn episode_thresholds_reach_calculators_and_never_a_scorer() {
+        let q = phq9();
+        let scorer = input(&q, &Variant::default(), true, true);
+        assert!(
+            scorer
+                .questionnaire
+                .scores
+                .iter()
+                .all(|s| s.episode.is_none())
+        );
+        let calculator = questionnaire_info(&q);
+        let episode = calculator.scores[0].episode.clone();
+        assert_eq!(episode.as_ref().map(|e| e.window_days), Some([14, 180]));
+        assert_eq!(episode.as_ref().map(|e| e.remission_below), Some(5.0));
+        assert_eq!(episode.map(|e| e.response_drop), Some(0.5));
+    }
+
+    #[test]
     fn the_input_written_directly_is_the_scorer_input() {
         let q = phq9();
         let plain = input(&q, &Variant::default(), true, true);
-        assert_eq!(plain.questionnaire, info(&q, true));
+        assert_eq!(plain.questionnaire, info(&q, true, false));
         assert_eq!(plain.answer("v_1"), Some("a1"));
         assert_eq!(plain.answer("v_9"), Some("a2"));
         assert_eq!(plain.value("v_2"), Some(3.0));

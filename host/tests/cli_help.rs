@@ -164,6 +164,12 @@ fn each_command_lists_the_groups_it_uses() {
         // The import scores as the service does, a promoted candidate too.
         (&["import"], "secrets-key-file", "listen"),
         (&["import"], "plugins-dir", "body-limit"),
+        (&["report", "episode_outcome"], "plugin-cache-dir", "listen"),
+        (
+            &["report", "episode_outcome"],
+            "questionnaires-dir",
+            "fill-out-secret",
+        ),
         (&["backup"], "database-url", "plugins-dir"),
         (&["restore"], "database-url", "listen"),
         (&["migrate", "--check"], "database-url", "metrics-listen"),

@@ -26,7 +26,8 @@ pub const ABI_VERSION: u32 = 1;
 /// |---|---|
 /// | 1 | (the first; a manifest without `contract` declares it) |
 /// | 2 | scorers: [`ScorerInput::typed_answers`] and [`ScorerInput::enabled`]; question limits in [`QuestionInfo`] |
-pub const CONTRACT_VERSION: u32 = 2;
+/// | 3 | calculators: [`ScoreInfo::episode`], the episode-outcome thresholds of a score |
+pub const CONTRACT_VERSION: u32 = 3;
 
 /// What a plugin does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -133,6 +134,20 @@ impl Manifest {
                 {
                     rs.iter_mut().for_each(|r| clear(r.get_mut("values")));
                 }
+                if self.contract < 3
+                    && let Some(Value::Object(qs)) = input.get_mut("questionnaires")
+                {
+                    for q in qs.values_mut() {
+                        if let Some(Value::Array(scores)) = q.get_mut("scores") {
+                            scores
+                                .iter_mut()
+                                .filter_map(Value::as_object_mut)
+                                .for_each(|s| {
+                                    s.remove("episode");
+                                });
+                        }
+                    }
+                }
             }
         }
     }
@@ -220,6 +235,33 @@ pub struct ScoreInfo {
     /// Which way the score points.
     #[serde(default)]
     pub tonality: Tonality,
+    /// The thresholds of episode outcomes (response, remission, follow-up
+    /// window), when the definition names them. Contract 3; sent to
+    /// calculators only (a scorer's input never carries it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub episode: Option<EpisodeInfo>,
+}
+
+/// How an episode of care is judged on a score, as the questionnaire
+/// definition states it (its `[scores.episode]` block,
+/// docs/questionnaire-format.md#episode-outcomes). Defined for scores where
+/// higher is worse. The definition file carries the source of each number.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct EpisodeInfo {
+    /// Version of this definition of the metrics, named in every report
+    /// that applies it; a definition that changes a number changes it.
+    pub version: String,
+    /// Response: the follow-up value is lower than the baseline value by at
+    /// least this fraction of the baseline (0.5: a drop of at least 50%).
+    pub response_drop: f64,
+    /// Remission: the follow-up value is below this.
+    pub remission_below: f64,
+    /// The follow-up window: from and to this many whole days (24-hour
+    /// periods) after the baseline, both included.
+    pub window_days: [u32; 2],
+    /// Where the thresholds and the window come from.
+    pub source: String,
 }
 
 /// One answer option of a question.
@@ -621,7 +663,10 @@ mod tests {
             ..first.clone()
         };
         let json = serde_json::to_string(&second).expect("json");
-        assert!(json.contains(r#""contract":2"#), "{json}");
+        assert!(
+            json.contains(&format!(r#""contract":{CONTRACT_VERSION}"#)),
+            "{json}"
+        );
         let mut kept = input.clone();
         second.decline(&mut kept);
         assert_eq!(kept, input);
@@ -684,5 +729,42 @@ mod tests {
         let mut array = serde_json::json!([1]);
         calculator.decline(&mut array);
         assert_eq!(array, serde_json::json!([1]));
+    }
+
+    #[test]
+    fn a_calculator_before_contract_3_gets_no_episode_thresholds() {
+        let calculator = |contract| Manifest {
+            name: "x".into(),
+            kind: PluginKind::Calculator,
+            version: "1.0.0".into(),
+            abi_version: ABI_VERSION,
+            questionnaires: Vec::new(),
+            questions: false,
+            answers: false,
+            contract,
+        };
+        let episode = serde_json::json!({"version": "1", "response_drop": 0.5,
+            "remission_below": 5.0, "window_days": [14, 180], "source": "s"});
+        let input = serde_json::json!({
+            "questionnaires": {"x": {"key": "x", "scores": [
+                {"key": "total", "label": "Total", "episode": episode},
+                {"key": "other", "label": "Other"},
+            ]}},
+            "responses": [],
+        });
+        let mut old = input.clone();
+        calculator(2).decline(&mut old);
+        assert_eq!(old["questionnaires"]["x"]["scores"][0].get("episode"), None);
+        assert_eq!(old["questionnaires"]["x"]["scores"][0]["key"], "total");
+        assert_eq!(
+            old["questionnaires"]["x"]["scores"][1],
+            input["questionnaires"]["x"]["scores"][1]
+        );
+        let mut new = input.clone();
+        calculator(3).decline(&mut new);
+        assert_eq!(new["questionnaires"]["x"]["scores"][0]["episode"], episode);
+        let parsed: CalculatorInput = serde_json::from_value(new).expect("a calculator input");
+        let info = parsed.questionnaires["x"].scores[0].episode.clone();
+        assert_eq!(info.map(|e| e.window_days), Some([14, 180]));
     }
 }

@@ -11,8 +11,7 @@ use std::collections::{BTreeMap, HashSet};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use chrono::SecondsFormat;
-use plugin_sdk::{CalculatorInput, CalculatorOutput, OutcomeInfo, PluginKind, ResponseInfo};
+use plugin_sdk::{CalculatorInput, CalculatorOutput, PluginKind};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
@@ -26,7 +25,7 @@ use crate::domain::catalog::Catalog;
 use crate::domain::response::{Response as StoredResponse, Status};
 use crate::domain::time::parse_filter;
 use crate::error::{ApiError, ErrorBody, Errors, json};
-use crate::scoring::{calculator_input_for, questionnaire_info};
+use crate::scoring::{calculator_input_for, questionnaire_info, response_info};
 use crate::store::ResponseFilter;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -74,7 +73,7 @@ enum Selection {
     tag = "report calculations",
     params(
         ("dossier_id" = rules::DossierId, Path, description = "The EPD's identifier of the patient"),
-        ("calculator" = rules::Id, Query, description = "Name of the report calculator, e.g. score_series, reliable_change, alarm_summary"),
+        ("calculator" = rules::Id, Query, description = "Name of the report calculator, e.g. score_series, reliable_change, alarm_summary, episode_outcome"),
         ("response_ids[]" = Option<ResponseIds>, Query, description = "Specific responses of this dossier, at most 1,000"),
         ("filters[questionnaire_keys][]" = Option<ReportQuestionnaireKeys>, Query, description = "Questionnaire keys, at most 1,000; required when response_ids is absent"),
         ("filters[completed_after]" = Option<rules::FilterTime>, Query, description = "Lower bound of the completion time"),
@@ -255,21 +254,4 @@ async fn select(
     };
     responses.sort_by_key(|r| (r.times.completed_at, r.id.0));
     Ok(responses)
-}
-
-fn response_info(r: &StoredResponse) -> ResponseInfo {
-    let outcome = serde_json::to_value(&r.outcome)
-        .and_then(serde_json::from_value::<OutcomeInfo>)
-        .unwrap_or_default();
-    ResponseInfo {
-        id: r.id.0,
-        questionnaire_key: r.questionnaire_key.clone(),
-        completed_at: r
-            .times
-            .completed_at
-            .map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true))
-            .unwrap_or_default(),
-        values: r.answers.texts(),
-        outcome,
-    }
 }

@@ -16,6 +16,7 @@ pub mod fixtures;
 pub mod import;
 pub mod migrate;
 pub mod plugin;
+pub mod report;
 pub mod rescore;
 mod scaffold;
 mod standalone;

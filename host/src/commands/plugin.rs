@@ -227,9 +227,13 @@ fn contract_note(contract: u32) -> String {
         Ordering::Equal => String::new(),
         Ordering::Less => format!(
             " of {}: built against an older plugin-sdk; it gets the input of contract \
-             {contract} (no typed answers, no enabled questions); rebuild with the current \
-             plugin-sdk to get them",
-            plugin_sdk::CONTRACT_VERSION
+             {contract} ({}); rebuild with the current plugin-sdk to get them",
+            plugin_sdk::CONTRACT_VERSION,
+            if contract < 2 {
+                "no typed answers, no enabled questions, no episode thresholds"
+            } else {
+                "no episode thresholds"
+            }
         ),
         Ordering::Greater => format!(
             " of {}: newer than this service knows; it gets the input of contract {}",

@@ -79,9 +79,9 @@ bundle! {
 }
 
 bundle! {
-    /// `rescore` and `verify`: the database, definitions and plugins as the
-    /// service has them, the cache included, and the alarm settings
-    /// (re-scoring opens and closes alarms).
+    /// `rescore`, `verify` and `report`: the database, definitions and
+    /// plugins as the service has them, the cache included, and the alarm
+    /// settings (re-scoring opens and closes alarms).
     RescoreSettings {
         storage: StorageArgs,
         logging: LogArgs,

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use plugin_sdk::{Norm, Tonality};
+use plugin_sdk::{EpisodeInfo, Norm, Tonality};
 
 use super::condition::{self, Condition, ConditionDef, Target};
 pub use super::kind::{Kind, OptionDef, QUESTION_TYPES};
@@ -92,6 +92,67 @@ pub struct ScoreDef {
     /// in the outcome).
     #[serde(default)]
     pub global: bool,
+    /// How an episode of care is judged on this score (response,
+    /// remission, follow-up window), for the `episode_outcome` calculator.
+    #[serde(default)]
+    pub episode: Option<EpisodeDef>,
+}
+
+/// A score's `[scores.episode]` block: the thresholds of episode outcomes
+/// (docs/questionnaire-format.md#episode-outcomes). Only for scores where
+/// higher is worse: response is a drop.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EpisodeDef {
+    /// Version of this definition of the metrics; reports name it.
+    pub version: String,
+    /// Response: a drop from baseline of at least this fraction of it
+    /// (above 0, at most 1).
+    pub response_drop: f64,
+    /// Remission: a follow-up value below this.
+    pub remission_below: f64,
+    /// The follow-up window in whole days after the baseline, both ends
+    /// included.
+    pub window_days: [u32; 2],
+    /// Where the numbers come from.
+    pub source: String,
+}
+
+impl EpisodeDef {
+    /// The block as calculators see it.
+    pub fn info(&self) -> EpisodeInfo {
+        EpisodeInfo {
+            version: self.version.clone(),
+            response_drop: self.response_drop,
+            remission_below: self.remission_below,
+            window_days: self.window_days,
+            source: self.source.clone(),
+        }
+    }
+
+    /// What is wrong with the block, each as a phrase.
+    fn problems(&self, tonality: Tonality) -> Vec<&'static str> {
+        let mut problems = Vec::new();
+        if self.version.trim().is_empty() {
+            problems.push("version is blank");
+        }
+        if !(self.response_drop > 0.0 && self.response_drop <= 1.0) {
+            problems.push("response_drop must be above 0 and at most 1");
+        }
+        if !self.remission_below.is_finite() {
+            problems.push("remission_below must be a number");
+        }
+        if self.window_days[0] > self.window_days[1] {
+            problems.push("window_days must be [from, to] with from at most to");
+        }
+        if self.source.trim().is_empty() {
+            problems.push("source is blank");
+        }
+        if tonality != Tonality::HigherIsWorse {
+            problems.push("only for a score where higher is worse (response is a drop)");
+        }
+        problems
+    }
 }
 
 /// A boolean flag that changes which questions are shown.
@@ -378,6 +439,11 @@ fn validate(file: QuestionnaireFile, folder: &str) -> Result<Questionnaire, Defi
         if s.cutoff.is_some_and(|c| !c.is_finite()) {
             err(format!("scores[{i}] ({}): cutoff must be a number", s.key));
         }
+        if let Some(episode) = &s.episode {
+            for problem in episode.problems(s.tonality) {
+                err(format!("scores[{i}] ({}): episode: {problem}", s.key));
+            }
+        }
     }
     for name in file.flags.keys().chain(file.textvars.keys()) {
         if !is_valid_key(name) {
@@ -605,6 +671,58 @@ mod tests {
             err,
             ["scores[0] (total): v_4 is a display item, which has no answer to score"]
         );
+    }
+
+    /// [`DEFINITION`] with this `[scores.episode]` block on `total`.
+    fn with_episode(block: &str) -> String {
+        DEFINITION.replace(
+            "items = [\"v_1\", \"v_2\"]\n",
+            &format!("items = [\"v_1\", \"v_2\"]\n\n[scores.episode]\n{block}\n"),
+        )
+    }
+
+    const EPISODE: &str = "version = \"1\"\nresponse_drop = 0.5\nremission_below = 5\n\
+                           window_days = [14, 180]\nsource = \"a source\"";
+
+    #[test]
+    fn a_score_names_its_episode_thresholds_and_calculators_get_them() {
+        let q = parse(&with_episode(EPISODE), "mini").expect("valid");
+        let episode = q.scores[0].episode.as_ref().map(EpisodeDef::info);
+        assert_eq!(
+            episode,
+            Some(EpisodeInfo {
+                version: "1".into(),
+                response_drop: 0.5,
+                remission_below: 5.0,
+                window_days: [14, 180],
+                source: "a source".into(),
+            })
+        );
+        assert_eq!(q.scores[1].episode, None);
+    }
+
+    #[test]
+    fn every_problem_of_an_episode_block_is_named() {
+        let bad = "version = \" \"\nresponse_drop = 1.5\nremission_below = 5\n\
+                   window_days = [180, 14]\nsource = \"\"";
+        let text = with_episode(bad).replace(
+            "items = [\"v_1\", \"v_2\"]\n",
+            "items = [\"v_1\", \"v_2\"]\ntonality = \"higher_is_better\"\n",
+        );
+        let err = parse(&text, "mini").expect_err("invalid").0;
+        assert_eq!(
+            err,
+            [
+                "scores[0] (total): episode: version is blank",
+                "scores[0] (total): episode: response_drop must be above 0 and at most 1",
+                "scores[0] (total): episode: window_days must be [from, to] with from at most to",
+                "scores[0] (total): episode: source is blank",
+                "scores[0] (total): episode: only for a score where higher is worse (response is a drop)",
+            ]
+        );
+        let misspelt = with_episode(&EPISODE.replace("remission_below", "remission_under"));
+        let err = parse(&misspelt, "mini").expect_err("invalid").0;
+        assert!(err[0].contains("remission_under"), "{err:?}");
     }
 
     #[test]

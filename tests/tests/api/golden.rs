@@ -99,6 +99,7 @@ golden! {
     score_series_answers_every_fixture_the_same_natively_and_as_wasm: score_series in "calculators";
     reliable_change_answers_every_fixture_the_same_natively_and_as_wasm: reliable_change in "calculators";
     alarm_summary_answers_every_fixture_the_same_natively_and_as_wasm: alarm_summary in "calculators";
+    episode_outcome_answers_every_fixture_the_same_natively_and_as_wasm: episode_outcome in "calculators";
 }
 
 #[test]

@@ -130,6 +130,12 @@
 //!   for unknown calculators and other dossiers' responses, which completed
 //!   responses run (ids, filters, time bounds), the right it needs, and the
 //!   results of score_series, reliable_change and alarm_summary.
+//! - `episodes`: the `episode_outcome` calculator over PHQ-9 responses
+//!   with past completion times (baseline, follow-up in the window,
+//!   response, remission, reliable change, responses without a total left
+//!   out, a response past the window starting an episode), thresholds from
+//!   the questionnaire definition; `outcomes report episode_outcome` over
+//!   every dossier as JSON and CSV.
 //! - `plugins`: GET /api/v1/plugins lists the bundled plugins serving
 //!   (manifest, hash, fixtures passed) and never a path; two folders of one
 //!   name are both refused; the allow-list of module hashes; /metrics is
@@ -232,6 +238,7 @@ mod catalog;
 mod connections;
 mod contract;
 mod database_restart;
+mod episodes;
 mod fill_out_browser;
 mod fill_out_pages;
 mod fill_out_requests;

@@ -24,6 +24,7 @@ fn bundled() -> Vec<(&'static str, Manifest)> {
         ("audit", audit::manifest()),
         ("dass21", dass21::manifest()),
         ("diary", diary::manifest()),
+        ("episode_outcome", episode_outcome::manifest()),
         ("gad7", gad7::manifest()),
         ("intake", intake::manifest()),
         ("k10", k10::manifest()),

@@ -380,6 +380,7 @@ db_test!(async fn a_calculation_over_no_responses_answers_empty_results(app) {
     for (calculator, results) in [
         ("score_series", json!({"series": []})),
         ("alarm_summary", json!({"responses": [], "totals": {"alarm": 0, "attention": 0, "checked": 0}})),
+        ("episode_outcome", json!({"scores": []})),
     ] {
         let body = calculated(&app, "nobody", &format!("calculator={calculator}&filters[questionnaire_keys][]=phq9")).await;
         assert_eq!(body, json!({"results": results, "response_ids": []}));
