@@ -19,6 +19,7 @@ fn info(
         sd,
         cutoff,
         tonality,
+        episode: None,
     }
 }
 

@@ -186,6 +186,7 @@ mod tests {
                     sd: None,
                     cutoff: None,
                     tonality: Tonality::HigherIsWorse,
+                    episode: None,
                 })
                 .collect(),
         }

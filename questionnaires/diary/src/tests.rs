@@ -19,6 +19,7 @@ fn score_info(key: &str, cutoff: Option<f64>, tonality: Tonality) -> ScoreInfo {
         sd: None,
         cutoff,
         tonality,
+        episode: None,
     }
 }
 

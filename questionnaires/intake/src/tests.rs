@@ -30,6 +30,7 @@ fn input(answers: &[(&str, AnswerValue)], cutoff: Option<f64>) -> ScorerInput {
         sd: None,
         cutoff,
         tonality: Tonality::HigherIsWorse,
+        episode: None,
     });
     input
 }
