@@ -47,6 +47,11 @@ impl<'a> Fields<'a> {
             None | Some(Value::Null) => String::new(),
             Some(Value::String(s)) => s.clone(),
             Some(Value::Number(n)) if integers && (n.is_i64() || n.is_u64()) => n.to_string(),
+            // JSON has one number type: `12.0` is the integer 12 to a JSON
+            // Schema validator, so it is read as one.
+            Some(Value::Number(n)) if integers && whole(n).is_some() => {
+                whole(n).map(|i| i.to_string()).unwrap_or_default()
+            }
             Some(_) => {
                 self.errors.add(key, "invalid");
                 return None;
@@ -146,6 +151,13 @@ pub fn variant_errors(reasons: Vec<VariantError>) -> ApiError {
     ApiError::Invalid(errors)
 }
 
+/// A JSON number with no fraction, within `i64`, as that integer.
+fn whole(n: &serde_json::Number) -> Option<i64> {
+    let f = n.as_f64()?;
+    // 2^63: the first whole `f64` past `i64::MAX`.
+    (f.fract() == 0.0 && f.abs() < 9_223_372_036_854_775_808.0).then_some(f as i64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,6 +171,10 @@ mod tests {
         let map = fields(serde_json::json!({"id": 12, "key": 12, "text": "phq9", "blank": " "}));
         let mut f = Fields::new(&map);
         assert_eq!(f.required_id("id"), Some("12".to_owned()));
+        let map = fields(serde_json::json!({"whole": -1988.0, "half": 1.5}));
+        let mut g = Fields::new(&map);
+        assert_eq!(g.required_id("whole"), Some("-1988".to_owned()));
+        assert_eq!(g.required_id("half"), None);
         assert_eq!(f.required_key("key"), None);
         assert_eq!(f.required_key("text"), Some("phq9".to_owned()));
         assert_eq!(f.required_key("blank"), None);

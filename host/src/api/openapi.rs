@@ -352,8 +352,8 @@ mod tests {
             }
         }
         // POST responses, subscriptions, fill-out requests and sessions,
-        // non-responses, alarm acknowledgements and resolutions; PUT
-        // responses.
-        assert_eq!(bodies, 8);
+        // non-responses, alarm acknowledgements and resolutions, the
+        // import; PUT responses.
+        assert_eq!(bodies, 9);
     }
 }

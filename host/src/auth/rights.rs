@@ -113,7 +113,7 @@ mod tests {
             parse_list("responses, stats").expect("valid"),
             vec![Right::Responses, Right::Stats]
         );
-        assert_eq!(parse_list("all").expect("valid").len(), 10);
+        assert_eq!(parse_list("all").expect("valid").len(), 11);
         assert!(
             parse_list("responses,admin")
                 .expect_err("invalid")

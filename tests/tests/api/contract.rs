@@ -58,6 +58,11 @@ db_test!(
             .args(["--workers", "1", "--generation-database", "none"])
             .arg("--auth")
             .arg(format!("{TEST_KEY}:{}", app.secret))
+            // How to send an NDJSON body (the import's).
+            .env(
+                "SCHEMATHESIS_HOOKS",
+                tests::repo_root().join("tests/contract/hooks.py"),
+            )
             // Its reports and caches go to a folder of the test's own.
             .current_dir(work.path())
             .stdin(Stdio::null());
