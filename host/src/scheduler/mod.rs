@@ -31,13 +31,15 @@
 pub mod callbacks;
 pub mod heartbeat;
 pub mod resolve;
+pub mod signed;
 pub mod steps;
 
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-pub use callbacks::{CALLBACK_RETRIES, Sender};
+pub use callbacks::CALLBACK_RETRIES;
+pub use signed::Sender;
 pub use steps::{
     BATCH, NON_RESPONSE_DELAY, Pass, STEPS, Scheduler, SessionRetention, TickCounts, planner,
 };

@@ -14,7 +14,8 @@ use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 use futures_util::future::BoxFuture;
 
-use super::callbacks::{self, CALLBACK_BATCH, Sender};
+use super::callbacks::{self, CALLBACK_BATCH};
+use super::signed::Sender;
 use super::heartbeat::Heartbeat;
 use crate::clock::Clock;
 use crate::domain::catalog::Catalog;

@@ -10,13 +10,14 @@
 //! accepted is not sent again; only a host that dies between a successful
 //! call and recording it can cause a repeat, after the lease. Each callback
 //! has an event id, made with it and the same on every attempt, so a
-//! receiver can drop such a repeat.
+//! receiver can drop such a repeat. What this outbox shares with the alarm
+//! deliveries' is `outbox.rs`'s.
 
 use chrono::{DateTime, Duration, Utc};
-use rand::RngCore;
 use serde_json::Value;
 
-use super::access_log::{self, AccessEntry};
+use super::access_log::AccessEntry;
+use super::outbox::{Outbox, event_id};
 use super::{Store, StoreError, StoredSecret, dossiers};
 use crate::domain::ids::{QuestionnaireId, RespondentId};
 use crate::domain::response::COMPLETER_PATIENT;
@@ -312,45 +313,9 @@ impl Store {
         now: DateTime<Utc>,
         access: AccessEntry,
     ) -> Result<(), StoreError> {
-        let backend = self.backend;
-        self.writer
-            .write(move |conn| {
-                Box::pin(async move {
-                    let now = to_millis(now);
-                    let query = match &outcome {
-                        Ok(()) => sqlx::query(
-                            "UPDATE callbacks SET delivered_at = $1, next_attempt_at = NULL, last_error = NULL WHERE id = $2",
-                        )
-                        .bind(now)
-                        .bind(id),
-                        Err(error) => match retry_at {
-                            Some(at) => sqlx::query("UPDATE callbacks SET next_attempt_at = $1, last_error = $2 WHERE id = $3")
-                                .bind(to_millis(at))
-                                .bind(error.clone())
-                                .bind(id),
-                            None => sqlx::query(
-                                "UPDATE callbacks SET given_up_at = $1, next_attempt_at = NULL, last_error = $2 WHERE id = $3",
-                            )
-                            .bind(now)
-                            .bind(error.clone())
-                            .bind(id),
-                        },
-                    };
-                    query.execute(&mut *conn).await?;
-                    access_log::insert(conn, backend, &[&access]).await?;
-                    Ok(())
-                })
-            })
+        self.record_attempt(Outbox::Callbacks, id, outcome, retry_at, now, access)
             .await
     }
-}
-
-/// A new callback's event id: `msg_` and 128 random bits in hex.
-fn event_id() -> String {
-    let mut bytes = [0u8; 16];
-    rand::rngs::OsRng.fill_bytes(&mut bytes);
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("msg_{hex}")
 }
 
 /// When each callback of a request is due: opened at `open_from`, each

@@ -30,6 +30,7 @@ mod fill_out_requests;
 mod fill_out_sessions;
 pub mod migrations;
 mod non_responses;
+mod outbox;
 mod outcomes;
 mod pool;
 mod responses;
