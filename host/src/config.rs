@@ -273,6 +273,7 @@ impl Config {
             scheduler_interval,
             callback_allowed_networks,
             alarm_deadline,
+            alarm_webhook_url,
             plugin_limits,
             alarm_rules,
         } = Values::merge(cli, file);
@@ -352,9 +353,26 @@ impl Config {
         plugin_limits
             .validate()
             .map_err(|problem| ConfigError::new("plugin_limits", problem))?;
+        let webhook_url = alarm_webhook_url
+            .filter(|url| !url.trim().is_empty())
+            .map(|url| {
+                crate::auth::origin::absolute_url(&url)
+                    .map(|_| url.clone())
+                    .ok_or_else(|| {
+                        ConfigError::new(
+                            "alarm_webhook_url",
+                            format!(
+                                "{url:?} is not an https URL (http only for a loopback host) \
+                                 without user name or password"
+                            ),
+                        )
+                    })
+            })
+            .transpose()?;
         let alarms = AlarmPolicy {
             alarm_deadline,
             questionnaires: alarm_rules,
+            webhook_url,
         };
         alarms.validate().map_err(|problem| {
             let setting = if problem.starts_with("alarm_rules") {

@@ -18,7 +18,7 @@ use host::commands::plugin::PluginCommand;
 use host::commands::report::ReportCommand;
 use host::commands::rescore::RescoreArgs;
 use host::commands::verify::VerifyArgs;
-use host::commands::{self, RespondentCommand, TokenCommand};
+use host::commands::{self, AlarmCommand, RespondentCommand, TokenCommand};
 use host::config::{
     AccessLogSettings, Config, FileSettings, ImportSettings, PluginToolSettings, RescoreSettings,
     Settings, StoreSettings, TokenSettings,
@@ -107,6 +107,13 @@ enum Command {
     Token {
         #[command(subcommand)]
         command: TokenCommand,
+        #[command(flatten)]
+        settings: TokenSettings,
+    },
+    /// Alarms: make the secret that signs those sent to alarm_webhook_url.
+    Alarm {
+        #[command(subcommand)]
+        command: AlarmCommand,
         #[command(flatten)]
         settings: TokenSettings,
     },
@@ -292,6 +299,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let secrets = host::auth::at_rest::SecretsKey::load_or_create(&config.secrets_key_file)
                 .context("reading the secrets key")?;
             let result = commands::token(&store, &secrets, command, config.time_zone).await;
+            store.close().await;
+            result
+        }
+        Command::Alarm { command, settings } => {
+            let (store, config) = open_store(settings.into(), file).await?;
+            // Kept sealed with the service's secrets key, as token keys are.
+            let secrets = host::auth::at_rest::SecretsKey::load_or_create(&config.secrets_key_file)
+                .context("reading the secrets key")?;
+            let result = commands::alarm(&store, &secrets, command).await;
             store.close().await;
             result
         }

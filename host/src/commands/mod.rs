@@ -2,9 +2,10 @@
 //! directly: API tokens, respondents' links and the access log. They print
 //! to standard output, which is their interface.
 //!
-//! The commands: `token create`, `list`, `revoke`, `add-key`, `jwt-only`
-//! and `webhook-secret`; `respondent revoke-links`; `access-log` and
-//! `access-log verify` (the first broken link of the hash chain).
+//! The commands: `token create`, `list`, `revoke`, `add-key`, `jwt-only`,
+//! `webhook-secret` and `alarm-webhook`; `alarm webhook-secret`;
+//! `respondent revoke-links`; `access-log` and `access-log verify` (the
+//! first broken link of the hash chain).
 #![allow(
     clippy::print_stdout,
     reason = "these commands answer on standard output"
@@ -67,6 +68,20 @@ pub enum TokenCommand {
         /// Print JSON instead of text
         #[arg(long)]
         json: bool,
+    },
+    /// Set where alarms raised by the responses this token stores are sent
+    /// (signed with its webhook secret; docs/api/alarms.md#delivery), in
+    /// place of the global alarm_webhook_url; `--none` sends them to the
+    /// global one again. Alarms queued already keep their destination.
+    AlarmWebhook {
+        /// Consumer key of the token
+        key: String,
+        /// An https URL (http only for a loopback host)
+        #[arg(required_unless_present = "none", conflicts_with = "none")]
+        url: Option<String>,
+        /// Remove the token's own endpoint
+        #[arg(long)]
+        none: bool,
     },
     /// Register an RSA public key (PEM, at least 2048 bits) for JWT bearer
     /// tokens whose `kid` is this token's consumer key, signed with one
@@ -165,6 +180,26 @@ pub async fn token(
             }
             Ok(())
         }
+        TokenCommand::AlarmWebhook { key, url, none: _ } => {
+            if let Some(url) = &url {
+                check_webhook_url(url)?;
+            }
+            if !store
+                .set_alarm_webhook_url(key.clone(), url.clone())
+                .await?
+            {
+                bail!("no active token {key:?}");
+            }
+            match url {
+                Some(url) => println!(
+                    "alarms raised by {key}'s responses go to {url}, signed with its webhook secret"
+                ),
+                None => {
+                    println!("alarms raised by {key}'s responses go to alarm_webhook_url, if set")
+                }
+            }
+            Ok(())
+        }
         TokenCommand::AddKey {
             key,
             public_key,
@@ -217,6 +252,70 @@ pub async fn new_webhook_secret(
     {
         bail!("no active token {key:?}");
     }
+    Ok(webhook.shown())
+}
+
+/// Checks an alarm endpoint as `alarm_webhook_url` is checked: an https
+/// URL (http only for a loopback host), no user name or password.
+fn check_webhook_url(url: &str) -> anyhow::Result<()> {
+    if origin::absolute_url(url).is_none() {
+        bail!(
+            "{url:?}: give an https URL (http only for a loopback host), without user name or password"
+        );
+    }
+    Ok(())
+}
+
+/// `outcomes alarm ...`
+#[derive(Debug, Subcommand)]
+pub enum AlarmCommand {
+    /// Make a new secret that signs the alarms sent to alarm_webhook_url
+    /// (Standard Webhooks, `whsec_...`) and print it; it is shown only this
+    /// once. Deliveries sent from now on, queued ones included, are signed
+    /// with it; until one is made, deliveries to alarm_webhook_url fail
+    /// (and are retried). Kept in the database, sealed with the secrets
+    /// key, so every host of the database signs with it.
+    WebhookSecret {
+        /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs an alarm command against `store`.
+pub async fn alarm(
+    store: &Store,
+    secrets: &SecretsKey,
+    command: AlarmCommand,
+) -> anyhow::Result<()> {
+    match command {
+        AlarmCommand::WebhookSecret { json } => {
+            let shown = new_alarm_webhook_secret(store, secrets).await?;
+            if json {
+                println!("{}", json!({"webhook_secret": shown}));
+            } else {
+                println!("webhook_secret: {shown}");
+                println!();
+                println!(
+                    "The secret is shown only now; give it to the receiver at alarm_webhook_url. \
+                     Alarms sent there are signed with it from now on."
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Makes a new key for the global alarm endpoint, as `outcomes alarm
+/// webhook-secret` does, and answers it as printed (`whsec_...`).
+pub async fn new_alarm_webhook_secret(
+    store: &Store,
+    secrets: &SecretsKey,
+) -> anyhow::Result<String> {
+    let webhook = WebhookKey::generate();
+    store
+        .set_alarm_webhook_secret(StoredSecret(webhook.sealed(secrets)), Utc::now())
+        .await?;
     Ok(webhook.shown())
 }
 
@@ -371,6 +470,13 @@ fn created_text(created: &serde_json::Value) -> String {
 async fn list(store: &Store, as_json: bool, zone: Tz) -> anyhow::Result<()> {
     let tokens = store.tokens().await?;
     let signed = store.tokens_with_webhook_secret().await?;
+    let alarm_webhooks = store.token_alarm_webhooks().await?;
+    let alarm_webhook = |key: &str| {
+        alarm_webhooks
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, url)| url.clone())
+    };
     if as_json {
         let out: Vec<_> = tokens
             .iter()
@@ -387,6 +493,7 @@ async fn list(store: &Store, as_json: bool, zone: Tz) -> anyhow::Result<()> {
                     })).collect::<Vec<_>>(),
                     "jwt_only": t.jwt_only,
                     "webhook_secret": signed.contains(&t.consumer_key),
+                    "alarm_webhook_url": alarm_webhook(&t.consumer_key),
                     "created_at": time::format(t.created_at, zone),
                     "revoked_at": t.revoked_at.map(|r| time::format(r, zone)),
                 })
@@ -432,6 +539,9 @@ async fn list(store: &Store, as_json: bool, zone: Tz) -> anyhow::Result<()> {
         }
         if !signed.contains(&t.consumer_key) {
             detail.push_str(" / no webhook secret: callbacks unsigned");
+        }
+        if let Some(url) = alarm_webhook(&t.consumer_key) {
+            detail.push_str(&format!(" / alarms to {url}"));
         }
         println!(
             "{:<24} {:<9} {:<5} {:<29} {detail}",

@@ -180,6 +180,7 @@ fn arrived(c: &Config, key: &str) -> String {
         "scheduler_interval" => c.scheduler_interval.map_or(0, |d| d.as_secs()).to_string(),
         "callback_allowed_networks" => nets(&c.callback_allowed_networks),
         "alarm_deadline" => c.alarms.alarm_deadline.to_string(),
+        "alarm_webhook_url" => c.alarms.webhook_url.as_ref().map_or_else(none, |u| text(u)),
         "alarm_rules" => {
             let rules: Vec<String> = c
                 .alarms

@@ -267,6 +267,13 @@ settings! {
         /// outcome whose action is `alarm`) before the scheduler escalates
         /// it; alarm_rules may give a questionnaire its own. 60 to 2592000
         alarm_deadline: u64 [SECONDS] = "14400", shown("14400, 4 hours");
+        /// Where raised and escalated alarms are sent as signed webhooks
+        /// when the token that stored the response has no endpoint of its
+        /// own (`outcomes token alarm-webhook`): an https URL (http only for
+        /// a loopback host). Signed with the key `outcomes alarm
+        /// webhook-secret` makes; its address must be public or in
+        /// --callback-allowed-networks
+        alarm_webhook_url: String [URL], shown("none: alarms go only to tokens' own endpoints");
     }
 
     file_only {

@@ -168,6 +168,29 @@ impl AlarmEvent {
             AlarmEvent::Resolved => "resolved",
         }
     }
+
+    /// The webhook event type of a step that is delivered
+    /// (docs/api/alarms.md#delivery): a raised alarm and an escalation;
+    /// None for the steps a professional takes, who knows of them.
+    pub fn webhook_type(self) -> Option<&'static str> {
+        match self {
+            AlarmEvent::Raised => Some("alarm.raised"),
+            AlarmEvent::Escalated => Some("alarm.escalated"),
+            AlarmEvent::Acknowledged | AlarmEvent::Resolved => None,
+        }
+    }
+
+    /// The step [`AlarmEvent::as_str`] names.
+    pub fn parse(text: &str) -> Option<AlarmEvent> {
+        [
+            AlarmEvent::Raised,
+            AlarmEvent::Acknowledged,
+            AlarmEvent::Escalated,
+            AlarmEvent::Resolved,
+        ]
+        .into_iter()
+        .find(|e| e.as_str() == text)
+    }
 }
 
 /// Why a step a caller asked for cannot be taken: the alarm is already
@@ -248,6 +271,10 @@ pub struct AlarmPolicy {
     pub alarm_deadline: u64,
     /// Questionnaire key to its own settings.
     pub questionnaires: AlarmRules,
+    /// Where raised and escalated alarms are delivered when the token
+    /// that stored the response has no endpoint of its own
+    /// (`alarm_webhook_url`); None: nowhere.
+    pub webhook_url: Option<String>,
 }
 
 impl Default for AlarmPolicy {
@@ -255,6 +282,7 @@ impl Default for AlarmPolicy {
         AlarmPolicy {
             alarm_deadline: DEFAULT_ALARM_DEADLINE,
             questionnaires: BTreeMap::new(),
+            webhook_url: None,
         }
     }
 }

@@ -54,6 +54,9 @@ pub const CALLBACKS_REFUSED: &str = "outcomes_callbacks_refused_total";
 pub const ALARMS: &str = "outcomes_alarms";
 pub const ALARMS_OVERDUE: &str = "outcomes_alarms_overdue";
 pub const ALARM_ACKNOWLEDGE: &str = "outcomes_alarm_time_to_acknowledge_seconds";
+// Alarm deliveries (scheduler/alarm_delivery.rs).
+pub const ALARM_DELIVERIES: &str = "outcomes_alarm_deliveries_total";
+pub const ALARM_DELIVERIES_REFUSED: &str = "outcomes_alarm_deliveries_refused_total";
 // The binary (build_info.rs) and the process (metrics/process.rs).
 pub const BUILD_INFO: &str = "outcomes_build_info";
 pub const RESIDENT_MEMORY: &str = "outcomes_process_resident_memory_bytes";
@@ -235,7 +238,7 @@ pub const FAMILIES: &[Family] = &[
     ),
     counter(
         "outcomes_scheduler_work_total",
-        "What scheduler passes did: invitations and responses prepared, occurrences missed (their window closed before they could be prepared), subscriptions stopped at their stop, non-responses registered, callbacks delivered.",
+        "What scheduler passes did: invitations and responses prepared, occurrences missed (their window closed before they could be prepared), subscriptions stopped at their stop, non-responses registered, callbacks delivered, sessions purged, alarms escalated and delivered.",
     ),
     counter(
         CALLBACKS,
@@ -257,6 +260,14 @@ pub const FAMILIES: &[Family] = &[
         ALARM_ACKNOWLEDGE,
         "Time from an alarm being raised to its acknowledgement, by action (alarm or attention), for the acknowledgements this host took.",
         ACKNOWLEDGE_SECONDS,
+    ),
+    counter(
+        ALARM_DELIVERIES,
+        "Alarm delivery attempts (raised and escalated alarms sent as webhooks) by result (delivered, retry, given_up).",
+    ),
+    counter(
+        ALARM_DELIVERIES_REFUSED,
+        "Alarm delivery attempts not sent because their address is loopback, private, link-local or otherwise not public, and not allowed by --callback-allowed-networks. Each is also counted in outcomes_alarm_deliveries_total as retry or given_up.",
     ),
     counter(
         "outcomes_fill_out_logins_total",

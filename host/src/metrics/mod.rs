@@ -85,10 +85,18 @@ impl Metrics {
         };
         // Series an alert watches exist at 0 before their first event, so
         // `rate()` and `increase()` see that event.
-        for result in ["delivered", "retry", "given_up"] {
-            metrics.add(families::CALLBACKS, &[("result", result)], 0);
+        for (attempts, refused) in [
+            (families::CALLBACKS, families::CALLBACKS_REFUSED),
+            (
+                families::ALARM_DELIVERIES,
+                families::ALARM_DELIVERIES_REFUSED,
+            ),
+        ] {
+            for result in ["delivered", "retry", "given_up"] {
+                metrics.add(attempts, &[("result", result)], 0);
+            }
+            metrics.add(refused, &[], 0);
         }
-        metrics.add(families::CALLBACKS_REFUSED, &[], 0);
         for result in ["ok", "failed"] {
             metrics.add(families::SCHEDULER_TICKS, &[("result", result)], 0);
         }

@@ -11,8 +11,9 @@
 //! that expired [`NON_RESPONSE_DELAY`] ago, registering one non-response
 //! with code 04 where responses were not filled out; send the fill-out
 //! requests' callbacks that are due; delete the fill-out sessions over for
-//! longer than their retention. Response status needs no tick: it is
-//! derived from the stored times.
+//! longer than their retention; escalate the alarms past their deadline;
+//! deliver the alarm events that are due. Response status needs no tick:
+//! it is derived from the stored times.
 //!
 //! Work is idempotent and shared safely between hosts (see the store's
 //! `subscriptions` module). A host that was down catches up on its first
@@ -25,9 +26,12 @@
 //! sender); it must not reach for the application state or the HTTP
 //! edge.
 //!
-//! [`NON_RESPONSE_DELAY`] is 6 hours. On shutdown [`run`] lets a pass in
-//! progress finish.
+//! [`NON_RESPONSE_DELAY`] is 6 hours. Between passes [`run`] also delivers
+//! alarms every [`DELIVERY_POLL`], when any are due, so a raised alarm
+//! leaves within seconds rather than at the next pass. On shutdown [`run`]
+//! lets a pass in progress finish.
 
+pub mod alarm_delivery;
 pub mod callbacks;
 pub mod heartbeat;
 pub mod resolve;
@@ -38,6 +42,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+pub use alarm_delivery::ALARM_RETRIES;
 pub use callbacks::CALLBACK_RETRIES;
 pub use signed::Sender;
 pub use steps::{
@@ -64,6 +69,7 @@ pub async fn tick(scheduler: &Scheduler, now: DateTime<Utc>) -> Result<TickCount
         ("callbacks", counts.callbacks),
         ("sessions_purged", counts.sessions_purged),
         ("alarms_escalated", counts.alarms_escalated),
+        ("alarms_delivered", counts.alarms_delivered),
     ] {
         metrics.add("outcomes_scheduler_work_total", &[("what", what)], n as u64);
     }
@@ -76,8 +82,37 @@ pub async fn tick(scheduler: &Scheduler, now: DateTime<Utc>) -> Result<TickCount
     Ok(counts)
 }
 
-/// Ticks every `every` until `shutdown` resolves; a tick in progress
-/// finishes first. A failed tick is logged and retried at the next one.
+/// How often [`run`] looks for alarm deliveries that are due between
+/// passes: a read of an index, and a claim only when one is.
+pub const DELIVERY_POLL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Delivers the alarms due at `now` between passes, batch by batch, if any
+/// are; how many were delivered.
+pub async fn deliver_alarms(
+    scheduler: &Scheduler,
+    now: DateTime<Utc>,
+) -> Result<usize, StoreError> {
+    let mut delivered = 0;
+    while scheduler.store.alarm_deliveries_due(now).await? {
+        let batch = alarm_delivery::send_batch(
+            &scheduler.callbacks,
+            &scheduler.metrics,
+            &scheduler.store,
+            scheduler.time_zone,
+            now,
+        )
+        .await?;
+        delivered += batch.delivered;
+        if batch.claimed < alarm_delivery::DELIVERY_BATCH {
+            break;
+        }
+    }
+    Ok(delivered)
+}
+
+/// Ticks every `every` until `shutdown` resolves, and delivers due alarms
+/// every [`DELIVERY_POLL`] in between; a tick in progress finishes first.
+/// A failed tick is logged and retried at the next one.
 pub async fn run(
     scheduler: Arc<Scheduler>,
     every: std::time::Duration,
@@ -85,11 +120,19 @@ pub async fn run(
 ) {
     let mut interval = tokio::time::interval(every);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut poll = tokio::time::interval(DELIVERY_POLL);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             () = &mut shutdown => return,
             _ = interval.tick() => {}
+            _ = poll.tick() => {
+                if let Err(e) = deliver_alarms(&scheduler, scheduler.clock.now()).await {
+                    tracing::warn!(error = %e, "delivering alarms failed; trying again shortly");
+                }
+                continue;
+            }
         }
         if let Err(e) = tick(&scheduler, scheduler.clock.now()).await {
             scheduler

@@ -14,9 +14,10 @@ use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 use futures_util::future::BoxFuture;
 
+use super::alarm_delivery::{self, DELIVERY_BATCH};
 use super::callbacks::{self, CALLBACK_BATCH};
-use super::signed::Sender;
 use super::heartbeat::Heartbeat;
+use super::signed::Sender;
 use crate::clock::Clock;
 use crate::domain::catalog::Catalog;
 use crate::domain::fill_out::IDLE_LIMIT;
@@ -33,12 +34,13 @@ pub const NON_RESPONSE_DELAY: Duration = Duration::hours(6);
 pub const BATCH: usize = 500;
 
 /// The steps of a pass, in the order they run.
-pub const STEPS: [Step; 5] = [
+pub const STEPS: [Step; 6] = [
     Step::new("prepare_due", prepare_due),
     Step::new("settle_expired", settle_expired),
     Step::new("send_callbacks", send_callbacks),
     Step::new("purge_sessions", purge_sessions),
     Step::new("escalate_alarms", escalate_alarms),
+    Step::new("deliver_alarms", deliver_alarms),
 ];
 
 /// Prepares the due occurrences of a batch of subscriptions (an invitation
@@ -146,6 +148,30 @@ fn escalate_alarms<'t>(pass: &'t Pass<'t>) -> BoxFuture<'t, Result<Batch, StoreE
     })
 }
 
+/// Delivers a batch of the alarm events that are due (raised and
+/// escalated alarms; docs/api/alarms.md#delivery), after the escalations
+/// this pass made.
+fn deliver_alarms<'t>(pass: &'t Pass<'t>) -> BoxFuture<'t, Result<Batch, StoreError>> {
+    Box::pin(async move {
+        let scheduler = pass.scheduler;
+        let sent = alarm_delivery::send_batch(
+            &scheduler.callbacks,
+            &scheduler.metrics,
+            pass.store,
+            scheduler.time_zone,
+            pass.now,
+        )
+        .await?;
+        Ok(Batch {
+            full: sent.claimed >= DELIVERY_BATCH,
+            counts: TickCounts {
+                alarms_delivered: sent.delivered,
+                ..TickCounts::default()
+            },
+        })
+    })
+}
+
 /// What a pass did. Each field is filled by one step.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct TickCounts {
@@ -171,6 +197,8 @@ pub struct TickCounts {
     /// `escalate_alarms`: alarms escalated (their deadline passed
     /// unacknowledged).
     pub alarms_escalated: usize,
+    /// `deliver_alarms`: alarm events delivered.
+    pub alarms_delivered: usize,
 }
 
 impl AddAssign for TickCounts {
@@ -185,6 +213,7 @@ impl AddAssign for TickCounts {
         self.callbacks += other.callbacks;
         self.sessions_purged += other.sessions_purged;
         self.alarms_escalated += other.alarms_escalated;
+        self.alarms_delivered += other.alarms_delivered;
     }
 }
 
@@ -260,7 +289,7 @@ pub struct Scheduler {
     pub metrics: Arc<Metrics>,
     /// When this process's scheduler last finished a pass (`/readyz`).
     pub heartbeat: Heartbeat,
-    /// Sends the fill-out requests' callbacks.
+    /// Sends the fill-out requests' callbacks and the alarm deliveries.
     pub callbacks: Sender,
     /// When fill-out sessions are deleted.
     pub sessions: SessionRetention,

@@ -6,7 +6,8 @@
 //! row. A deleted response closes its alarms in the DELETE's transaction.
 //!
 //! `alarm_events` is append-only here: one row per step, its id the
-//! step's stable id, from which a delivery outbox can later be fed. Which
+//! step's stable id. A raised alarm and an escalation also queue their
+//! delivery (`alarm_deliveries.rs`) in the same transaction. Which
 //! outcome raises what, and which step may follow which, is
 //! `domain/alarm.rs`'s.
 
@@ -14,6 +15,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{AnyConnection, Row as _};
 
 use super::access_log::{self, AccessEntry};
+use super::alarm_deliveries;
 use super::{Backend, Store, StoreError};
 use crate::domain::alarm::{
     Alarm, AlarmAction, AlarmClose, AlarmEvent, AlarmPolicy, AlarmState, Earlier, Raise,
@@ -80,7 +82,7 @@ pub struct StepBy {
 /// One step of an alarm's history (`alarm_events`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AlarmHistory {
-    /// The step's own id: stable, an event id for delivery.
+    /// The step's own id: stable (its deliveries name it).
     pub id: i64,
     /// `raised`, `acknowledged`, `escalated` or `resolved`.
     pub event: String,
@@ -210,10 +212,11 @@ struct Step<'a> {
     reason: Option<&'a str>,
 }
 
-async fn record(conn: &mut AnyConnection, step: Step<'_>) -> Result<(), StoreError> {
-    sqlx::query(
+/// Records `step`; its id.
+async fn record(conn: &mut AnyConnection, step: Step<'_>) -> Result<i64, StoreError> {
+    let (id,): (i64,) = sqlx::query_as(
         "INSERT INTO alarm_events (alarm_id, event, at, consumer_key, professional, note, reason) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
     )
     .bind(step.alarm.0)
     .bind(step.event.as_str())
@@ -222,15 +225,16 @@ async fn record(conn: &mut AnyConnection, step: Step<'_>) -> Result<(), StoreErr
     .bind(step.professional)
     .bind(step.note)
     .bind(step.reason)
-    .execute(&mut *conn)
+    .fetch_one(&mut *conn)
     .await?;
-    Ok(())
+    Ok(id)
 }
 
-/// Inserts the alarm `raise` of `item`, its history row; its access-log
-/// row goes into `rows`.
+/// Inserts the alarm `raise` of `item`, its history row and its delivery
+/// (by `policy`); its access-log row goes into `rows`.
 async fn insert_raised(
     conn: &mut AnyConnection,
+    policy: &AlarmPolicy,
     item: &Raising<'_>,
     raise: &Raise,
     rows: &mut Vec<AccessEntry>,
@@ -253,7 +257,7 @@ async fn insert_raised(
     .await?;
     let id = AlarmId(id);
     let consumer_key = item.by.and_then(|b| b.consumer_key.as_deref());
-    record(
+    let event = record(
         conn,
         Step {
             alarm: id,
@@ -266,6 +270,7 @@ async fn insert_raised(
         },
     )
     .await?;
+    alarm_deliveries::enqueue(conn, policy, event, consumer_key, item.at).await?;
     let detail = format!(" by response {}", item.response);
     rows.push(step_row(
         item.by,
@@ -289,7 +294,7 @@ pub(super) async fn raise(
     let mut rows = Vec::new();
     for item in items {
         if let Some(raise) = policy.raise(item.questionnaire_key, item.outcome, item.at) {
-            insert_raised(conn, item, &raise, &mut rows).await?;
+            insert_raised(conn, policy, item, &raise, &mut rows).await?;
         }
     }
     let refs: Vec<&AccessEntry> = rows.iter().collect();
@@ -457,13 +462,16 @@ pub(super) async fn rescored(
             at,
             by: None,
         };
-        insert_raised(conn, &item, &raise, &mut rows).await?;
+        insert_raised(conn, policy, &item, &raise, &mut rows).await?;
     }
     let refs: Vec<&AccessEntry> = rows.iter().collect();
     access_log::insert(conn, backend, &refs).await
 }
 
-async fn alarm_by_id(conn: &mut AnyConnection, id: AlarmId) -> Result<Alarm, StoreError> {
+pub(super) async fn alarm_by_id(
+    conn: &mut AnyConnection,
+    id: AlarmId,
+) -> Result<Alarm, StoreError> {
     let row: AlarmRow = sqlx::query_as(&format!("{SELECT} WHERE a.id = $1"))
         .bind(id.0)
         .fetch_one(&mut *conn)
@@ -627,14 +635,16 @@ impl Store {
     }
 
     /// Escalates at most `batch` open alarms whose deadline passed by `now`,
-    /// each recorded; how many. The batch is claimed in the transaction
-    /// that escalates it (PostgreSQL: rows another host holds are skipped).
+    /// each recorded and its delivery queued (to where its raising went:
+    /// by the token that stored the response); how many. The batch is
+    /// claimed in the transaction that escalates it (PostgreSQL: rows
+    /// another host holds are skipped).
     pub async fn escalate_due(
         &self,
         now: DateTime<Utc>,
         batch: usize,
     ) -> Result<usize, StoreError> {
-        let backend = self.backend;
+        let (backend, policy) = (self.backend, self.alarms.clone());
         self.writer
             .write(move |conn| {
                 Box::pin(async move {
@@ -642,8 +652,10 @@ impl Store {
                         Backend::Postgres => " FOR UPDATE OF a SKIP LOCKED",
                         Backend::Sqlite => "",
                     };
-                    let due: Vec<(i64, String)> = sqlx::query_as(&format!(
-                        "SELECT a.id, d.epd_id FROM alarms a JOIN dossiers d ON d.id = a.dossier_id \
+                    let due: Vec<(i64, String, Option<String>)> = sqlx::query_as(&format!(
+                        "SELECT a.id, d.epd_id, (SELECT e.consumer_key FROM alarm_events e \
+                         WHERE e.alarm_id = a.id AND e.event = 'raised' ORDER BY e.id LIMIT 1) \
+                         FROM alarms a JOIN dossiers d ON d.id = a.dossier_id \
                          WHERE a.state = 'open' AND a.deadline <= $1 ORDER BY a.id LIMIT $2{lock}"
                     ))
                     .bind(to_millis(now))
@@ -651,7 +663,7 @@ impl Store {
                     .fetch_all(&mut *conn)
                     .await?;
                     let mut rows = Vec::new();
-                    for (id, epd_id) in due {
+                    for (id, epd_id, raised_by) in due {
                         let done = sqlx::query(
                             "UPDATE alarms SET state = 'escalated', escalated_at = $1 WHERE id = $2 AND state = 'open'",
                         )
@@ -663,7 +675,7 @@ impl Store {
                             continue;
                         }
                         let id = AlarmId(id);
-                        record(
+                        let event = record(
                             conn,
                             Step {
                                 alarm: id,
@@ -676,6 +688,8 @@ impl Store {
                             },
                         )
                         .await?;
+                        alarm_deliveries::enqueue(conn, &policy, event, raised_by.as_deref(), now)
+                            .await?;
                         rows.push(step_row(
                             None,
                             &epd_id,
@@ -718,7 +732,7 @@ impl Store {
     }
 
     /// The history of alarm `id`: its steps in order. For tests and
-    /// operators (a delivery outbox will read the same rows).
+    /// operators.
     pub async fn alarm_events(&self, id: AlarmId) -> Result<Vec<AlarmHistory>, StoreError> {
         let rows: Vec<HistoryRow> = sqlx::query_as(
             "SELECT id, event, at, consumer_key, professional, note, reason FROM alarm_events \

@@ -18,6 +18,7 @@
 //! host restart.
 
 mod access_log;
+mod alarm_deliveries;
 mod alarms;
 pub mod backup;
 mod candidates;
@@ -51,6 +52,7 @@ use sqlx::{AnyConnection, ConnectOptions, Connection, Executor};
 use crate::domain::alarm::AlarmPolicy;
 
 pub use access_log::{AccessEntry, Verification, link_hash};
+pub use alarm_deliveries::{ALARM_WEBHOOK_SECRET, ClaimedDelivery};
 pub use alarms::{AlarmCounts, AlarmFilter, AlarmHistory, AlarmStep, SERVICE_CLIENT, StepBy};
 pub use candidates::{NewCandidate, ShadowDifference, ShadowTally, StoredCandidate};
 pub use catalog::DefinitionSource;

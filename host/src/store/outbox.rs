@@ -19,12 +19,14 @@ use crate::domain::time::to_millis;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Outbox {
     Callbacks,
+    AlarmDeliveries,
 }
 
 impl Outbox {
     fn table(self) -> &'static str {
         match self {
             Outbox::Callbacks => "callbacks",
+            Outbox::AlarmDeliveries => "alarm_deliveries",
         }
     }
 }

@@ -214,6 +214,39 @@ impl Store {
         Ok(keys.into_iter().map(|(k,)| k).collect())
     }
 
+    /// Sets where alarms raised by responses an unrevoked token stores are
+    /// delivered (docs/api/alarms.md#delivery); None: to the global
+    /// endpoint. False when there is no such token. Deliveries queued
+    /// already keep their destination.
+    pub async fn set_alarm_webhook_url(
+        &self,
+        consumer_key: String,
+        url: Option<String>,
+    ) -> Result<bool, StoreError> {
+        self.writer
+            .write(move |conn| {
+                Box::pin(async move {
+                    let done = sqlx::query("UPDATE api_tokens SET alarm_webhook_url = $1 WHERE consumer_key = $2 AND revoked_at IS NULL")
+                        .bind(url)
+                        .bind(&consumer_key)
+                        .execute(&mut *conn)
+                        .await?;
+                    Ok(done.rows_affected() == 1)
+                })
+            })
+            .await
+    }
+
+    /// The tokens that have an alarm endpoint of their own: consumer key
+    /// and URL.
+    pub async fn token_alarm_webhooks(&self) -> Result<Vec<(String, String)>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT consumer_key, alarm_webhook_url FROM api_tokens WHERE alarm_webhook_url IS NOT NULL ORDER BY id",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
     /// Registers a public key for JWTs with `kid` = this consumer key, for
     /// `algorithms` (comma-separated) only; false when the token does not
     /// exist. Registering a key again sets its algorithms (pins a key that
