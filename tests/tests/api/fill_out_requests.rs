@@ -89,7 +89,7 @@ async fn spawn_with_callbacks(db: Db, refuse: usize) -> (TestApp, String, Receiv
 }
 
 /// 127.0.0.0/8, where the tests' receivers listen.
-fn loopback() -> ipnet::IpNet {
+pub(crate) fn loopback() -> ipnet::IpNet {
     "127.0.0.0/8".parse().expect("a network")
 }
 
@@ -388,20 +388,20 @@ db_test!(
 
 /// One call a [`Recorder`] received: headers and body as sent.
 #[derive(Debug, Clone)]
-struct Call {
-    headers: HeaderMap,
-    body: Bytes,
+pub(crate) struct Call {
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Bytes,
 }
 
 impl Call {
-    fn header(&self, name: &str) -> &str {
+    pub(crate) fn header(&self, name: &str) -> &str {
         self.headers
             .get(name)
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
     }
 
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or_default()
     }
 }
@@ -412,13 +412,13 @@ type Planned = (StatusCode, Option<String>);
 /// A receiver that keeps every call whole and answers each with the next
 /// of its planned answers, then 204.
 #[derive(Clone, Default)]
-struct Recorder {
+pub(crate) struct Recorder {
     calls: Arc<Mutex<Vec<Call>>>,
     answers: Arc<Mutex<VecDeque<Planned>>>,
 }
 
 impl Recorder {
-    fn calls(&self) -> Vec<Call> {
+    pub(crate) fn calls(&self) -> Vec<Call> {
         self.calls.lock().expect("calls").clone()
     }
 }
@@ -433,24 +433,32 @@ async fn record(State(r): State<Recorder>, headers: HeaderMap, body: Bytes) -> R
 }
 
 /// A [`Recorder`] on a loopback port, serving `/cb`: its port.
-async fn recorder(answers: Vec<(StatusCode, Option<String>)>) -> (u16, Recorder) {
-    let recorder = Recorder::default();
-    recorder.answers.lock().expect("answers").extend(answers);
+pub(crate) async fn recorder(answers: Vec<(StatusCode, Option<String>)>) -> (u16, Recorder) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("a port");
     let port = listener.local_addr().expect("bound").port();
+    (port, recorder_on(listener, answers))
+}
+
+/// A [`Recorder`] serving `/cb` on `listener`.
+pub(crate) fn recorder_on(
+    listener: tokio::net::TcpListener,
+    answers: Vec<(StatusCode, Option<String>)>,
+) -> Recorder {
+    let recorder = Recorder::default();
+    recorder.answers.lock().expect("answers").extend(answers);
     let app = axum::Router::new()
         .route("/cb", post(record))
         .with_state(recorder.clone());
     tokio::spawn(async move { axum::serve(listener, app).await });
-    (port, recorder)
+    recorder
 }
 
 /// Whether `call` carries a `v1` signature under `secret` (`whsec_...`), as
 /// Standard Webhooks defines it: HMAC-SHA256 over `{id}.{timestamp}.{body}`
 /// with the base64-decoded secret, base64 in `webhook-signature`.
-fn signed_by(secret: &str, call: &Call) -> bool {
+pub(crate) fn signed_by(secret: &str, call: &Call) -> bool {
     let key = STANDARD
         .decode(secret.strip_prefix("whsec_").expect("a whsec_ secret"))
         .expect("base64");

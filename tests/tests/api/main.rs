@@ -79,6 +79,11 @@
 //!   dossier and across dossiers, acknowledged by a named professional,
 //!   resolved, closed by a deleted response, escalated by the scheduler
 //!   at their deadline; a JWT's `sub`, every step in the access log.
+//! - `alarm_delivery`: raised and escalated alarms sent as signed webhooks
+//!   to a receiver in the test, to a token's endpoint or the global one:
+//!   signatures that verify, retries with one event id through a
+//!   receiver's outage, escalations where their alarm went, two hosts on
+//!   PostgreSQL delivering and escalating each alarm once.
 //! - `smoke`: the host starts, answers /health and the OpenAPI document.
 //! - `support`: shared helpers (request bodies, preparing responses through
 //!   the store, times on the wire); no tests.
@@ -227,6 +232,7 @@
 mod access_log;
 mod access_log_chain;
 mod access_log_roles;
+mod alarm_delivery;
 mod alarms;
 mod answer_types;
 mod api_docs_browser;
