@@ -271,6 +271,14 @@ fn bad_settings_are_named() {
             "fill_out_secret",
         ),
         (
+            settings(|s| s.alarms.alarm_webhook_url = Some("http://alarms.example.org/x".into())),
+            "alarm_webhook_url",
+        ),
+        (
+            settings(|s| s.alarms.alarm_webhook_url = Some("https://user:pw@example.org/".into())),
+            "alarm_webhook_url",
+        ),
+        (
             settings(|s| s.fill_out.fill_out_link_ttl = Some(0)),
             "fill_out_link_ttl",
         ),

@@ -11,7 +11,7 @@
 
 use axum::http::StatusCode;
 use chrono::{DateTime, Duration, Utc};
-use host::commands::{self, CreateToken};
+use host::commands::{self, CreateToken, TokenCommand};
 use host::scheduler;
 use serde_json::Value;
 use tests::reqwest::Method;
@@ -398,13 +398,23 @@ db_test!(
             .as_str()
             .expect("a key")
             .to_owned();
-        assert!(
-            app.state
-                .store()
-                .set_alarm_webhook_url("epd".into(), Some(own_url))
-                .await
-                .expect("set")
-        );
+        // As `outcomes token alarm-webhook epd URL` sets it; a URL that is
+        // not https (nor loopback) is refused.
+        let set = |url: &str| {
+            let command = TokenCommand::AlarmWebhook {
+                key: "epd".into(),
+                url: Some(url.to_owned()),
+                none: false,
+            };
+            commands::token(
+                app.state.store(),
+                app.state.secrets_key(),
+                command,
+                chrono_tz::UTC,
+            )
+        };
+        assert!(set("http://epd.example.org/alarms").await.is_err());
+        set(&own_url).await.expect("set");
         let by_token = raise(&app, "d1", "r1", &basic("epd", &secret)).await;
         let by_test = raise(&app, "d2", "r1", &app.basic_header()).await;
         let seen = raise(&app, "d3", "r1", &app.basic_header()).await;
