@@ -188,6 +188,7 @@ impl App {
             metrics: metrics.clone(),
             heartbeat: Heartbeat::new(clock.now()),
             callbacks,
+            alarm_view: crate::api::alarms::delivered_json,
             sessions: scheduler::SessionRetention {
                 retention: chrono::Duration::from_std(config.fill_out_session_retention)?,
                 link_ttl: chrono::Duration::from_std(config.fill_out_link_ttl)?,

@@ -131,6 +131,12 @@ impl AlarmView {
     }
 }
 
+/// The wire form of `a` at `now`, times in `zone`, as JSON: the `data` of
+/// an alarm delivery (`scheduler/alarm_delivery.rs`).
+pub fn delivered_json(a: &Alarm, zone: Tz, now: DateTime<Utc>) -> Value {
+    serde_json::to_value(AlarmView::new(a, zone, now)).unwrap_or_default()
+}
+
 /// The body of `POST .../acknowledge` and `POST .../resolve`.
 #[derive(Debug, ToSchema)]
 pub struct AlarmStepBody {

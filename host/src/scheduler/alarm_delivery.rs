@@ -21,7 +21,7 @@ use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 
 use super::signed::{self, Counted, Failure, LEASE, Message, Sender};
-use crate::api::alarms::AlarmView;
+use crate::domain::alarm::Alarm;
 use crate::metrics::Metrics;
 use crate::metrics::families::{ALARM_DELIVERIES, ALARM_DELIVERIES_REFUSED};
 use crate::store::{ClaimedDelivery, Store, StoreError};
@@ -43,6 +43,19 @@ pub const ALARM_RETRIES: [Duration; 10] = [
     Duration::hours(12),
 ];
 
+/// The alarm as the API shows it at a moment, its times in a zone: the
+/// `data` of a delivery. Handed over at start-up (the API's own view), as
+/// the scheduler does not name the HTTP edge.
+pub type AlarmJson = fn(&Alarm, Tz, DateTime<Utc>) -> serde_json::Value;
+
+/// How a delivery's body is made: the alarm's view and the zone its times
+/// are written in.
+#[derive(Debug, Clone, Copy)]
+pub struct Payload {
+    pub view: AlarmJson,
+    pub zone: Tz,
+}
+
 /// Deliveries sent at once.
 pub const DELIVERY_BATCH: usize = 50;
 
@@ -56,19 +69,19 @@ pub struct Delivered {
 }
 
 /// Claims the alarm deliveries due at `now` (one batch) in `store`, sends
-/// them at once, their alarms' times in `zone`, and records each outcome.
+/// them at once, their bodies made by `payload`, and records each outcome.
 pub async fn send_batch(
     sender: &Sender,
     metrics: &Metrics,
     store: &Store,
-    zone: Tz,
+    payload: Payload,
     now: DateTime<Utc>,
 ) -> Result<Delivered, StoreError> {
     let claimed = store
         .claim_alarm_deliveries(now, LEASE, DELIVERY_BATCH)
         .await?;
     let outcomes =
-        futures_util::future::join_all(claimed.iter().map(|d| send(sender, d, zone, now))).await;
+        futures_util::future::join_all(claimed.iter().map(|d| send(sender, d, payload, now))).await;
     let counted = Counted {
         attempts: ALARM_DELIVERIES,
         refused: ALARM_DELIVERIES_REFUSED,
@@ -127,14 +140,14 @@ fn webhook_type(delivery: &ClaimedDelivery) -> &'static str {
     delivery.event.webhook_type().unwrap_or("alarm")
 }
 
-/// The body of a delivery: its type, when the step was taken, the event
-/// id, and the alarm as the API shows it now (`data`), times in `zone`.
-pub fn payload(delivery: &ClaimedDelivery, zone: Tz, now: DateTime<Utc>) -> serde_json::Value {
+/// The body of a delivery at `now`: its type, when the step was taken,
+/// the event id, and the alarm as the API shows it now (`data`).
+fn body(delivery: &ClaimedDelivery, payload: Payload, now: DateTime<Utc>) -> serde_json::Value {
     serde_json::json!({
         "type": webhook_type(delivery),
-        "timestamp": crate::domain::time::format(delivery.at, zone),
+        "timestamp": crate::domain::time::format(delivery.at, payload.zone),
         "event_id": delivery.event_id,
-        "data": AlarmView::new(&delivery.alarm, zone, now),
+        "data": (payload.view)(&delivery.alarm, payload.zone, now),
     })
 }
 
@@ -143,7 +156,7 @@ pub fn payload(delivery: &ClaimedDelivery, zone: Tz, now: DateTime<Utc>) -> serd
 async fn send(
     sender: &Sender,
     delivery: &ClaimedDelivery,
-    zone: Tz,
+    payload: Payload,
     now: DateTime<Utc>,
 ) -> (Option<u16>, Result<(), Failure>) {
     let key = match &delivery.webhook_secret {
@@ -164,7 +177,7 @@ async fn send(
             );
         }
     };
-    let body = payload(delivery, zone, now);
+    let body = body(delivery, payload, now);
     let message = Message {
         url: &delivery.url,
         event_id: &delivery.event_id,

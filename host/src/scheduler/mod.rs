@@ -98,7 +98,7 @@ pub async fn deliver_alarms(
             &scheduler.callbacks,
             &scheduler.metrics,
             &scheduler.store,
-            scheduler.time_zone,
+            scheduler.alarm_payload(),
             now,
         )
         .await?;

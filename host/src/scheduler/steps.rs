@@ -14,7 +14,7 @@ use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 use futures_util::future::BoxFuture;
 
-use super::alarm_delivery::{self, DELIVERY_BATCH};
+use super::alarm_delivery::{self, AlarmJson, DELIVERY_BATCH, Payload};
 use super::callbacks::{self, CALLBACK_BATCH};
 use super::heartbeat::Heartbeat;
 use super::signed::Sender;
@@ -158,7 +158,7 @@ fn deliver_alarms<'t>(pass: &'t Pass<'t>) -> BoxFuture<'t, Result<Batch, StoreEr
             &scheduler.callbacks,
             &scheduler.metrics,
             pass.store,
-            scheduler.time_zone,
+            scheduler.alarm_payload(),
             pass.now,
         )
         .await?;
@@ -291,8 +291,21 @@ pub struct Scheduler {
     pub heartbeat: Heartbeat,
     /// Sends the fill-out requests' callbacks and the alarm deliveries.
     pub callbacks: Sender,
+    /// The alarm as the API shows it, for the deliveries' bodies.
+    pub alarm_view: AlarmJson,
     /// When fill-out sessions are deleted.
     pub sessions: SessionRetention,
+}
+
+impl Scheduler {
+    /// How alarm deliveries' bodies are made: the API's view, times in
+    /// the configured zone.
+    pub fn alarm_payload(&self) -> Payload {
+        Payload {
+            view: self.alarm_view,
+            zone: self.time_zone,
+        }
+    }
 }
 
 /// How long fill-out sessions are kept once over.
