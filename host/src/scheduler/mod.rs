@@ -22,8 +22,8 @@
 //! was offered them.
 //!
 //! The scheduler is handed what it works with at start-up ([`Scheduler`]:
-//! store, catalog, time zone, clock, metrics, heartbeat, the callbacks'
-//! sender); it must not reach for the application state or the HTTP
+//! store, catalog, time zone, clock, metrics, heartbeat, the webhooks'
+//! sender, the API's view of an alarm); it must not reach for the application state or the HTTP
 //! edge.
 //!
 //! [`NON_RESPONSE_DELAY`] is 6 hours. Between passes [`run`] also delivers
