@@ -257,6 +257,12 @@ pub struct EpisodeInfo {
     pub response_drop: f64,
     /// Remission: the follow-up value is below this.
     pub remission_below: f64,
+    /// Eligibility: an episode whose baseline is below this is not judged
+    /// for response or remission (both null), as the sources count only
+    /// episodes that start at or above a clinical cut-off; None: every
+    /// episode is judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_at_least: Option<f64>,
     /// The follow-up window: from and to this many whole days (24-hour
     /// periods) after the baseline, both included.
     pub window_days: [u32; 2],

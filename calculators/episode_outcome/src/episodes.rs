@@ -68,9 +68,11 @@ pub struct Episode {
     /// follow-up or with a baseline of 0 or below.
     pub relative_drop: Option<f64>,
     /// A drop of at least the definition's fraction; null without
-    /// follow-up or with a baseline of 0 or below.
+    /// follow-up, with a baseline of 0 or below, or with a baseline below
+    /// the definition's eligibility cut-off.
     pub response: Option<bool>,
-    /// A follow-up below the definition's cut-off; null without follow-up.
+    /// A follow-up below the definition's cut-off; null without follow-up
+    /// or with a baseline below the eligibility cut-off.
     pub remission: Option<bool>,
     /// Null without follow-up, or when the definition lacks reliability
     /// or SD.
@@ -86,6 +88,7 @@ pub struct Episode {
 pub struct Rules {
     response_drop: f64,
     remission_below: f64,
+    baseline_at_least: Option<f64>,
     window: [i64; 2],
     /// √2 × SD × √(1 − r), when both are given and usable.
     pub s_diff: Option<f64>,
@@ -105,6 +108,7 @@ impl Rules {
         Rules {
             response_drop: episode.response_drop,
             remission_below: episode.remission_below,
+            baseline_at_least: episode.baseline_at_least,
             window: episode.window_days.map(i64::from),
             s_diff,
         }
@@ -161,13 +165,29 @@ impl Rules {
         let (b, f) = (baseline.value, follow_up.value);
         if b > 0.0 {
             episode.relative_drop = Some(round2((b - f) / b));
-            // Multiplied out: no rounding of the quotient decides it.
-            episode.response = Some(b - f >= self.response_drop * b);
-        } else {
-            episode.note =
-                Some("baseline of 0: a relative drop, and so response, is not defined".to_string());
         }
-        episode.remission = Some(f < self.remission_below);
+        match self.baseline_at_least {
+            // The sources judge only episodes that start at or above a
+            // clinical cut-off (NCQA HEDIS DRR-E: a PHQ-9 above 9); one
+            // that starts below it is in no numerator or denominator.
+            Some(at_least) if b < at_least => {
+                episode.note = Some(format!(
+                    "baseline below {at_least}: not eligible for response or remission"
+                ));
+            }
+            _ => {
+                if b > 0.0 {
+                    // Multiplied out: no rounding of the quotient decides it.
+                    episode.response = Some(b - f >= self.response_drop * b);
+                } else {
+                    episode.note = Some(
+                        "baseline of 0: a relative drop, and so response, is not defined"
+                            .to_string(),
+                    );
+                }
+                episode.remission = Some(f < self.remission_below);
+            }
+        }
         episode.reliable_change = self.s_diff.map(|s_diff| {
             let difference = f - b;
             let rci = difference / s_diff;

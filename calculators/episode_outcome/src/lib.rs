@@ -18,6 +18,10 @@
 //!   `response_drop` (a fraction) of the baseline; not defined (null) for
 //!   a baseline of 0 or below, where no relative drop exists;
 //! - **remission**: the follow-up is below `remission_below`;
+//! - both only for an episode whose baseline is at least
+//!   `baseline_at_least`, when the definition gives it (the sources count
+//!   only episodes that start at a clinical level; HEDIS DRR-E: a PHQ-9
+//!   above 9); below it both are null, with a note;
 //! - **reliable change** (Jacobson NS, Truax P. Clinical significance: a
 //!   statistical approach to defining meaningful change in psychotherapy
 //!   research. J Consult Clin Psychol 1991;59(1):12-19), with the score's
@@ -80,6 +84,8 @@ pub struct Definition {
     pub response: ResponseRule,
     /// Remission: a follow-up value below this.
     pub remission: RemissionRule,
+    /// Which episodes are judged for response and remission.
+    pub eligible: EligibleRule,
     /// The follow-up window in whole days after the baseline, both ends
     /// included.
     pub window_days: [u32; 2],
@@ -102,6 +108,13 @@ pub struct ResponseRule {
 pub struct RemissionRule {
     /// A follow-up value below this is remission.
     pub below: f64,
+}
+
+/// Which episodes response and remission are judged for.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EligibleRule {
+    /// Episodes whose baseline is at least this; null: every episode.
+    pub baseline_at_least: Option<f64>,
 }
 
 /// The reliable change rule and its numbers.
@@ -235,6 +248,9 @@ fn definition(episode: &EpisodeInfo, rules: &Rules, score: &ScoreInfo) -> Defini
         },
         remission: RemissionRule {
             below: episode.remission_below,
+        },
+        eligible: EligibleRule {
+            baseline_at_least: episode.baseline_at_least,
         },
         window_days: episode.window_days,
         reliable_change: match (score.reliability, score.sd, rules.s_diff) {

@@ -11,6 +11,7 @@ fn thresholds() -> EpisodeInfo {
         version: "1".into(),
         response_drop: 0.5,
         remission_below: 5.0,
+        baseline_at_least: None,
         window_days: [14, 180],
         source: "test".into(),
     }
@@ -135,4 +136,35 @@ fn a_rise_is_no_response_and_a_deterioration() {
         .as_ref()
         .map(|c| (c.reliable, c.direction));
     assert_eq!(change, Some((true, Direction::Deteriorated)));
+}
+
+#[test]
+fn an_episode_that_starts_below_the_eligibility_cut_off_is_not_judged() {
+    let eligible = EpisodeInfo {
+        baseline_at_least: Some(10.0),
+        ..thresholds()
+    };
+    let rules = Rules::new(&eligible, Some(0.84), Some(3.52));
+    let day = 86_400;
+    let point = |id: i64, at: i64, value: f64| Point {
+        response_id: id,
+        completed_at: String::new(),
+        value,
+        at: (at, 0),
+    };
+    // 9 then 2: below the cut-off, so neither response nor remission,
+    // though the drop is 78% and 2 is below 5; reliable change still is.
+    let below = rules.episodes(&[point(1, 0, 9.0), point(2, 30 * day, 2.0)]);
+    assert_eq!(below[0].response, None);
+    assert_eq!(below[0].remission, None);
+    assert_eq!(below[0].relative_drop, Some(0.78));
+    assert!(below[0].reliable_change.is_some());
+    assert_eq!(
+        below[0].note.as_deref(),
+        Some("baseline below 10: not eligible for response or remission")
+    );
+    // Exactly at the cut-off: judged.
+    let at = rules.episodes(&[point(1, 0, 10.0), point(2, 30 * day, 4.0)]);
+    assert_eq!((at[0].response, at[0].remission), (Some(true), Some(true)));
+    assert_eq!(at[0].note, None);
 }

@@ -123,12 +123,15 @@ pub struct ScoreCounts {
     /// `responders` / (`with_follow_up` − `response_not_defined`).
     pub response_rate: Option<f64>,
     /// Episodes with a follow-up whose response is not defined (a
-    /// baseline of 0).
+    /// baseline of 0, or below the definition's eligibility cut-off).
     pub response_not_defined: usize,
     /// Episodes with a follow-up in remission.
     pub remitters: usize,
-    /// `remitters` / `with_follow_up`.
+    /// `remitters` / (`with_follow_up` − `remission_not_defined`).
     pub remission_rate: Option<f64>,
+    /// Episodes with a follow-up whose remission is not judged (a
+    /// baseline below the definition's eligibility cut-off).
+    pub remission_not_defined: usize,
     /// Episodes with a follow-up that improved reliably (Jacobson &
     /// Truax).
     pub reliable_improvement: usize,
@@ -397,6 +400,7 @@ impl ScoreCounts {
             response_not_defined: 0,
             remitters: 0,
             remission_rate: None,
+            remission_not_defined: 0,
             reliable_improvement: 0,
             reliable_improvement_rate: None,
             reliable_deterioration: 0,
@@ -425,8 +429,10 @@ impl ScoreCounts {
             Some(false) => {}
             None => self.response_not_defined += 1,
         }
-        if episode.remission == Some(true) {
-            self.remitters += 1;
+        match episode.remission {
+            Some(true) => self.remitters += 1,
+            Some(false) => {}
+            None => self.remission_not_defined += 1,
         }
         match &episode.reliable_change {
             Some(change) if change.reliable && change.direction == "improved" => {
@@ -451,7 +457,10 @@ impl ScoreCounts {
             self.responders,
             self.with_follow_up - self.response_not_defined,
         );
-        self.remission_rate = rate(self.remitters, self.with_follow_up);
+        self.remission_rate = rate(
+            self.remitters,
+            self.with_follow_up - self.remission_not_defined,
+        );
         self.reliable_improvement_rate = rate(
             self.reliable_improvement,
             self.with_follow_up - self.reliable_change_not_defined,
@@ -460,7 +469,7 @@ impl ScoreCounts {
 }
 
 /// The CSV columns, in order.
-const CSV_COLUMNS: [&str; 22] = [
+const CSV_COLUMNS: [&str; 23] = [
     "questionnaire_key",
     "score_key",
     "since",
@@ -476,6 +485,7 @@ const CSV_COLUMNS: [&str; 22] = [
     "response_not_defined",
     "remitters",
     "remission_rate",
+    "remission_not_defined",
     "reliable_improvement",
     "reliable_improvement_rate",
     "reliable_deterioration",
@@ -519,6 +529,7 @@ pub fn csv(report: &EpisodeReport) -> String {
             count(s.response_not_defined),
             count(s.remitters),
             rate(s.remission_rate),
+            count(s.remission_not_defined),
             count(s.reliable_improvement),
             rate(s.reliable_improvement_rate),
             count(s.reliable_deterioration),
@@ -560,7 +571,7 @@ mod tests {
     fn episode(
         follow_up: bool,
         response: Option<bool>,
-        remission: bool,
+        remission: Option<bool>,
         reliable: Option<(bool, &str)>,
     ) -> Episode {
         Episode {
@@ -571,7 +582,7 @@ mod tests {
                 completed_at: "2026-03-01T00:00:00Z".into(),
             }),
             response,
-            remission: Some(remission),
+            remission,
             reliable_change: reliable.map(|(reliable, direction)| Reliable {
                 reliable,
                 direction: direction.into(),
@@ -585,27 +596,35 @@ mod tests {
         let now = parse_time("2026-05-01T00:00:00Z").unwrap_or_default();
         let mut counts = ScoreCounts::new("total".into(), Value::Null);
         counts.add(
-            &episode(true, Some(true), true, Some((true, "improved"))),
+            &episode(true, Some(true), Some(true), Some((true, "improved"))),
             baseline,
             180,
             now,
         );
         counts.add(
-            &episode(true, Some(false), false, Some((false, "improved"))),
+            &episode(true, Some(false), Some(false), Some((false, "improved"))),
             baseline,
             180,
             now,
         );
         counts.add(
-            &episode(true, None, true, Some((true, "deteriorated"))),
+            &episode(true, None, Some(true), Some((true, "deteriorated"))),
             baseline,
             180,
             now,
         );
-        counts.add(&episode(false, None, false, None), baseline, 180, now);
+        counts.add(&episode(false, None, None, None), baseline, 180, now);
+        // A baseline below the eligibility cut-off: neither response nor
+        // remission is judged, so it is in neither rate.
+        counts.add(
+            &episode(true, None, None, Some((false, "improved"))),
+            baseline,
+            180,
+            now,
+        );
         // The window of a baseline 200 days before `now` has closed.
         let old = parse_time("2025-10-13T00:00:00Z").unwrap_or_default();
-        counts.add(&episode(false, None, false, None), old, 180, now);
+        counts.add(&episode(false, None, None, None), old, 180, now);
         counts.finish();
         assert_eq!(
             (
@@ -613,17 +632,18 @@ mod tests {
                 counts.with_follow_up,
                 counts.without_follow_up
             ),
-            (5, 3, 2)
+            (6, 4, 2)
         );
         assert_eq!(counts.without_follow_up_window_open, 1);
-        assert_eq!((counts.responders, counts.response_not_defined), (1, 1));
+        assert_eq!((counts.responders, counts.response_not_defined), (1, 2));
         assert_eq!(counts.response_rate, Some(0.5));
+        assert_eq!((counts.remitters, counts.remission_not_defined), (2, 1));
         assert_eq!(counts.remission_rate, Some(0.6667));
         assert_eq!(
             (counts.reliable_improvement, counts.reliable_deterioration),
             (1, 1)
         );
-        assert_eq!(counts.reliable_improvement_rate, Some(0.3333));
+        assert_eq!(counts.reliable_improvement_rate, Some(0.25));
     }
 
     #[test]

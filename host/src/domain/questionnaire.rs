@@ -111,6 +111,10 @@ pub struct EpisodeDef {
     pub response_drop: f64,
     /// Remission: a follow-up value below this.
     pub remission_below: f64,
+    /// Eligibility: episodes whose baseline is below this are not judged
+    /// for response or remission; absent: all are.
+    #[serde(default)]
+    pub baseline_at_least: Option<f64>,
     /// The follow-up window in whole days after the baseline, both ends
     /// included.
     pub window_days: [u32; 2],
@@ -125,6 +129,7 @@ impl EpisodeDef {
             version: self.version.clone(),
             response_drop: self.response_drop,
             remission_below: self.remission_below,
+            baseline_at_least: self.baseline_at_least,
             window_days: self.window_days,
             source: self.source.clone(),
         }
@@ -141,6 +146,9 @@ impl EpisodeDef {
         }
         if !self.remission_below.is_finite() {
             problems.push("remission_below must be a number");
+        }
+        if self.baseline_at_least.is_some_and(|b| !b.is_finite()) {
+            problems.push("baseline_at_least must be a number");
         }
         if self.window_days[0] > self.window_days[1] {
             problems.push("window_days must be [from, to] with from at most to");
@@ -682,7 +690,8 @@ mod tests {
     }
 
     const EPISODE: &str = "version = \"1\"\nresponse_drop = 0.5\nremission_below = 5\n\
-                           window_days = [14, 180]\nsource = \"a source\"";
+                           baseline_at_least = 10\nwindow_days = [14, 180]\n\
+                           source = \"a source\"";
 
     #[test]
     fn a_score_names_its_episode_thresholds_and_calculators_get_them() {
@@ -694,6 +703,7 @@ mod tests {
                 version: "1".into(),
                 response_drop: 0.5,
                 remission_below: 5.0,
+                baseline_at_least: Some(10.0),
                 window_days: [14, 180],
                 source: "a source".into(),
             })
@@ -704,7 +714,7 @@ mod tests {
     #[test]
     fn every_problem_of_an_episode_block_is_named() {
         let bad = "version = \" \"\nresponse_drop = 1.5\nremission_below = 5\n\
-                   window_days = [180, 14]\nsource = \"\"";
+                   baseline_at_least = nan\nwindow_days = [180, 14]\nsource = \"\"";
         let text = with_episode(bad).replace(
             "items = [\"v_1\", \"v_2\"]\n",
             "items = [\"v_1\", \"v_2\"]\ntonality = \"higher_is_better\"\n",
@@ -715,6 +725,7 @@ mod tests {
             [
                 "scores[0] (total): episode: version is blank",
                 "scores[0] (total): episode: response_drop must be above 0 and at most 1",
+                "scores[0] (total): episode: baseline_at_least must be a number",
                 "scores[0] (total): episode: window_days must be [from, to] with from at most to",
                 "scores[0] (total): episode: source is blank",
                 "scores[0] (total): episode: only for a score where higher is worse (response is a drop)",

@@ -72,9 +72,10 @@ db_test!(async fn a_phq9_episode_has_its_baseline_follow_up_response_remission_a
     let follow_up = phq9_at(&app, "d1", "c", "1 1 1 1 1 1 1 1 0", 40).await;
     let entry = episodes(&app, "d1").await;
     let definition = &entry["definition"];
-    assert_eq!(definition["version"], "1");
+    assert_eq!(definition["version"], "2");
     assert_eq!(definition["response"], json!({"relative_drop_at_least": 0.5}));
     assert_eq!(definition["remission"], json!({"below": 5.0}));
+    assert_eq!(definition["eligible"], json!({"baseline_at_least": 10.0}));
     assert_eq!(definition["window_days"], json!([14, 180]));
     assert_eq!(definition["reliable_change"], json!({"reliability": 0.84, "sd": 3.52, "rci_above": 1.96, "threshold": 3.9}));
     let source = definition["source"].as_str().unwrap_or_default();
@@ -216,8 +217,9 @@ db_test!(async fn the_report_command_counts_episodes_over_every_dossier_as_json_
     // START is 2026-03-01T09:00Z. Baselines in the period from 2025-06-01:
     // d1 responds (18 -> 8) and improves reliably; d2 remits (12 -> 3);
     // d3 has no follow-up and its window has closed (and starts a second
-    // episode, 190 days on, whose window is open); d4's baseline is 0
-    // (response not defined, 3: remission). d5's episode began before the
+    // episode, 190 days on, whose window is open); d4's baseline is 0,
+    // below the definition's eligibility cut-off of 10 (neither response
+    // nor remission judged). d5's episode began before the
     // period: not counted, though its follow-up lies in it.
     phq9_at(&app, "d1", "a", "3 3 2 2 2 2 2 2 0", 100).await;
     phq9_at(&app, "d1", "b", "1 1 1 1 1 1 1 1 0", 40).await;
@@ -240,19 +242,21 @@ db_test!(async fn the_report_command_counts_episodes_over_every_dossier_as_json_
     assert_eq!((&report["dossiers"], &report["dossiers_failed"]), (&json!(5), &json!(0)));
     let total = &report["scores"][0];
     assert_eq!(total["score_key"], "total");
-    assert_eq!(total["definition"]["version"], "1");
+    assert_eq!(total["definition"]["version"], "2");
+    assert_eq!(total["definition"]["eligible"]["baseline_at_least"], json!(10.0));
     assert_eq!(total["definition"]["window_days"], json!([14, 180]));
     let counts: Vec<(&str, Value)> = [
         "episodes", "with_follow_up", "without_follow_up", "without_follow_up_window_open",
         "responders", "response_rate", "response_not_defined", "remitters", "remission_rate",
-        "reliable_improvement", "reliable_improvement_rate", "reliable_deterioration",
+        "remission_not_defined", "reliable_improvement", "reliable_improvement_rate", "reliable_deterioration",
         "reliable_change_not_defined",
     ]
     .into_iter()
     .map(|k| (k, total[k].clone()))
     .collect();
     // d1: 18 -> 8, 10 >= 9 responds, RCI -5.02. d2: 12 -> 3 responds,
-    // remits, RCI -4.52. d4: 0 -> 3, remits, RCI +1.51 (not reliable).
+    // remits, RCI -4.52. d4: 0 -> 3, not eligible, RCI +1.51 (not
+    // reliable).
     assert_eq!(
         counts,
         [
@@ -263,8 +267,9 @@ db_test!(async fn the_report_command_counts_episodes_over_every_dossier_as_json_
             ("responders", json!(2)),
             ("response_rate", json!(1.0)),
             ("response_not_defined", json!(1)),
-            ("remitters", json!(2)),
-            ("remission_rate", json!(0.6667)),
+            ("remitters", json!(1)),
+            ("remission_rate", json!(0.5)),
+            ("remission_not_defined", json!(1)),
             ("reliable_improvement", json!(2)),
             ("reliable_improvement_rate", json!(0.6667)),
             ("reliable_deterioration", json!(0)),
@@ -282,7 +287,7 @@ db_test!(async fn the_report_command_counts_episodes_over_every_dossier_as_json_
         lines[0],
         "questionnaire_key,score_key,since,until,generated_at,dossiers,episodes,with_follow_up,\
          without_follow_up,without_follow_up_window_open,responders,response_rate,\
-         response_not_defined,remitters,remission_rate,reliable_improvement,\
+         response_not_defined,remitters,remission_rate,remission_not_defined,reliable_improvement,\
          reliable_improvement_rate,reliable_deterioration,reliable_change_not_defined,\
          definition_version,window_days,source"
     );
@@ -291,7 +296,7 @@ db_test!(async fn the_report_command_counts_episodes_over_every_dossier_as_json_
     assert_eq!(
         lines[1],
         format!(
-            "phq9,total,2025-06-01T00:00:00Z,2026-01-01T00:00:00Z,2026-03-01T09:00:00Z,5,3,2,1,0,2,1,0,1,0.5,2,1,0,0,1,14-180,\"{}\"",
+            "phq9,total,2025-06-01T00:00:00Z,2026-01-01T00:00:00Z,2026-03-01T09:00:00Z,5,3,2,1,0,2,1,0,1,0.5,0,2,1,0,0,2,14-180,\"{}\"",
             source.replace('"', "\"\"")
         )
     );
