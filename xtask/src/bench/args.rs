@@ -143,6 +143,37 @@ pub struct BenchArgs {
     /// ratio
     #[arg(long)]
     pub(super) peer: bool,
+
+    /// Measure alarm delivery (#32): PHQ-9s raising alarms posted
+    /// open-loop to a server whose alarm endpoint is a receiver in the
+    /// benchmark; the time from each 201 to the first delivery attempt,
+    /// escalation past the deadline, and a receiver outage after which
+    /// every event must arrive
+    #[arg(long)]
+    pub(super) alarms: bool,
+
+    /// With --alarms: alarms raised per second (as many ordinary POSTs go
+    /// with them)
+    #[arg(long, value_name = "PER_SECOND", default_value_t = 20.0)]
+    pub(super) alarm_rate: f64,
+
+    /// With --alarms: seconds of load with the receiver up
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub(super) alarm_seconds: u64,
+
+    /// With --alarms: seconds the receiver refuses connections while the
+    /// load goes on (0: no outage)
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    pub(super) alarm_outage: u64,
+
+    /// With --alarms: the server's alarm_deadline (60 at least)
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub(super) alarm_deadline: u64,
+
+    /// With --alarms: the server's scheduler_interval (default: the
+    /// server's own, 60 s)
+    #[arg(long, value_name = "SECONDS")]
+    pub(super) alarm_scheduler_interval: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

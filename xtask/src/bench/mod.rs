@@ -33,10 +33,20 @@
 //! - The peer (`--peer`): the same POST load against Medplum's FHIR router
 //!   (`peer`), alternating with ours, one server at a time.
 //!
+//! - Alarm delivery (`--alarms`, `alarms`): PHQ-9s raising alarms posted
+//!   open-loop (`--alarm-rate`, `--alarm-seconds`) to a server whose
+//!   alarm endpoint is a receiver inside the benchmark (`receiver`, on
+//!   loopback, checking every signature), with a short `alarm_deadline`
+//!   (`--alarm-deadline`, 60 s): the time from each POST's 201 to the first
+//!   delivery attempt, each escalation's lateness past its deadline, then a
+//!   receiver outage (`--alarm-outage`, 600 s) after which every event
+//!   must arrive once (`alarm_tally` holds what arrived against what was
+//!   posted).
+//!
 //! The load is closed-loop unless `--rate` is given (open-loop at that
 //! many requests per second; see `load::Pace`); every report says which.
 //!
-//! The POST, auth, list and fill-out phases each get their own server and database; servers
+//! The POST, auth, list, fill-out and alarm phases each get their own server and database; servers
 //! are killed and PostgreSQL databases dropped at the end, also on error or
 //! Ctrl-C.
 //!
@@ -44,12 +54,15 @@
 //! command line) and `cpu` (what a round cost in CPU time) → `load` (the
 //! load generator and its reports) → `server` (the binary, a fresh
 //! database, the `outcomes serve` process) → `seed`, `preload` (databases
-//! filled with SQL) → the phases `auth`, `candidate`, `fill_out`, `peer`,
+//! filled with SQL), `receiver` (the alarm endpoint) → `alarm_tally` →
+//! the phases `alarms`, `auth`, `candidate`, `fill_out`, `peer`,
 //! `startup`, `hosts` → this file, which runs them and prints the summary.
 
 // The report is the task's output.
 #![allow(clippy::print_stdout)]
 
+mod alarm_tally;
+mod alarms;
 mod args;
 mod auth;
 mod candidate;
@@ -59,6 +72,7 @@ pub mod hosts;
 mod load;
 mod peer;
 mod preload;
+mod receiver;
 mod seed;
 mod server;
 mod startup;
@@ -175,6 +189,7 @@ struct BackendReport {
     auth: Option<auth::AuthReport>,
     list: Option<ListReport>,
     fill_out: Option<fill_out::FillOutReport>,
+    alarms: Option<alarms::AlarmReport>,
 }
 
 #[derive(Debug)]
@@ -286,6 +301,14 @@ async fn bench_backend(
         report.fill_out = Some(
             phase(backend, args, async |fresh| {
                 fill_out::fill_out_phase(backend, args, binary, root, fresh).await
+            })
+            .await?,
+        );
+    }
+    if args.alarms {
+        report.alarms = Some(
+            phase(backend, args, async |fresh| {
+                alarms::alarm_phase(backend, args, binary, root, fresh).await
             })
             .await?,
         );
@@ -716,6 +739,7 @@ fn print_summary(args: &BenchArgs, reports: &[(Backend, BackendReport)]) {
             );
         }
     }
+    print_alarms(args, reports);
     for (backend, report) in reports {
         if *backend != Backend::Sqlite {
             continue;
@@ -831,6 +855,56 @@ fn print_growth(args: &BenchArgs, reports: &[(Backend, BackendReport)]) {
                     }
                 );
             }
+        }
+    }
+}
+
+/// The alarm lines: delivery latency, escalation lateness, the outage,
+/// and the goals of #32.
+fn print_alarms(args: &BenchArgs, reports: &[(Backend, BackendReport)]) {
+    for (backend, report) in reports {
+        let Some(a) = &report.alarms else {
+            continue;
+        };
+        let name = backend.name();
+        println!(
+            "Alarms, {name} ({:.0} alarms/s + as many ordinary POSTs, open-loop, {} s; deadline {} s):",
+            args.alarm_rate, args.alarm_seconds, args.alarm_deadline
+        );
+        let first = a.first_attempt();
+        let late = a.escalation_arrival();
+        let line = |s: Option<alarm_tally::Summary>| s.map_or("-".to_owned(), |s| s.describe());
+        let shown = |s: Option<f64>| s.map_or("-".to_owned(), |s| format!("{s:.1} s"));
+        println!("  201 → first delivery attempt: {}", line(first));
+        println!("  escalation arrival − deadline: {}", line(late));
+        if let Some(o) = &a.outage {
+            println!(
+                "  outage of {} s: {}; after the receiver came back the last raised event arrived {}, the last event {} ({} calls answered 503 as it went down)",
+                o.seconds,
+                o.tally.describe(),
+                shown(o.last_raised_after_back),
+                shown(o.last_after_back),
+                o.refused
+            );
+        }
+        println!("  all: {}", a.all.describe());
+        let verdict = |met: bool| if met { "met" } else { "NOT met" };
+        println!(
+            "Goal: 201 → first delivery attempt p99 < {} s on {name}: {}",
+            alarms::GOAL_FIRST_ATTEMPT_P99_S,
+            verdict(first.is_some_and(|s| s.p99 < alarms::GOAL_FIRST_ATTEMPT_P99_S))
+        );
+        println!(
+            "Goal: escalation within {} s of the deadline on {name}: {}",
+            alarms::GOAL_ESCALATION_LATE_S,
+            verdict(late.is_some_and(|s| s.max < alarms::GOAL_ESCALATION_LATE_S))
+        );
+        if let Some(o) = &a.outage {
+            println!(
+                "Goal: every event delivered after a receiver outage of {} s on {name}: {}",
+                o.seconds,
+                verdict(a.delivered_all() && o.tally.complete())
+            );
         }
     }
 }

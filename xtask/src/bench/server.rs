@@ -333,7 +333,18 @@ impl Server {
         fresh: &Fresh,
         scoring: Scoring,
     ) -> anyhow::Result<Server> {
-        Server::start_in(binary, root, fresh, scoring, None).await
+        Server::start_in(binary, root, fresh, scoring, None, &[]).await
+    }
+
+    /// [`Server::start`] with more command-line settings of `serve`
+    /// (`--name value` pairs and switches, as given).
+    pub async fn start_with_args(
+        binary: &Path,
+        root: &Path,
+        fresh: &Fresh,
+        extra: &[String],
+    ) -> anyhow::Result<Server> {
+        Server::start_in(binary, root, fresh, Scoring::On, None, extra).await
     }
 
     /// [`Server::start`] with the plugins of `plugins_dir`.
@@ -343,7 +354,7 @@ impl Server {
         fresh: &Fresh,
         plugins_dir: &Path,
     ) -> anyhow::Result<Server> {
-        Server::start_in(binary, root, fresh, Scoring::On, Some(plugins_dir)).await
+        Server::start_in(binary, root, fresh, Scoring::On, Some(plugins_dir), &[]).await
     }
 
     async fn start_in(
@@ -352,6 +363,7 @@ impl Server {
         fresh: &Fresh,
         scoring: Scoring,
         plugins_dir: Option<&Path>,
+        extra: &[String],
     ) -> anyhow::Result<Server> {
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
@@ -391,6 +403,7 @@ impl Server {
         if let Some(dir) = plugins_dir {
             command.arg("--plugins-dir").arg(dir);
         }
+        command.args(extra);
         if scoring == Scoring::Off {
             // An empty plugin folder: every POST is stored with the
             // scorer's absence in its outcome; that failure is not logged,
