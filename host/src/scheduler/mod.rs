@@ -87,13 +87,17 @@ pub async fn tick(scheduler: &Scheduler, now: DateTime<Utc>) -> Result<TickCount
 pub const DELIVERY_POLL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Delivers the alarms due at `now` between passes, batch by batch, if any
-/// are; how many were delivered.
+/// are, for about one [`DELIVERY_POLL`] at most: a backlog (a receiver that
+/// was down) is worked off poll by poll, so the pass that escalates is not
+/// held up behind it (measured: `cargo xtask bench --alarms`,
+/// docs/benchmarks.md). How many were delivered.
 pub async fn deliver_alarms(
     scheduler: &Scheduler,
     now: DateTime<Utc>,
 ) -> Result<usize, StoreError> {
+    let started = std::time::Instant::now();
     let mut delivered = 0;
-    while scheduler.store.alarm_deliveries_due(now).await? {
+    while started.elapsed() < DELIVERY_POLL && scheduler.store.alarm_deliveries_due(now).await? {
         let batch = alarm_delivery::send_batch(
             &scheduler.callbacks,
             &scheduler.metrics,

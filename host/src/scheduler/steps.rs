@@ -14,7 +14,7 @@ use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 use futures_util::future::BoxFuture;
 
-use super::alarm_delivery::{self, AlarmJson, DELIVERY_BATCH, Payload};
+use super::alarm_delivery::{self, AlarmJson, Payload};
 use super::callbacks::{self, CALLBACK_BATCH};
 use super::heartbeat::Heartbeat;
 use super::signed::Sender;
@@ -150,7 +150,9 @@ fn escalate_alarms<'t>(pass: &'t Pass<'t>) -> BoxFuture<'t, Result<Batch, StoreE
 
 /// Delivers a batch of the alarm events that are due (raised and
 /// escalated alarms; docs/api/alarms.md#delivery), after the escalations
-/// this pass made.
+/// this pass made. One batch only: a backlog is left to the poll between
+/// passes (`mod.rs`, `deliver_alarms`), which works it off a second at a
+/// time, so that no pass, and so no escalation, waits behind it.
 fn deliver_alarms<'t>(pass: &'t Pass<'t>) -> BoxFuture<'t, Result<Batch, StoreError>> {
     Box::pin(async move {
         let scheduler = pass.scheduler;
@@ -163,7 +165,7 @@ fn deliver_alarms<'t>(pass: &'t Pass<'t>) -> BoxFuture<'t, Result<Batch, StoreEr
         )
         .await?;
         Ok(Batch {
-            full: sent.claimed >= DELIVERY_BATCH,
+            full: false,
             counts: TickCounts {
                 alarms_delivered: sent.delivered,
                 ..TickCounts::default()
