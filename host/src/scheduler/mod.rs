@@ -23,8 +23,8 @@
 //!
 //! The scheduler is handed what it works with at start-up ([`Scheduler`]:
 //! store, catalog, time zone, clock, metrics, heartbeat, the webhooks'
-//! sender, the API's view of an alarm); it must not reach for the application state or the HTTP
-//! edge.
+//! sender, the API's view of an alarm); it must not reach for the
+//! application state or the HTTP edge.
 //!
 //! [`NON_RESPONSE_DELAY`] is 6 hours. Between passes [`run`] also delivers
 //! alarms every [`DELIVERY_POLL`], when any are due, so a raised alarm
@@ -89,7 +89,7 @@ pub const DELIVERY_POLL: std::time::Duration = std::time::Duration::from_secs(1)
 /// Delivers the alarms due at `now` between passes, batch by batch, if any
 /// are, for about one [`DELIVERY_POLL`] at most: a backlog (a receiver that
 /// was down) is worked off poll by poll, so the pass that escalates is not
-/// held up behind it (measured: `cargo xtask bench --alarms`,
+/// held up behind it (the hold-up `cargo xtask bench --alarms` found is in
 /// docs/benchmarks.md). How many were delivered.
 pub async fn deliver_alarms(
     scheduler: &Scheduler,
