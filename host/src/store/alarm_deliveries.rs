@@ -203,21 +203,7 @@ impl Store {
         sealed: StoredSecret,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        self.writer
-            .write(move |conn| {
-                Box::pin(async move {
-                    sqlx::query(
-                        "INSERT INTO host_secrets (name, value, created_at) VALUES ($1, $2, $3) \
-                         ON CONFLICT (name) DO UPDATE SET value = excluded.value, created_at = excluded.created_at",
-                    )
-                    .bind(ALARM_WEBHOOK_SECRET)
-                    .bind(&sealed.0)
-                    .bind(to_millis(now))
-                    .execute(&mut *conn)
-                    .await?;
-                    Ok(())
-                })
-            })
+        self.set_host_secret(ALARM_WEBHOOK_SECRET, sealed.0, now)
             .await
     }
 }

@@ -236,6 +236,32 @@ impl Store {
             .await
     }
 
+    /// Stores `value` as the secret `name`, replacing any stored before.
+    pub async fn set_host_secret(
+        &self,
+        name: &str,
+        value: String,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let name = name.to_owned();
+        self.writer
+            .write(move |conn| {
+                Box::pin(async move {
+                    sqlx::query(
+                        "INSERT INTO host_secrets (name, value, created_at) VALUES ($1, $2, $3) \
+                         ON CONFLICT (name) DO UPDATE SET value = excluded.value, created_at = excluded.created_at",
+                    )
+                    .bind(&name)
+                    .bind(&value)
+                    .bind(to_millis(now))
+                    .execute(&mut *conn)
+                    .await?;
+                    Ok(())
+                })
+            })
+            .await
+    }
+
     /// Makes a session for the dossier's patient (the dossier too, on first
     /// write), after checking that every response to resume is an aborted
     /// response of this dossier that can still be filled out.
